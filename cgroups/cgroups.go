@@ -1,0 +1,97 @@
+// Package cgroups gives one sandbox run its own cgroup: memory, pids and cpu
+// limits for the whole process tree, a way to kill the whole tree at once, and
+// the figures (peak memory, CPU used, OOM kills, pids.max hits) that say how
+// the run ended.
+//
+// One interface, three hosts: a unified cgroup v2 hierarchy; a hybrid host
+// (v2 for placement, tracking and cgroup.kill, v1 controllers for the limits);
+// a v1-only host (v1 controllers, the v1 freezer for the kill).
+package cgroups
+
+import (
+	"context"
+	"time"
+)
+
+// Mode is the cgroup layout of a host.
+type Mode string
+
+// Host layouts.
+const (
+	Unified     Mode = "unified"     // cgroup v2 only
+	Hybrid      Mode = "hybrid"      // v1 controllers plus a v2 hierarchy (usually /sys/fs/cgroup/unified)
+	Legacy      Mode = "legacy"      // v1 only
+	Unavailable Mode = "unavailable" // no cgroup filesystem mounted
+)
+
+// Limits are the limits for one sandbox's whole tree. Zero means none.
+type Limits struct {
+	MemoryBytes uint64
+	Pids        uint32
+	// CPUQuotaCores sets cpu.max (v2) or cpu.cfs_quota_us (v1) to this many
+	// CPUs' worth of time per period; 0 sets no bandwidth limit.
+	CPUQuotaCores float64
+}
+
+// Stats are the figures of a group, read at any time.
+type Stats struct {
+	// CPUUsage is user+system CPU time of every process that ever ran in the
+	// group, as far as the host can tell (cpu.stat or cpuacct.usage).
+	CPUUsage  time.Duration
+	CPUUser   time.Duration
+	CPUSystem time.Duration
+	// MemoryPeakBytes is the group's peak memory use, 0 when unknown.
+	MemoryPeakBytes uint64
+	// PidsPeak is the highest number of tasks seen, 0 when unknown.
+	PidsPeak uint64
+	// OOMKills counts processes the kernel killed for the memory limit.
+	OOMKills uint64
+	// PidsLimitHits counts forks refused by pids.max.
+	PidsLimitHits uint64
+}
+
+// Group is one sandbox's cgroup (on a hybrid or v1 host: its set of cgroups,
+// one per hierarchy it needed). A Group is not safe for concurrent use except
+// where a method says so.
+type Group interface {
+	// Mode is the host layout this group was made for.
+	Mode() Mode
+	// Path is the group's main path (the v2 directory where there is one),
+	// for reports.
+	Path() string
+	// CloneIntoFD returns an O_PATH|O_DIRECTORY fd of the v2 cgroup directory
+	// for clone3's CLONE_INTO_CGROUP, or -1 when the host has no usable v2
+	// hierarchy. The Group owns the fd.
+	CloneIntoFD() int
+	// JoinFDs returns write-only fds of v1 cgroup.procs files. The child
+	// writes "0" to each of them before it execs, which moves it into those
+	// cgroups before it can run or fork anything. The Group owns the fds; they
+	// are close-on-exec.
+	JoinFDs() []int
+	// Stats reads the current figures. Safe for concurrent use.
+	Stats() (Stats, error)
+	// Kill ends every process in the group (cgroup.kill on v2; on v1 freeze,
+	// SIGKILL every task, thaw) and returns without waiting.
+	Kill() error
+	// WaitEmpty returns when no process is left in the group (cgroup.events
+	// "populated 0" on v2; an empty cgroup.procs on v1), or ctx's error.
+	WaitEmpty(ctx context.Context) error
+	// Remove removes every cgroup directory this Group created. It fails if a
+	// process is still inside. Idempotent.
+	Remove() error
+}
+
+// Options choose where a Group goes.
+type Options struct {
+	// Parent is the cgroup under which the group is made, as a path inside
+	// the hierarchy ("/sandboxes" or "/user.slice/.../app.scope"); empty picks
+	// the host default (see New).
+	Parent string
+	// Name is the group's directory name; empty generates a unique one with
+	// the prefix NamePrefix.
+	Name string
+}
+
+// NamePrefix starts the name of every cgroup this package creates, so stale
+// ones can be found (and removed) after a supervisor was killed.
+const NamePrefix = "sandbox-executable-"

@@ -1,0 +1,3 @@
+module sandbox-executable
+
+go 1.26

@@ -1,0 +1,203 @@
+package policy
+
+// Plan is a policy fully resolved for one run: absolute canonical paths,
+// the network mode, every seccomp rule with its action, the limits with their
+// default rules applied, and the environment the program will get. It holds
+// everything the enforcing packages need and nothing they must recompute;
+// it is printed by --explain.
+//
+// A Plan depends on the policy, the process environment and the filesystem
+// (paths are canonicalized), never on what the running kernel supports: what
+// the kernel can enforce is decided later, when the Plan is translated.
+type Plan struct {
+	Policy Kind `json:"policy"`
+	// PolicyCwd is --sandbox-policy-cwd (or the process's working directory),
+	// canonical. For workspace_write it is also a writable root.
+	PolicyCwd  string      `json:"policy_cwd"`
+	Filesystem Filesystem  `json:"filesystem"`
+	Network    Network     `json:"network"`
+	Seccomp    Seccomp     `json:"seccomp"`
+	Limits     Limits      `json:"limits"`
+	Env        Environment `json:"environment"`
+	// Notes records every decision Resolve took that narrows what the policy
+	// literally says (never one that widens it), one sentence each.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Filesystem is the resolved filesystem part of a Plan. Reading and executing
+// are allowed everywhere except under ReadDenied; writing only beneath
+// WritableRoots and to WritableDevices, and never beneath WriteDenied.
+type Filesystem struct {
+	WritableRoots []WritablePath `json:"writable_roots"`
+	// WritableDevices are device files any program may need to write
+	// (/dev/null and friends), allowed in every policy.
+	WritableDevices []string `json:"writable_devices"`
+	// ReadDenied paths (and everything beneath them) may be neither read nor
+	// written. They need not exist: creating them is denied too.
+	ReadDenied []DeniedPath `json:"read_denied"`
+	// WriteDenied paths (and everything beneath them) may be read but not
+	// written, removed, renamed or created. They need not exist.
+	WriteDenied []DeniedPath `json:"write_denied"`
+}
+
+// WritablePath is one writable root.
+type WritablePath struct {
+	// Path is absolute and canonical (symlinks resolved, no "." or "..").
+	Path string `json:"path"`
+	// Source says where it came from: "writable_roots[N]", "policy_cwd",
+	// "/tmp (exclude_slash_tmp false)", "$TMPDIR (exclude_tmpdir_env_var false)".
+	Source string `json:"source"`
+	// Given is the path as the policy wrote it, when that differs from Path.
+	Given string `json:"given,omitempty"`
+}
+
+// DeniedPath is one read- or write-denied path.
+type DeniedPath struct {
+	// Path is absolute; its existing prefix is canonical, the rest (if the
+	// path does not exist yet) is appended lexically.
+	Path string `json:"path"`
+	// Source says where it came from: "sensitive_paths[N]",
+	// "default_sensitive_paths", "protected_metadata", "protected_metadata (gitdir of /ws/.git)".
+	Source string `json:"source"`
+	// Given is the path as written (for example "~/.ssh"), when that differs.
+	Given string `json:"given,omitempty"`
+	// Exists says whether the path existed when the Plan was made.
+	Exists bool `json:"exists"`
+}
+
+// NetworkMode is one of the three network modes of CONTRACT §6.
+type NetworkMode string
+
+// Network modes.
+const (
+	NetworkNone      NetworkMode = "none"
+	NetworkFull      NetworkMode = "full"
+	NetworkAllowlist NetworkMode = "allowlist"
+)
+
+// Network is the resolved network part of a Plan.
+type Network struct {
+	Mode NetworkMode `json:"mode"`
+	// Allowlist holds the entries when Mode is allowlist, normalized
+	// (host lower-cased, de-duplicated, in policy order).
+	Allowlist []HostPort `json:"allowlist,omitempty"`
+	// Why says which policy fields decided the mode.
+	Why string `json:"why"`
+}
+
+// HostPort is one allowlist entry: Host is an exact name, an IP literal, or
+// "*.suffix" (which matches suffix itself and any name ending in ".suffix").
+type HostPort struct {
+	Host     string `json:"host"`
+	Port     uint16 `json:"port"`
+	Protocol string `json:"protocol"`
+}
+
+// Action is what a seccomp rule does when it matches.
+type Action string
+
+// Seccomp actions.
+const (
+	ActionErrno       Action = "errno"        // fail the call with Errno
+	ActionLog         Action = "log"          // allow and log (log_only profiles)
+	ActionKillProcess Action = "kill_process" // kill the whole process
+)
+
+// Seccomp is the resolved seccomp part of a Plan. Calls that match no rule
+// are allowed; calls of a foreign architecture (i386 int 0x80, x32) are
+// killed whatever the rules say.
+type Seccomp struct {
+	Rules []SyscallRule `json:"rules"`
+	// Skipped lists blocked_syscalls names that exist on some architecture
+	// but not this one, so nothing needs blocking here.
+	Skipped []SkippedSyscall `json:"skipped,omitempty"`
+	// The profile flags, as given.
+	AllowNamespaces     bool `json:"allow_namespaces"`
+	AllowNetworkSockets bool `json:"allow_network_sockets"`
+	LogOnly             bool `json:"log_only"`
+}
+
+// SyscallRule is one seccomp rule: when Syscall is called and every one of
+// Args matches, Action is taken.
+type SyscallRule struct {
+	Syscall string         `json:"syscall"`
+	Action  Action         `json:"action"`
+	Errno   string         `json:"errno,omitempty"` // "EPERM", "ENOSYS", ... for ActionErrno
+	Args    []ArgCondition `json:"args,omitempty"`
+	Why     string         `json:"why"`
+}
+
+// ArgCondition compares one syscall argument. Op is one of "eq", "ne",
+// "lt", "le", "gt", "ge" (Value) or "masked_eq" ((arg & Mask) == Value).
+type ArgCondition struct {
+	Index uint   `json:"index"`
+	Op    string `json:"op"`
+	Value uint64 `json:"value"`
+	Mask  uint64 `json:"mask,omitempty"`
+}
+
+// SkippedSyscall is a blocked_syscalls name that was not turned into a rule.
+type SkippedSyscall struct {
+	Syscall string `json:"syscall"`
+	Why     string `json:"why"`
+}
+
+// Limits is the resolved resource part of a Plan. Zero means unlimited, for
+// every field but TimeoutSeconds, which is always set.
+type Limits struct {
+	MemoryBytes uint64 `json:"memory_bytes"`
+	Pids        uint32 `json:"pids"`
+	// FileSizeBytes comes from max_disk_mb; the kernel can only enforce it per
+	// file (RLIMIT_FSIZE), not for the whole sandbox.
+	FileSizeBytes  uint64 `json:"file_size_bytes"`
+	CPUSeconds     uint64 `json:"cpu_seconds"`
+	TimeoutSeconds uint64 `json:"timeout_seconds"`
+	// TimeoutRule says how TimeoutSeconds was reached.
+	TimeoutRule string `json:"timeout_rule"`
+}
+
+// Environment is the environment the program will get.
+type Environment struct {
+	// Filtered is true when VT Code's should_filter_env_var filter was applied.
+	Filtered bool `json:"filtered"`
+	// Removed lists the names the filter removed (values are never printed).
+	Removed []string `json:"removed,omitempty"`
+	// Vars is the program's environment, KEY=VALUE, in the original order.
+	Vars []string `json:"-"`
+}
+
+// SyscallTable answers which system call names exist. The seccomp package
+// provides the real one (from libseccomp's tables).
+type SyscallTable interface {
+	// Lookup reports whether name is a system call on the running
+	// architecture (native) and whether it is one on any architecture known.
+	Lookup(name string) (native, known bool)
+}
+
+// Input is everything Resolve reads. Nothing else (no global state, no
+// environment variables of the helper's own process) is consulted, apart from
+// the filesystem for canonicalizing paths.
+type Input struct {
+	Policy SandboxPolicy
+	// Seccomp and Limits are the effective --seccomp-profile and
+	// --resource-limits (derived from Policy when the flags are absent).
+	Seccomp SeccompProfile
+	Limits  ResourceLimits
+	// SeccompFrom and LimitsFrom name where they came from, for error
+	// messages: "--seccomp-profile" or "--sandbox-policy: seccomp_profile".
+	SeccompFrom string
+	LimitsFrom  string
+	// PolicyCwd is --sandbox-policy-cwd as given ("" when absent); a relative
+	// value is taken relative to ProcessCwd.
+	PolicyCwd  string
+	ProcessCwd string
+	// Environ is the helper's environment (os.Environ()).
+	Environ []string
+	// KeepEnv skips VT Code's secret filter.
+	KeepEnv bool
+	// Syscalls resolves syscall names.
+	Syscalls SyscallTable
+	// PasswdHome returns the current user's home directory from the password
+	// database; used when $HOME is unset, empty or relative.
+	PasswdHome func() (string, error)
+}
