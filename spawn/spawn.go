@@ -1,0 +1,378 @@
+// Package spawn starts the sandboxed program: it clones a child that applies
+// a fully prepared set of restrictions (cgroup placement, namespace and mount
+// operations, rlimits, the parent-death signal, fd closing, no_new_privs,
+// a Landlock ruleset, a seccomp filter, the signal state) and execs, like
+// execvp, the first candidate path that works.
+//
+// Go decides everything; the child runs a small C stage that only applies
+// what it is given, with raw system calls, on its own stack, while it shares
+// the supervisor's memory (clone3 with CLONE_VM|CLONE_VFORK|
+// CLONE_CLEAR_SIGHAND, born into its cgroup with CLONE_INTO_CGROUP). There is
+// no second exec of the helper and no second Go runtime start. Because the
+// creating thread waits until the child has execed or failed, a failure is
+// known, with its step and errno, when Start returns.
+package spawn
+
+/*
+#include <stdlib.h>
+#include <string.h>
+#include "stage.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Step names a step of the child stage.
+type Step int
+
+// The child's steps, in order.
+const (
+	StepNone Step = iota
+	StepClone
+	StepCgroup
+	StepOp
+	StepRlimit
+	StepPdeathsig
+	StepFDs
+	StepNoNewPrivs
+	StepLandlock
+	StepSeccomp
+	StepSignals
+	StepExec
+)
+
+var stepNames = [...]string{"", "clone", "cgroup", "setup", "rlimit", "pdeathsig", "fds", "no_new_privs", "landlock", "seccomp", "signals", "exec"}
+
+func (s Step) String() string {
+	if int(s) < len(stepNames) {
+		return stepNames[s]
+	}
+	return fmt.Sprintf("step %d", int(s))
+}
+
+// OpKind is the kind of a prepared operation.
+type OpKind int
+
+// Operation kinds (see Op).
+const (
+	OpMount   OpKind = C.SE_OP_MOUNT    // mount(A, B, C, Flags, D)
+	OpWrite   OpKind = C.SE_OP_WRITE    // write B to the file A (uid_map, setgroups)
+	OpSetns   OpKind = C.SE_OP_SETNS    // setns(FD, Flags)
+	OpMkdir   OpKind = C.SE_OP_MKDIR    // mkdir(A, Flags), EEXIST ignored
+	OpUmount  OpKind = C.SE_OP_UMOUNT   // umount2(A, Flags)
+	OpChdir   OpKind = C.SE_OP_CHDIR    // chdir(A)
+	OpCreate  OpKind = C.SE_OP_CREATE   // create the file A (mode Flags) if missing
+	OpMountFD OpKind = C.SE_OP_MOUNT_FD // mount("/proc/self/fd/FD", B, "", Flags, "")
+)
+
+// Op is one namespace or mount operation the child runs after joining its
+// cgroups and before anything else. Desc says what it is for, in error
+// messages ("mask /home/u/.ssh").
+type Op struct {
+	Kind       OpKind
+	FD         int
+	Flags      uintptr
+	A, B, C, D string
+	Desc       string
+}
+
+// Rlimit is one resource limit to set in the child.
+type Rlimit struct {
+	Resource int
+	Cur, Max uint64
+}
+
+// Request is everything the child applies, already decided.
+type Request struct {
+	// Paths are the candidates execve is tried on, in order (execvp's PATH
+	// search already expanded); Argv and Env are the program's.
+	Paths []string
+	Argv  []string
+	Env   []string
+	// ShellFallback runs "/bin/sh PATH ARGS..." when a candidate is not a
+	// valid executable format (ENOEXEC), as execvp does.
+	ShellFallback bool
+
+	// CgroupFD is a v2 cgroup directory the child is born into, or -1.
+	CgroupFD int
+	// CgroupProcsFD is that cgroup's cgroup.procs, opened for writing, or
+	// -1: where clone3 is unavailable (an old kernel, or a container's
+	// seccomp filter answering ENOSYS), the child joins through it instead.
+	CgroupProcsFD int
+	// JoinFDs are cgroup.procs files the child writes "0" to first.
+	JoinFDs []int
+	// NamespaceFlags are CLONE_NEW* flags for the child.
+	NamespaceFlags uintptr
+	// Ops run in order after the cgroup joins.
+	Ops []Op
+
+	Rlimits []Rlimit
+	// Pdeathsig is sent to the child when the creating thread exits.
+	Pdeathsig syscall.Signal
+	// KeepFDs stay open across exec; every other fd above 2 is closed.
+	KeepFDs []int
+
+	// RulesetFD is a Landlock ruleset to enforce, or -1.
+	RulesetFD    int
+	RulesetFlags uint32
+	// BPF is a seccomp filter program (struct sock_filter[]), or nil.
+	BPF []byte
+}
+
+// Process is a started child.
+type Process struct {
+	Pid int
+	// PidFD is a pidfd for the child (close-on-exec), or -1 when the kernel
+	// could not give one. The caller owns it.
+	PidFD int
+}
+
+// Error is a failure of the child before its program ran.
+type Error struct {
+	Step  Step
+	Errno syscall.Errno
+	// Detail names what the step was working on (a path, an op's Desc).
+	Detail string
+}
+
+func (e *Error) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("%s: %s: %s", e.Step, e.Detail, e.Errno)
+	}
+	return fmt.Sprintf("%s: %s", e.Step, e.Errno)
+}
+
+// ExitCode is the exit status the child ended with: 127 when the program was
+// not found, 126 when it was found but could not be executed, 125 for every
+// failure before that.
+func (e *Error) ExitCode() int {
+	if e.Step != StepExec {
+		return 125
+	}
+	if e.Errno == unix.ENOENT || e.Errno == unix.ENOTDIR {
+		return 127
+	}
+	return 126
+}
+
+// InitialState reports the process's signal mask, its ignored signals and
+// RLIMIT_NOFILE as they were before the Go runtime started. Start gives the
+// program the same mask and ignored signals; the caller decides RLIMIT_NOFILE.
+func InitialState() (mask unix.Sigset_t, ignored []syscall.Signal, nofile Rlimit) {
+	var cmask C.sigset_t
+	var cign [64]C.int
+	var n C.int
+	var cur, max C.uint64_t
+	C.se_initial_state(&cmask, &cign[0], 64, &n, &cur, &max)
+	mask = *(*unix.Sigset_t)(unsafe.Pointer(&cmask))
+	for i := 0; i < int(n); i++ {
+		ignored = append(ignored, syscall.Signal(cign[i]))
+	}
+	return mask, ignored, Rlimit{Resource: unix.RLIMIT_NOFILE, Cur: uint64(cur), Max: uint64(max)}
+}
+
+// childStackSize is the child's stack: the stage uses a few hundred bytes.
+const childStackSize = 64 << 10
+
+// Start clones the child, which applies req and execs the program. It
+// returns when the program is running, or with an *Error when a step failed;
+// in that case the child has already exited and must still be reaped (its
+// pid is in the returned Process).
+func Start(req *Request) (*Process, error) {
+	if len(req.Paths) == 0 || len(req.Argv) == 0 {
+		return nil, fmt.Errorf("spawn: no program")
+	}
+	a := &arena{}
+	defer a.free()
+
+	r := (*C.struct_se_req)(a.alloc(C.sizeof_struct_se_req))
+	r.paths = a.strings(req.Paths)
+	r.npaths = C.int(len(req.Paths))
+	r.argv = a.strings(req.Argv)
+	r.envp = a.strings(req.Env)
+	if req.ShellFallback {
+		sh := append([]string{"sh", ""}, req.Argv[1:]...)
+		r.sh_argv = a.strings(sh)
+		r.sh_fallback = 1
+	}
+	r.cgroup_fd = C.int(req.CgroupFD)
+	r.join_fds = a.ints(req.JoinFDs)
+	r.njoin = C.int(len(req.JoinFDs))
+	r.ns_flags = C.ulong(req.NamespaceFlags)
+	if len(req.Ops) > 0 {
+		ops := unsafe.Slice((*C.struct_se_op)(a.alloc(C.sizeof_struct_se_op*C.size_t(len(req.Ops)))), len(req.Ops))
+		for i, op := range req.Ops {
+			ops[i].kind = C.int(op.Kind)
+			ops[i].fd = C.int(op.FD)
+			ops[i].flags = C.ulong(op.Flags)
+			ops[i].a = a.cstring(op.A)
+			ops[i].b = a.cstring(op.B)
+			ops[i].c = a.cstring(op.C)
+			ops[i].d = a.cstring(op.D)
+		}
+		r.ops = &ops[0]
+		r.nops = C.int(len(req.Ops))
+	}
+	if len(req.Rlimits) > 0 {
+		lims := unsafe.Slice((*C.struct_se_rlimit)(a.alloc(C.sizeof_struct_se_rlimit*C.size_t(len(req.Rlimits)))), len(req.Rlimits))
+		for i, l := range req.Rlimits {
+			lims[i].resource = C.int(l.Resource)
+			lims[i].cur = C.uint64_t(l.Cur)
+			lims[i].max = C.uint64_t(l.Max)
+		}
+		r.rlimits = &lims[0]
+		r.nrlimits = C.int(len(req.Rlimits))
+	}
+	r.pdeathsig = C.int(req.Pdeathsig)
+	r.keep_fds = a.ints(req.KeepFDs)
+	r.nkeep = C.int(len(req.KeepFDs))
+	r.ruleset_fd = C.int(req.RulesetFD)
+	r.ruleset_flags = C.uint32_t(req.RulesetFlags)
+	if len(req.BPF) > 0 {
+		if len(req.BPF)%8 != 0 || len(req.BPF)/8 > 0xffff {
+			return nil, fmt.Errorf("spawn: seccomp program of %d bytes is not a sock_filter array", len(req.BPF))
+		}
+		p := a.alloc(C.size_t(len(req.BPF)))
+		copy(unsafe.Slice((*byte)(p), len(req.BPF)), req.BPF)
+		r.bpf = p
+		r.bpf_len = C.ushort(len(req.BPF) / 8)
+	}
+
+	mask, ignored, _ := InitialState()
+	*(*unix.Sigset_t)(unsafe.Pointer(&r.mask)) = mask
+	ign := make([]int, len(ignored))
+	for i, s := range ignored {
+		ign[i] = int(s)
+	}
+	r.ignored = a.ints(ign)
+	r.nignored = C.int(len(ign))
+
+	r.stack = a.alloc(childStackSize)
+	r.stack_size = childStackSize
+
+	// The parent-death signal belongs to the creating thread: keep this
+	// goroutine on it for the call (Go never ends an unlocked thread).
+	runtime.LockOSThread()
+	pid := C.se_spawn(r)
+	if pid == -C.long(unix.ENOSYS) && req.CgroupFD >= 0 && req.CgroupProcsFD >= 0 {
+		r.cgroup_fd = -1
+		r.join_fds = a.ints(append([]int{req.CgroupProcsFD}, req.JoinFDs...))
+		r.njoin = C.int(len(req.JoinFDs) + 1)
+		pid = C.se_spawn(r)
+	}
+	runtime.UnlockOSThread()
+
+	if pid < 0 {
+		return nil, &Error{Step: StepClone, Errno: syscall.Errno(-pid)}
+	}
+	p := &Process{Pid: int(pid), PidFD: int(r.pidfd)}
+	if r.used_clone3 == 0 {
+		p.PidFD = -1
+	}
+	if step := Step(r.fail_step); step != StepNone {
+		return p, &Error{Step: step, Errno: syscall.Errno(r.fail_errno), Detail: detail(req, step, int(r.fail_index))}
+	}
+	return p, nil
+}
+
+func detail(req *Request, step Step, i int) string {
+	switch step {
+	case StepOp:
+		if i >= 0 && i < len(req.Ops) {
+			return req.Ops[i].Desc
+		}
+	case StepExec:
+		if i >= 0 && i < len(req.Paths) {
+			return req.Paths[i]
+		}
+	case StepRlimit:
+		if i >= 0 && i < len(req.Rlimits) {
+			return rlimitName(req.Rlimits[i].Resource)
+		}
+	case StepFDs:
+		if i >= 0 && i < len(req.KeepFDs) {
+			return fmt.Sprintf("keep fd %d", req.KeepFDs[i])
+		}
+	case StepCgroup:
+		return "join cgroup"
+	}
+	return ""
+}
+
+func rlimitName(r int) string {
+	switch r {
+	case unix.RLIMIT_CPU:
+		return "RLIMIT_CPU"
+	case unix.RLIMIT_FSIZE:
+		return "RLIMIT_FSIZE"
+	case unix.RLIMIT_NOFILE:
+		return "RLIMIT_NOFILE"
+	case unix.RLIMIT_CORE:
+		return "RLIMIT_CORE"
+	case unix.RLIMIT_AS:
+		return "RLIMIT_AS"
+	case unix.RLIMIT_DATA:
+		return "RLIMIT_DATA"
+	case unix.RLIMIT_NPROC:
+		return "RLIMIT_NPROC"
+	}
+	return fmt.Sprintf("resource %d", r)
+}
+
+// arena holds the C allocations of one Start; everything is freed together
+// once the child has execed or exited.
+type arena struct{ ptrs []unsafe.Pointer }
+
+func (a *arena) alloc(n C.size_t) unsafe.Pointer {
+	p := C.calloc(1, n)
+	if p == nil {
+		panic("spawn: out of memory")
+	}
+	a.ptrs = append(a.ptrs, p)
+	return p
+}
+
+func (a *arena) cstring(s string) *C.char {
+	if s == "" {
+		return nil
+	}
+	p := a.alloc(C.size_t(len(s) + 1))
+	copy(unsafe.Slice((*byte)(p), len(s)), s)
+	return (*C.char)(p)
+}
+
+// strings returns a NULL-terminated char* array.
+func (a *arena) strings(ss []string) **C.char {
+	arr := unsafe.Slice((**C.char)(a.alloc(C.size_t(len(ss)+1)*C.size_t(unsafe.Sizeof((*C.char)(nil))))), len(ss)+1)
+	for i, s := range ss {
+		p := a.alloc(C.size_t(len(s) + 1))
+		copy(unsafe.Slice((*byte)(p), len(s)), s)
+		arr[i] = (*C.char)(p)
+	}
+	return &arr[0]
+}
+
+func (a *arena) ints(v []int) *C.int {
+	if len(v) == 0 {
+		return nil
+	}
+	arr := unsafe.Slice((*C.int)(a.alloc(C.size_t(len(v))*C.sizeof_int)), len(v))
+	for i, x := range v {
+		arr[i] = C.int(x)
+	}
+	return &arr[0]
+}
+
+func (a *arena) free() {
+	for _, p := range a.ptrs {
+		C.free(p)
+	}
+	a.ptrs = nil
+}

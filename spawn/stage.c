@@ -1,0 +1,372 @@
+/*
+ * The spawn stage. See stage.h for the rules this code lives by.
+ */
+#define _GNU_SOURCE
+#include "stage.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if !defined(__x86_64__)
+#error "the spawn stage is written for x86_64 only"
+#endif
+
+/* Constants newer than the build host's headers may be. */
+#define SE_CLONE_CLEAR_SIGHAND 0x100000000ULL
+#define SE_CLONE_INTO_CGROUP 0x200000000ULL
+#define SE_CLONE_PIDFD 0x00001000ULL
+#define SE_CLOSE_RANGE_CLOEXEC (1U << 2)
+#define SE_NR_clone3 435
+#define SE_NR_close_range 436
+#define SE_NR_landlock_restrict_self 446
+#define SE_PR_SET_PDEATHSIG 1
+#define SE_PR_SET_NO_NEW_PRIVS 38
+#define SE_SECCOMP_SET_MODE_FILTER 1
+
+struct se_clone_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
+		stack_size, tls, set_tid, set_tid_size, cgroup;
+};
+
+struct se_sock_fprog {
+	unsigned short len;
+	const void *filter;
+};
+
+struct se_kernel_sigaction {
+	unsigned long handler;
+	unsigned long flags;
+	unsigned long restorer;
+	uint64_t mask;
+};
+
+/* Raw system calls: return -errno on failure and never touch errno. */
+static inline long se_sys(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#define SYS0(n) se_sys((n), 0, 0, 0, 0, 0, 0)
+#define SYS1(n, a) se_sys((n), (long)(a), 0, 0, 0, 0, 0)
+#define SYS2(n, a, b) se_sys((n), (long)(a), (long)(b), 0, 0, 0, 0)
+#define SYS3(n, a, b, c) se_sys((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define SYS4(n, a, b, c, d) se_sys((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+#define SYS5(n, a, b, c, d, e) se_sys((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), 0)
+
+static __attribute__((noreturn)) void se_exit(int code)
+{
+	for (;;)
+		SYS1(SYS_exit, code);
+}
+
+static __attribute__((noreturn)) void se_fail(struct se_req *r, int step, int index, long err)
+{
+	r->fail_index = index;
+	r->fail_errno = (int)-err;
+	r->fail_step = step;
+	se_exit(step == SE_STEP_EXEC ? (err == -ENOENT || err == -ENOTDIR ? 127 : 126) : 125);
+}
+
+/* Exec like execvp: try every candidate; remember EACCES; on ENOEXEC let
+ * /bin/sh run it. Returns only on failure, with the errno execvp would give. */
+static long se_exec(struct se_req *r, int *which)
+{
+	long err = -ENOENT, ret;
+	int eacces = -1;
+	for (int i = 0; i < r->npaths; i++) {
+		*which = i;
+		ret = SYS3(SYS_execve, r->paths[i], r->argv, r->envp);
+		if (ret == -ENOEXEC && r->sh_fallback) {
+			r->sh_argv[1] = r->paths[i];
+			ret = SYS3(SYS_execve, "/bin/sh", r->sh_argv, r->envp);
+			return ret;
+		}
+		switch (ret) {
+		case -EACCES:
+			if (eacces < 0)
+				eacces = i;
+			/* fallthrough */
+		case -ENOENT:
+		case -ENOTDIR:
+		case -ESTALE:
+		case -ENODEV:
+		case -ETIMEDOUT:
+			err = ret;
+			continue;
+		default:
+			return ret;
+		}
+	}
+	if (eacces >= 0) {
+		*which = eacces;
+		return -EACCES;
+	}
+	return err;
+}
+
+static int se_child(void *arg)
+{
+	struct se_req *r = arg;
+	long ret;
+	int i;
+
+	/* Placement first: nothing may run or fork outside the cgroups. */
+	for (i = 0; i < r->njoin; i++) {
+		ret = SYS3(SYS_write, r->join_fds[i], "0", 1);
+		if (ret < 0)
+			se_fail(r, SE_STEP_CGROUP, i, ret);
+	}
+
+	for (i = 0; i < r->nops; i++) {
+		const struct se_op *op = &r->ops[i];
+		switch (op->kind) {
+		case SE_OP_MOUNT:
+			ret = SYS5(SYS_mount, op->a, op->b, op->c, op->flags, op->d);
+			break;
+		case SE_OP_MOUNT_FD: {
+			/* "/proc/self/fd/NNNNNNNNNN" built without libc. */
+			char path[32] = "/proc/self/fd/";
+			char digits[12];
+			int n = 0, fd = op->fd, p = 14;
+			do {
+				digits[n++] = (char)('0' + fd % 10);
+				fd /= 10;
+			} while (fd > 0 && n < 11);
+			while (n > 0)
+				path[p++] = digits[--n];
+			path[p] = 0;
+			ret = SYS5(SYS_mount, path, op->b, 0, op->flags, 0);
+			break;
+		}
+		case SE_OP_WRITE: {
+			long fd = SYS4(SYS_openat, AT_FDCWD, op->a, O_WRONLY | O_CLOEXEC, 0);
+			ret = fd;
+			if (fd >= 0) {
+				size_t len = op->b ? strlen(op->b) : 0;
+				ret = SYS3(SYS_write, fd, op->b, len);
+				if (ret >= 0 && (size_t)ret != len)
+					ret = -EIO;
+				SYS1(SYS_close, fd);
+			}
+			break;
+		}
+		case SE_OP_SETNS:
+			ret = SYS2(SYS_setns, op->fd, op->flags);
+			break;
+		case SE_OP_MKDIR:
+			ret = SYS3(SYS_mkdirat, AT_FDCWD, op->a, op->flags);
+			if (ret == -EEXIST)
+				ret = 0;
+			break;
+		case SE_OP_UMOUNT:
+			ret = SYS2(SYS_umount2, op->a, op->flags);
+			break;
+		case SE_OP_CHDIR:
+			ret = SYS1(SYS_chdir, op->a);
+			break;
+		case SE_OP_CREATE: {
+			long fd = SYS4(SYS_openat, AT_FDCWD, op->a, O_CREAT | O_WRONLY | O_CLOEXEC, op->flags);
+			ret = fd;
+			if (fd >= 0)
+				ret = SYS1(SYS_close, fd);
+			break;
+		}
+		default:
+			ret = -EINVAL;
+		}
+		if (ret < 0)
+			se_fail(r, SE_STEP_OP, i, ret);
+	}
+
+	for (i = 0; i < r->nrlimits; i++) {
+		const struct se_rlimit *l = &r->rlimits[i];
+		uint64_t v[2] = {l->cur, l->max};
+		ret = SYS4(SYS_prlimit64, 0, l->resource, v, 0);
+		if (ret < 0)
+			se_fail(r, SE_STEP_RLIMIT, i, ret);
+	}
+
+	if (r->pdeathsig) {
+		ret = SYS2(SYS_prctl, SE_PR_SET_PDEATHSIG, r->pdeathsig);
+		if (ret < 0)
+			se_fail(r, SE_STEP_PDEATHSIG, 0, ret);
+		/* The supervisor may have died before the prctl took effect. */
+		if (SYS0(SYS_getppid) != r->parent_pid)
+			se_fail(r, SE_STEP_PDEATHSIG, 1, -ESRCH);
+	}
+
+	/* Every fd above 2 closes at exec, except the ones kept on purpose: an
+	 * fd opened before Landlock is not restricted by it. */
+	ret = SYS3(SE_NR_close_range, 3, ~0U, SE_CLOSE_RANGE_CLOEXEC);
+	if (ret < 0)
+		se_fail(r, SE_STEP_FDS, -1, ret);
+	for (i = 0; i < r->nkeep; i++) {
+		ret = SYS3(SYS_fcntl, r->keep_fds[i], F_SETFD, 0);
+		if (ret < 0)
+			se_fail(r, SE_STEP_FDS, i, ret);
+	}
+
+	ret = SYS5(SYS_prctl, SE_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	if (ret < 0)
+		se_fail(r, SE_STEP_NNP, 0, ret);
+
+	if (r->ruleset_fd >= 0) {
+		ret = SYS2(SE_NR_landlock_restrict_self, r->ruleset_fd, r->ruleset_flags);
+		if (ret < 0)
+			se_fail(r, SE_STEP_LANDLOCK, 0, ret);
+	}
+
+	if (r->bpf_len > 0) {
+		struct se_sock_fprog prog = {r->bpf_len, r->bpf};
+		ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, r->seccomp_flags, &prog);
+		if (ret < 0)
+			se_fail(r, SE_STEP_SECCOMP, 0, ret);
+	}
+
+	/* Signal dispositions as the helper found them. clone3 cleared every
+	 * handler; the legacy clone did not, so reset them here. */
+	if (!r->used_clone3) {
+		struct se_kernel_sigaction dfl = {0};
+		for (int s = 1; s <= 64; s++)
+			if (s != SIGKILL && s != SIGSTOP)
+				SYS4(SYS_rt_sigaction, s, &dfl, 0, 8);
+	}
+	for (i = 0; i < r->nignored; i++) {
+		struct se_kernel_sigaction ign = {.handler = (unsigned long)SIG_IGN};
+		ret = SYS4(SYS_rt_sigaction, r->ignored[i], &ign, 0, 8);
+		if (ret < 0)
+			se_fail(r, SE_STEP_SIGNALS, i, ret);
+	}
+	ret = SYS4(SYS_rt_sigprocmask, SIG_SETMASK, &r->mask, 0, 8);
+	if (ret < 0)
+		se_fail(r, SE_STEP_SIGNALS, -1, ret);
+
+	int which = 0;
+	ret = se_exec(r, &which);
+	se_fail(r, SE_STEP_EXEC, which, ret);
+}
+
+/*
+ * clone3/clone with a child that starts in se_child on its own stack. The
+ * child's registers are the parent's but for rax, rcx and r11, so fn and arg
+ * travel in registers the compiler picked among the others; the kernel has
+ * already switched the child to the new stack, 16-byte aligned, so the call
+ * leaves it aligned as the ABI wants.
+ */
+static long se_clone_call(long nr, long a, long b, long c, long d, long e,
+			  int (*fn)(void *), void *arg)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	long ret;
+	__asm__ volatile("syscall\n\t"
+			 "test %%rax, %%rax\n\t"
+			 "jnz 1f\n\t"
+			 "xor %%ebp, %%ebp\n\t"
+			 "mov %[arg], %%rdi\n\t"
+			 "call *%[fn]\n\t"
+			 "mov %%eax, %%edi\n\t"
+			 "mov %[nr_exit], %%eax\n\t"
+			 "syscall\n\t"
+			 "hlt\n\t"
+			 "1:\n\t"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8),
+			   [fn] "r"(fn), [arg] "r"(arg), [nr_exit] "i"(SYS_exit)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+long se_spawn(struct se_req *r)
+{
+	sigset_t all, old;
+	long pid;
+	int pidfd = -1;
+	uintptr_t top = ((uintptr_t)r->stack + r->stack_size) & ~(uintptr_t)15;
+
+	r->fail_step = SE_STEP_NONE;
+	r->fail_index = 0;
+	r->fail_errno = 0;
+	r->parent_pid = getpid();
+
+	/* No signal may reach the child while it still shares our handlers
+	 * and memory: block everything in this thread (the child inherits the
+	 * mask) and clear the handlers in the child. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+
+	struct se_clone_args args;
+	memset(&args, 0, sizeof args);
+	args.flags = CLONE_VM | CLONE_VFORK | SE_CLONE_CLEAR_SIGHAND | SE_CLONE_PIDFD | r->ns_flags;
+	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	args.exit_signal = SIGCHLD;
+	args.stack = (uint64_t)(uintptr_t)r->stack;
+	args.stack_size = (uint64_t)(top - (uintptr_t)r->stack);
+	if (r->cgroup_fd >= 0) {
+		args.flags |= SE_CLONE_INTO_CGROUP;
+		args.cgroup = (uint64_t)r->cgroup_fd;
+	}
+	r->used_clone3 = 1;
+	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_child, r);
+	if (pid == -ENOSYS && r->cgroup_fd < 0) {
+		/* No clone3 (an old kernel, or a container's seccomp filter):
+		 * the legacy call, with the handlers reset by the child. x86_64
+		 * argument order: flags, stack, parent_tid, child_tid, tls. */
+		r->used_clone3 = 0;
+		pid = se_clone_call(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD | (long)r->ns_flags,
+				    (long)top, 0, 0, 0, se_child, r);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, 0);
+	r->pidfd = pidfd;
+	return pid;
+}
+
+/*
+ * The process's state before the Go runtime changes it: Go raises
+ * RLIMIT_NOFILE and installs its own signal handlers and mask, and the
+ * program must get what the helper got. A constructor runs before the
+ * runtime starts (Go links cgo programs externally, through the C start-up).
+ */
+static sigset_t se_init_mask;
+static int se_init_ignored[64];
+static int se_init_nignored;
+static struct rlimit se_init_nofile;
+
+__attribute__((constructor)) static void se_capture_initial_state(void)
+{
+	struct sigaction sa;
+	sigprocmask(SIG_SETMASK, 0, &se_init_mask);
+	for (int s = 1; s < 65; s++) {
+		if (s == SIGKILL || s == SIGSTOP)
+			continue;
+		if (sigaction(s, 0, &sa) == 0 && sa.sa_handler == SIG_IGN && se_init_nignored < 64)
+			se_init_ignored[se_init_nignored++] = s;
+	}
+	getrlimit(RLIMIT_NOFILE, &se_init_nofile);
+}
+
+void se_initial_state(sigset_t *mask, int *ignored, int max, int *nignored,
+		      uint64_t *nofile_cur, uint64_t *nofile_max)
+{
+	*mask = se_init_mask;
+	int n = se_init_nignored < max ? se_init_nignored : max;
+	for (int i = 0; i < n; i++)
+		ignored[i] = se_init_ignored[i];
+	*nignored = n;
+	*nofile_cur = se_init_nofile.rlim_cur;
+	*nofile_max = se_init_nofile.rlim_max;
+}

@@ -1,0 +1,119 @@
+/*
+ * The spawn stage: the only code that runs in the sandboxed child between
+ * clone and execve. It decides nothing. Go prepares every value in C memory
+ * (struct se_req) and this code applies them in a fixed order with raw system
+ * calls, then execs. The child shares the supervisor's memory (CLONE_VM) and
+ * runs on its own stack while the creating thread is suspended (CLONE_VFORK),
+ * so it must not call into Go, allocate, or touch errno or any other
+ * thread-local state of the C library.
+ */
+#ifndef SE_STAGE_H
+#define SE_STAGE_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Steps, in the order the child runs them; reported on failure. */
+enum se_step {
+	SE_STEP_NONE = 0,
+	SE_STEP_CLONE,     /* clone3/clone itself (reported by the parent) */
+	SE_STEP_CGROUP,    /* joining a v1 cgroup (or the v2 one without clone3) */
+	SE_STEP_OP,        /* one of the prepared namespace/mount operations */
+	SE_STEP_RLIMIT,    /* prlimit */
+	SE_STEP_PDEATHSIG, /* PR_SET_PDEATHSIG, or the parent already gone */
+	SE_STEP_FDS,       /* close_range / keeping fds */
+	SE_STEP_NNP,       /* PR_SET_NO_NEW_PRIVS */
+	SE_STEP_LANDLOCK,  /* landlock_restrict_self */
+	SE_STEP_SECCOMP,   /* seccomp(SECCOMP_SET_MODE_FILTER) */
+	SE_STEP_SIGNALS,   /* restoring signal dispositions and mask */
+	SE_STEP_EXEC,      /* execve of every candidate failed */
+};
+
+/* Kinds of prepared operations (se_op.kind). */
+enum se_op_kind {
+	SE_OP_MOUNT = 1,   /* mount(a, b, c, flags, d) */
+	SE_OP_WRITE,       /* open(a, O_WRONLY) then write(b) (uid_map, setgroups) */
+	SE_OP_SETNS,       /* setns(fd, flags) */
+	SE_OP_MKDIR,       /* mkdir(a, flags) ignoring EEXIST */
+	SE_OP_UMOUNT,      /* umount2(a, flags) */
+	SE_OP_CHDIR,       /* chdir(a) */
+	SE_OP_CREATE,      /* open(a, O_CREAT|O_WRONLY|O_CLOEXEC, flags) and close: a file mount point */
+	SE_OP_MOUNT_FD,    /* mount(/proc/self/fd/<fd>, b, NULL, flags, NULL): bind a prepared fd */
+};
+
+struct se_op {
+	int kind;
+	int fd;
+	unsigned long flags;
+	const char *a, *b, *c, *d;
+};
+
+struct se_rlimit {
+	int resource;
+	uint64_t cur, max;
+};
+
+struct se_req {
+	/* Program. paths are the execvp candidates, in order. */
+	char *const *paths;
+	int npaths;
+	char *const *argv;
+	char *const *envp;
+	/* On ENOEXEC, run "/bin/sh path args..." as execvp does; sh_argv has
+	 * room for that: sh_argv[1] is filled in by the child. */
+	char **sh_argv;
+	int sh_fallback;
+
+	/* Placement. */
+	int cgroup_fd;          /* v2 directory for CLONE_INTO_CGROUP, or -1 */
+	const int *join_fds;    /* cgroup.procs fds to write "0" to */
+	int njoin;
+	unsigned long ns_flags; /* CLONE_NEW* flags for the child, or 0 */
+
+	const struct se_op *ops;
+	int nops;
+
+	const struct se_rlimit *rlimits;
+	int nrlimits;
+
+	int pdeathsig;
+	pid_t parent_pid; /* set by se_spawn */
+
+	const int *keep_fds;
+	int nkeep;
+
+	int ruleset_fd; /* Landlock ruleset, or -1 */
+	uint32_t ruleset_flags;
+
+	const void *bpf; /* struct sock_filter[] */
+	unsigned short bpf_len;
+	unsigned int seccomp_flags;
+
+	/* Signals to leave ignored in the program, and its signal mask. */
+	const int *ignored;
+	int nignored;
+	sigset_t mask;
+
+	void *stack;
+	size_t stack_size;
+
+	/* Out: set by the child when a step fails. */
+	volatile int fail_step;
+	volatile int fail_index; /* which op, rlimit, fd or path */
+	volatile int fail_errno;
+	/* Out: set by se_spawn. */
+	int pidfd;
+	int used_clone3;
+};
+
+/* se_spawn starts the child. It returns its pid, or -errno when the clone
+ * itself failed. When it returns a pid, the child has either execed the
+ * program or exited after setting fail_step. */
+long se_spawn(struct se_req *req);
+
+/* The state of the process before the Go runtime started (see stage.c). */
+void se_initial_state(sigset_t *mask, int *ignored, int max, int *nignored,
+		      uint64_t *nofile_cur, uint64_t *nofile_max);
+
+#endif
