@@ -1,0 +1,328 @@
+/*
+ * probe: one small static program the integration tests run inside the
+ * sandbox to attempt exactly one operation and say what happened.
+ *
+ *   probe OP ARGS...
+ *
+ * It prints "ok" (and any result) or the errno name on stdout, and exits 0 on
+ * success, 1 on failure, 2 on misuse. Each operation is one system call (or
+ * the smallest sequence that has to go together), so a test sees the kernel's
+ * answer, not a tool's interpretation of it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/sysmacros.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <termios.h>
+#include <unistd.h>
+
+static const char *errname(int e)
+{
+	switch (e) {
+	case EPERM: return "EPERM";
+	case ENOENT: return "ENOENT";
+	case EACCES: return "EACCES";
+	case EEXIST: return "EEXIST";
+	case EXDEV: return "EXDEV";
+	case EROFS: return "EROFS";
+	case ENOSYS: return "ENOSYS";
+	case EINVAL: return "EINVAL";
+	case EBADF: return "EBADF";
+	case EAFNOSUPPORT: return "EAFNOSUPPORT";
+	case ECONNREFUSED: return "ECONNREFUSED";
+	case ENETUNREACH: return "ENETUNREACH";
+	case EFBIG: return "EFBIG";
+	case ENOTDIR: return "ENOTDIR";
+	case EISDIR: return "EISDIR";
+	case EBUSY: return "EBUSY";
+	case ESRCH: return "ESRCH";
+	case EAGAIN: return "EAGAIN";
+	case ENOTTY: return "ENOTTY";
+	}
+	static char buf[32];
+	snprintf(buf, sizeof buf, "errno%d", e);
+	return buf;
+}
+
+static int result(long r)
+{
+	if (r < 0) {
+		printf("%s\n", errname(errno));
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "probe: bad arguments\n");
+	return 2;
+}
+
+/* i386 system call through int 0x80: getpid is 20 there. */
+static long int80_getpid(void)
+{
+	long ret;
+	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20) : "memory");
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage();
+	const char *op = argv[1];
+	const char *a = argc > 2 ? argv[2] : NULL;
+	const char *b = argc > 3 ? argv[3] : NULL;
+	setvbuf(stdout, NULL, _IONBF, 0);
+
+	/* Files. */
+	if (!strcmp(op, "create") && a)
+		return result(open(a, O_WRONLY | O_CREAT | O_EXCL, 0644));
+	if (!strcmp(op, "append") && a)
+		return result(open(a, O_WRONLY | O_APPEND));
+	if (!strcmp(op, "write") && a) {
+		int fd = open(a, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			return result(-1);
+		const char *s = b ? b : "x";
+		return result(write(fd, s, strlen(s)));
+	}
+	if (!strcmp(op, "read") && a) {
+		int fd = open(a, O_RDONLY);
+		if (fd < 0)
+			return result(-1);
+		char buf[4096];
+		ssize_t n = read(fd, buf, sizeof buf);
+		if (n < 0)
+			return result(-1);
+		printf("ok ");
+		fwrite(buf, 1, n, stdout);
+		printf("\n");
+		return 0;
+	}
+	if (!strcmp(op, "opendir") && a)
+		return result(open(a, O_RDONLY | O_DIRECTORY));
+	if (!strcmp(op, "truncate") && a)
+		return result(truncate(a, 0));
+	if (!strcmp(op, "otrunc") && a)
+		return result(open(a, O_WRONLY | O_TRUNC));
+	if (!strcmp(op, "rename") && a && b)
+		return result(rename(a, b));
+	if (!strcmp(op, "link") && a && b)
+		return result(link(a, b));
+	if (!strcmp(op, "symlink") && a && b)
+		return result(symlink(a, b));
+	if (!strcmp(op, "mkdir") && a)
+		return result(mkdir(a, 0755));
+	if (!strcmp(op, "rmdir") && a)
+		return result(rmdir(a));
+	if (!strcmp(op, "unlink") && a)
+		return result(unlink(a));
+	if (!strcmp(op, "chmod") && a)
+		return result(chmod(a, 0600));
+	if (!strcmp(op, "mknod") && a)
+		return result(mknod(a, S_IFCHR | 0600, makedev(1, 3)));
+	if (!strcmp(op, "mkfifo") && a)
+		return result(mkfifo(a, 0600));
+	if (!strcmp(op, "exec") && a) {
+		execv(a, argv + 2);
+		return result(-1);
+	}
+
+	/* File descriptors. */
+	if (!strcmp(op, "fdopen") && a) {
+		int fd = atoi(a);
+		return result(fcntl(fd, F_GETFD));
+	}
+
+	/* System calls the sandbox blocks. */
+	if (!strcmp(op, "ptrace"))
+		return result(syscall(SYS_ptrace, 16 /* PTRACE_ATTACH */, getppid(), 0, 0));
+	if (!strcmp(op, "mount"))
+		return result(mount("none", "/tmp", "tmpfs", 0, NULL));
+	if (!strcmp(op, "unshare-user"))
+		return result(unshare(CLONE_NEWUSER));
+	if (!strcmp(op, "unshare-ns"))
+		return result(unshare(CLONE_NEWNS));
+	if (!strcmp(op, "clone-newuser")) {
+		long pid = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+		if (pid == 0)
+			_exit(0);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		return result(pid);
+	}
+	if (!strcmp(op, "clone3")) {
+		struct clone_args ca;
+		memset(&ca, 0, sizeof ca);
+		ca.exit_signal = SIGCHLD;
+		long pid = syscall(SYS_clone3, &ca, sizeof ca);
+		if (pid == 0)
+			_exit(0);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		return result(pid);
+	}
+	if (!strcmp(op, "fork")) {
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(0);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		return result(pid);
+	}
+	if (!strcmp(op, "bpf"))
+		return result(syscall(SYS_bpf, 0 /* BPF_MAP_CREATE */, NULL, 0));
+	if (!strcmp(op, "keyctl"))
+		return result(syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3, 0));
+	if (!strcmp(op, "perf_event_open"))
+		return result(syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0));
+	if (!strcmp(op, "userfaultfd"))
+		return result(syscall(SYS_userfaultfd, 0));
+	if (!strcmp(op, "io_uring_setup")) {
+		char params[120];
+		memset(params, 0, sizeof params);
+		return result(syscall(SYS_io_uring_setup, 1, params));
+	}
+	if (!strcmp(op, "process_vm_readv")) {
+		char src[8] = "secret", dst[8];
+		struct iovec l = {dst, sizeof dst}, r = {src, sizeof src};
+		return result(syscall(SYS_process_vm_readv, getpid(), &l, 1, &r, 1, 0));
+	}
+	if (!strcmp(op, "open_by_handle_at"))
+		return result(syscall(SYS_open_by_handle_at, AT_FDCWD, NULL, O_RDONLY));
+	if (!strcmp(op, "personality"))
+		return result(syscall(SYS_personality, 0xffffffff));
+	if (!strcmp(op, "tiocsti")) {
+		char c = 'x';
+		return result(ioctl(0, TIOCSTI, &c));
+	}
+	if (!strcmp(op, "tiocsti-high")) {
+		/* Same request with garbage in the upper 32 bits. */
+		char c = 'x';
+		return result(syscall(SYS_ioctl, 0, 0xdead000000000000UL | TIOCSTI, &c));
+	}
+	if (!strcmp(op, "int80")) {
+		long r = int80_getpid();
+		printf("returned %ld\n", r);
+		return 0;
+	}
+	if (!strcmp(op, "x32")) {
+		long r = syscall(0x40000000 | 39 /* getpid */);
+		printf("returned %ld\n", r);
+		return 0;
+	}
+
+	/* Network. */
+	if (!strcmp(op, "socket") && a) {
+		int fam = !strcmp(a, "inet") ? AF_INET : !strcmp(a, "inet6") ? AF_INET6 : !strcmp(a, "unix") ? AF_UNIX
+			: !strcmp(a, "netlink") ? AF_NETLINK : !strcmp(a, "packet") ? AF_PACKET : !strcmp(a, "vsock") ? 40 : -1;
+		int type = b && !strcmp(b, "raw") ? SOCK_RAW : b && !strcmp(b, "dgram") ? SOCK_DGRAM : SOCK_STREAM;
+		int proto = 0;
+		if (fam == AF_NETLINK)
+			type = SOCK_RAW, proto = b ? atoi(b) : 0;
+		return result(socket(fam, type, proto));
+	}
+	if (!strcmp(op, "connect") && a && b) {
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+		if (s < 0)
+			return result(-1);
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(atoi(b))};
+		inet_pton(AF_INET, a, &sin.sin_addr);
+		return result(connect(s, (struct sockaddr *)&sin, sizeof sin));
+	}
+	if (!strcmp(op, "bind") && a) {
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+		if (s < 0)
+			return result(-1);
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(atoi(a))};
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		return result(bind(s, (struct sockaddr *)&sin, sizeof sin));
+	}
+	if (!strcmp(op, "socketpair")) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+			return result(-1);
+		if (write(sv[0], "p", 1) != 1)
+			return result(-1);
+		char c;
+		return result(read(sv[1], &c, 1) == 1 && c == 'p' ? 0 : -1);
+	}
+
+	/* Processes and signals. */
+	if (!strcmp(op, "sleep") && a) {
+		/* argv[3...] may carry a tag for the tests to find. */
+		sleep(atoi(a));
+		return result(0);
+	}
+	if (!strcmp(op, "kill") && a && b)
+		return result(kill(atoi(a), atoi(b)));
+	if (!strcmp(op, "ignore-term-sleep") && a) {
+		signal(SIGTERM, SIG_IGN);
+		sleep(atoi(a));
+		return result(0);
+	}
+	if (!strcmp(op, "sigign") && a) {
+		struct sigaction sa;
+		sigaction(atoi(a), NULL, &sa);
+		printf("%s\n", sa.sa_handler == SIG_IGN ? "ignored" : "default");
+		return 0;
+	}
+	if (!strcmp(op, "sigmask")) {
+		sigset_t m;
+		sigprocmask(SIG_SETMASK, NULL, &m);
+		int blocked = 0;
+		for (int s = 1; s < 32; s++)
+			if (sigismember(&m, s))
+				printf("%d ", s), blocked++;
+		printf("%s\n", blocked ? "" : "none");
+		return 0;
+	}
+	if (!strcmp(op, "daemon") && a) {
+		/* setsid'd, double-forked grandchild sleeping with a tag. */
+		pid_t p = fork();
+		if (p == 0) {
+			setsid();
+			if (fork() == 0) {
+				execl("/proc/self/exe", "probe", "sleep", a, b ? b : "tag", (char *)NULL);
+				_exit(1);
+			}
+			_exit(0);
+		}
+		waitpid(p, NULL, 0);
+		return result(0);
+	}
+	if (!strcmp(op, "rlimit")) {
+		int res = !strcmp(a, "core") ? 4 : !strcmp(a, "cpu") ? 0 : !strcmp(a, "fsize") ? 1 : !strcmp(a, "nofile") ? 7 : -1;
+		struct { unsigned long cur, max; } l;
+		if (syscall(SYS_prlimit64, 0, res, NULL, &l) < 0)
+			return result(-1);
+		printf("%lu %lu\n", l.cur, l.max);
+		return 0;
+	}
+	if (!strcmp(op, "nnp")) {
+		printf("%d\n", (int)syscall(SYS_prctl, 39 /* PR_GET_NO_NEW_PRIVS */, 0, 0, 0, 0));
+		return 0;
+	}
+	return usage();
+}

@@ -1,0 +1,72 @@
+package landlock
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// Build creates the kernel ruleset for s and returns its fd (close-on-exec;
+// the caller owns it and passes it to the spawn stage with RestrictFlags),
+// or -1 when the kernel has no Landlock.
+func (s *Spec) Build() (int, error) {
+	if s.ABI < 1 {
+		return -1, nil
+	}
+	fd, err := createRuleset(s.HandledFS, s.HandledNet, s.Scoped)
+	if err != nil {
+		return -1, fmt.Errorf("landlock: create ruleset: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			unix.Close(fd)
+		}
+	}()
+	for _, r := range s.Rules {
+		if err := addPath(fd, r); err != nil {
+			return -1, err
+		}
+	}
+	for _, port := range s.Ports {
+		if err := addPortRule(fd, netConnectTCP, port); err != nil {
+			return -1, fmt.Errorf("landlock: allow connect to port %d: %w", port, err)
+		}
+	}
+	ok = true
+	return fd, nil
+}
+
+func addPath(ruleset int, r Rule) error {
+	fd, err := unix.Open(r.Path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		if !r.Required && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) {
+			return nil // vanished since it was listed: not granting is the safe side
+		}
+		return fmt.Errorf("landlock: %s: %w", r.Path, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("landlock: %s: %w", r.Path, err)
+	}
+	access := r.Access
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+	case unix.S_IFLNK:
+		if r.Required {
+			return fmt.Errorf("landlock: %s: became a symbolic link after it was resolved", r.Path)
+		}
+		return nil
+	default:
+		access &= fileRights
+	}
+	if access == 0 {
+		return nil
+	}
+	if err := addPathRule(ruleset, fd, access); err != nil {
+		return fmt.Errorf("landlock: %s: add rule %s: %w", r.Path, access, err)
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+package landlock
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sandbox-executable/policy"
+)
+
+// Options choose how a Plan becomes a ruleset.
+type Options struct {
+	// ABI is the running kernel's Landlock ABI (see ABI).
+	ABI int
+	// Exact is true when the Plan's read- and write-denied paths are
+	// enforced by a mount namespace (masks and read-only binds). Landlock
+	// then grants whole subtrees. When false ("Landlock-only"), the denials
+	// are expressed in Landlock itself by granting, along each path from the
+	// root of a grant down to a denied path, every sibling but the one on
+	// the path: the directories on those paths are narrowed (see Narrowing).
+	Exact bool
+	// ReadOnlyOutsideRoots is true when everything outside the writable
+	// roots is mounted read-only for the program (exact mode does this), so
+	// that rights the kernel cannot restrict there (truncate on ABI < 3) are
+	// still stopped.
+	ReadOnlyOutsideRoots bool
+	// ExtraWritable are directories writable in addition to the Plan's roots
+	// (a private temp dir the supervisor made).
+	ExtraWritable []string
+	// ConnectPorts, in the allowlist network mode, are the only TCP ports
+	// the program may connect to (the proxy's).
+	ConnectPorts []uint16
+	// LogDenials asks the kernel (ABI 7) to log denials of the program after
+	// its exec, for the audit log.
+	LogDenials bool
+}
+
+// Rule grants Access on the file or directory at Path and, for a directory,
+// on everything beneath it.
+type Rule struct {
+	Path   string
+	Access AccessFS
+	// Required rules fail the build when their path cannot be opened; the
+	// others (enumerated siblings, devices) are skipped when they vanished.
+	Required bool
+}
+
+// Narrowing is a directory where Landlock-only mode grants less than the
+// policy says, because a denied path lies beneath it.
+type Narrowing struct {
+	Dir string `json:"dir"`
+	// Effect says what the program cannot do there.
+	Effect string `json:"effect"`
+}
+
+// Gap is something the policy asks for that this kernel's Landlock cannot
+// enforce.
+type Gap struct {
+	Right  string `json:"right"`
+	Effect string `json:"effect"`
+	// WriteBoundary is true when the gap lets a program change files outside
+	// the writable roots (or read denied ones) and nothing else stops it:
+	// such a run is refused unless degradation was allowed.
+	WriteBoundary bool `json:"write_boundary"`
+}
+
+// Spec is a computed ruleset, ready to be built into a kernel object.
+type Spec struct {
+	ABI           int
+	HandledFS     AccessFS
+	HandledNet    uint64
+	Scoped        uint64
+	Rules         []Rule
+	Ports         []uint16
+	RestrictFlags uint32
+	Narrowed      []Narrowing
+	Gaps          []Gap
+}
+
+// Compute turns the Plan into a Spec for the given kernel. It reads the
+// filesystem (to enumerate siblings in Landlock-only mode) but changes
+// nothing.
+func Compute(p *policy.Plan, opt Options) (*Spec, error) {
+	s := &Spec{ABI: opt.ABI}
+	s.Gaps = gaps(p, opt)
+	if opt.ABI < 1 {
+		return s, nil
+	}
+	s.HandledFS = fsRightsAt(opt.ABI)
+
+	var readDenied, writeDenied []string
+	for _, d := range p.Filesystem.ReadDenied {
+		readDenied = append(readDenied, d.Path)
+		writeDenied = append(writeDenied, d.Path)
+	}
+	for _, d := range p.Filesystem.WriteDenied {
+		writeDenied = append(writeDenied, d.Path)
+	}
+	if opt.Exact {
+		readDenied, writeDenied = nil, nil
+	}
+
+	read := &walker{denied: sortedUnique(readDenied), access: readRights | ReadDir}
+	read.grant("/", true)
+	for _, d := range read.split {
+		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: "cannot be listed, and entries created in it after the start cannot be read"})
+	}
+	write := &walker{denied: sortedUnique(writeDenied), access: writeRights & s.HandledFS}
+	roots := make([]string, 0, len(p.Filesystem.WritableRoots)+len(opt.ExtraWritable))
+	for _, r := range p.Filesystem.WritableRoots {
+		roots = append(roots, r.Path)
+	}
+	roots = append(roots, opt.ExtraWritable...)
+	for _, r := range roots {
+		write.grant(r, true)
+	}
+	for _, d := range write.split {
+		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: "entries directly in it cannot be created, removed or renamed"})
+	}
+	if read.err != nil {
+		return nil, read.err
+	}
+	if write.err != nil {
+		return nil, write.err
+	}
+	s.Rules = append(read.rules, write.rules...)
+	for _, dev := range p.Filesystem.WritableDevices {
+		s.Rules = append(s.Rules, Rule{Path: dev, Access: deviceRights & s.HandledFS})
+	}
+
+	if opt.ABI >= 4 {
+		switch p.Network.Mode {
+		case policy.NetworkNone:
+			s.HandledNet = netBindTCP | netConnectTCP
+		case policy.NetworkAllowlist:
+			s.HandledNet = netConnectTCP
+			s.Ports = append(s.Ports, opt.ConnectPorts...)
+		}
+	}
+	if opt.ABI >= 6 {
+		s.Scoped = scopeAbstractUnix | scopeSignal
+	}
+	if opt.LogDenials && opt.ABI >= 7 {
+		s.RestrictFlags |= logNewExecOn
+	}
+	return s, nil
+}
+
+// LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON.
+const logNewExecOn = 0x2
+
+// gaps lists what the kernel cannot enforce of p.
+func gaps(p *policy.Plan, opt Options) []Gap {
+	var g []Gap
+	if opt.ABI < 1 {
+		return append(g, Gap{Right: "landlock", WriteBoundary: true,
+			Effect: "the kernel has no Landlock: writes outside the writable roots and reads of denied paths are not stopped"})
+	}
+	if opt.ABI < 2 {
+		g = append(g, Gap{Right: "refer", Effect: "renaming or linking a file into another directory is always denied (Landlock ABI 1)"})
+	}
+	if opt.ABI < 3 {
+		gap := Gap{Right: "truncate", Effect: "truncate(2) can shorten files outside the writable roots"}
+		if opt.ReadOnlyOutsideRoots {
+			gap.Effect += " only where a read-only mount does not stop it (everything outside the roots is read-only here)"
+		} else {
+			gap.WriteBoundary = true
+		}
+		g = append(g, gap)
+	}
+	if opt.ABI < 4 && p.Network.Mode != policy.NetworkFull {
+		g = append(g, Gap{Right: "net", Effect: "TCP bind and connect are not restricted by Landlock; the seccomp filter's socket rules still apply"})
+	}
+	if opt.ABI < 5 {
+		g = append(g, Gap{Right: "ioctl_dev", Effect: "ioctl on device files the program opens is not restricted"})
+	}
+	if opt.ABI < 6 {
+		g = append(g, Gap{Right: "scope", Effect: "abstract unix sockets and signals to processes outside the sandbox are not restricted"})
+	}
+	return g
+}
+
+// walker grants access on subtrees, except on denied paths: a directory with
+// a denied path beneath it is split into its entries, recursively.
+type walker struct {
+	denied []string // sorted, clean, absolute
+	access AccessFS
+	rules  []Rule
+	split  []string
+	err    error
+}
+
+// covers reports whether p is denied or beneath a denied path, and whether
+// some denied path lies strictly beneath p.
+func (w *walker) classify(p string) (covered, below bool) {
+	for _, d := range w.denied {
+		if d == p || isBeneath(p, d) {
+			return true, false
+		}
+		if isBeneath(d, p) {
+			below = true
+		}
+	}
+	return false, below
+}
+
+func (w *walker) grant(p string, required bool) {
+	covered, below := w.classify(p)
+	if covered || w.err != nil {
+		return
+	}
+	if !below {
+		w.rules = append(w.rules, Rule{Path: p, Access: w.access, Required: required})
+		return
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		if required {
+			w.err = fmt.Errorf("landlock: list %s: %w", p, err)
+		}
+		return
+	}
+	entries, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		w.err = fmt.Errorf("landlock: list %s: %w", p, err)
+		return
+	}
+	w.split = append(w.split, p)
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	for _, e := range entries {
+		// A symlink needs no rule: following it lands on its target,
+		// whose own ancestors decide.
+		if e.Type()&os.ModeSymlink != 0 {
+			continue
+		}
+		w.grant(filepath.Join(p, e.Name()), false)
+	}
+}
+
+// isBeneath reports whether p lies strictly beneath dir.
+func isBeneath(p, dir string) bool {
+	if dir == "/" {
+		return p != "/" && strings.HasPrefix(p, "/")
+	}
+	return len(p) > len(dir) && strings.HasPrefix(p, dir) && p[len(dir)] == '/'
+}
+
+func sortedUnique(in []string) []string {
+	out := make([]string, 0, len(in))
+	seen := make(map[string]bool, len(in))
+	for _, p := range in {
+		p = filepath.Clean(p)
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,164 @@
+// Package seccomp translates a Plan's syscall rules into a seccomp BPF
+// program with libseccomp. Calls that match no rule are allowed; system calls
+// of a foreign architecture on this one (i386 through int 0x80, x32) kill the
+// process, whatever the rules say. The program is exported as bytes for the
+// spawn stage, which loads it in the child just before exec; this package
+// never filters the calling process.
+package seccomp
+
+import (
+	"fmt"
+	"os"
+
+	libseccomp "github.com/seccomp/libseccomp-golang"
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/policy"
+)
+
+// Table is the policy.SyscallTable of libseccomp's syscall tables.
+type Table struct{}
+
+// Lookup implements policy.SyscallTable. libseccomp resolves a name absent
+// from the native architecture but present on another to a negative
+// pseudo-number, and a name it knows nowhere to an error.
+func (Table) Lookup(name string) (native, known bool) {
+	if name == "" {
+		return false, false
+	}
+	nr, err := libseccomp.GetSyscallFromName(name)
+	if err != nil {
+		return false, false
+	}
+	return nr >= 0, true
+}
+
+// LibraryVersion is libseccomp's version, for reports.
+func LibraryVersion() string {
+	a, b, c := libseccomp.GetLibraryVersion()
+	return fmt.Sprintf("%d.%d.%d", a, b, c)
+}
+
+// Program is a compiled filter.
+type Program struct {
+	// BPF is the struct sock_filter array.
+	BPF []byte
+	// Rules is the number of rules that went into it.
+	Rules int
+}
+
+// Compile builds the filter for s.
+func Compile(s *policy.Seccomp) (*Program, error) {
+	f, err := libseccomp.NewFilter(libseccomp.ActAllow)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: new filter: %w", err)
+	}
+	defer f.Release()
+	// Foreign-architecture calls kill the process (NewFilter's default,
+	// asserted so a library change cannot relax it silently).
+	if err := f.SetBadArchAction(libseccomp.ActKillProcess); err != nil {
+		return nil, fmt.Errorf("seccomp: bad-arch action: %w", err)
+	}
+	// The spawn stage sets no_new_privs itself, before Landlock.
+	if err := f.SetNoNewPrivsBit(false); err != nil {
+		return nil, fmt.Errorf("seccomp: no_new_privs bit: %w", err)
+	}
+	for i, r := range s.Rules {
+		if err := addRule(f, r); err != nil {
+			return nil, fmt.Errorf("seccomp: rule %d (%s): %w", i, r.Syscall, err)
+		}
+	}
+	bpf, err := export(f)
+	if err != nil {
+		return nil, err
+	}
+	return &Program{BPF: bpf, Rules: len(s.Rules)}, nil
+}
+
+func addRule(f *libseccomp.ScmpFilter, r policy.SyscallRule) error {
+	nr, err := libseccomp.GetSyscallFromName(r.Syscall)
+	if err != nil {
+		return fmt.Errorf("unknown system call %q", r.Syscall)
+	}
+	act, err := action(r)
+	if err != nil {
+		return err
+	}
+	if len(r.Args) == 0 {
+		return f.AddRule(nr, act)
+	}
+	conds := make([]libseccomp.ScmpCondition, 0, len(r.Args))
+	for _, a := range r.Args {
+		c, err := condition(a)
+		if err != nil {
+			return err
+		}
+		conds = append(conds, c)
+	}
+	return f.AddRuleConditional(nr, act, conds)
+}
+
+func action(r policy.SyscallRule) (libseccomp.ScmpAction, error) {
+	switch r.Action {
+	case policy.ActionErrno:
+		e, ok := errnos[r.Errno]
+		if !ok {
+			return 0, fmt.Errorf("unknown errno %q", r.Errno)
+		}
+		return libseccomp.ActErrno.SetReturnCode(int16(e)), nil
+	case policy.ActionLog:
+		return libseccomp.ActLog, nil
+	case policy.ActionKillProcess:
+		return libseccomp.ActKillProcess, nil
+	}
+	return 0, fmt.Errorf("unknown action %q", r.Action)
+}
+
+// errnos are the error numbers a rule may return.
+var errnos = map[string]unix.Errno{
+	"EPERM": unix.EPERM, "EACCES": unix.EACCES, "ENOSYS": unix.ENOSYS,
+	"EAFNOSUPPORT": unix.EAFNOSUPPORT, "EINVAL": unix.EINVAL, "ENOTSUP": unix.ENOTSUP,
+}
+
+func condition(a policy.ArgCondition) (libseccomp.ScmpCondition, error) {
+	switch a.Op {
+	case "eq":
+		return libseccomp.MakeCondition(a.Index, libseccomp.CompareEqual, a.Value)
+	case "ne":
+		return libseccomp.MakeCondition(a.Index, libseccomp.CompareNotEqual, a.Value)
+	case "lt":
+		return libseccomp.MakeCondition(a.Index, libseccomp.CompareLess, a.Value)
+	case "le":
+		return libseccomp.MakeCondition(a.Index, libseccomp.CompareLessOrEqual, a.Value)
+	case "gt":
+		return libseccomp.MakeCondition(a.Index, libseccomp.CompareGreater, a.Value)
+	case "ge":
+		return libseccomp.MakeCondition(a.Index, libseccomp.CompareGreaterEqual, a.Value)
+	case "masked_eq":
+		return libseccomp.MakeCondition(a.Index, libseccomp.CompareMaskedEqual, a.Mask, a.Value)
+	}
+	return libseccomp.ScmpCondition{}, fmt.Errorf("unknown comparison %q", a.Op)
+}
+
+// export writes the BPF through a memfd: Debian's libseccomp 2.5 has no
+// seccomp_export_bpf_mem.
+func export(f *libseccomp.ScmpFilter) ([]byte, error) {
+	fd, err := unix.MemfdCreate("seccomp-bpf", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: memfd: %w", err)
+	}
+	file := os.NewFile(uintptr(fd), "seccomp-bpf")
+	defer file.Close()
+	if err := f.ExportBPF(file); err != nil {
+		return nil, fmt.Errorf("seccomp: export: %w", err)
+	}
+	size, err := file.Seek(0, 1)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: export: %w", err)
+	}
+	bpf := make([]byte, size)
+	if _, err := file.ReadAt(bpf, 0); err != nil {
+		return nil, fmt.Errorf("seccomp: export: %w", err)
+	}
+	return bpf, nil
+}
