@@ -79,6 +79,17 @@ type Spec struct {
 	Gaps          []Gap
 }
 
+// ReadWrite is every right the sandbox ever grants on a directory: for a
+// directory the supervisor created for the program alone.
+const ReadWrite = readRights | ReadDir | writeRights
+
+// WithRule returns a copy of s with one more rule.
+func (s *Spec) WithRule(r Rule) *Spec {
+	c := *s
+	c.Rules = append(append([]Rule(nil), s.Rules...), r)
+	return &c
+}
+
 // Compute turns the Plan into a Spec for the given kernel. It reads the
 // filesystem (to enumerate siblings in Landlock-only mode) but changes
 // nothing.

@@ -70,7 +70,18 @@ const (
 	OpChdir   OpKind = C.SE_OP_CHDIR    // chdir(A)
 	OpCreate  OpKind = C.SE_OP_CREATE   // create the file A (mode Flags) if missing
 	OpMountFD OpKind = C.SE_OP_MOUNT_FD // mount("/proc/self/fd/FD", B, "", Flags, "")
+	// OpSetAttr and OpClearAttr set or clear MOUNT_ATTR_* Flags on the mount
+	// at A (FD 1: the whole subtree) with mount_setattr.
+	OpSetAttr   OpKind = C.SE_OP_SETATTR
+	OpClearAttr OpKind = C.SE_OP_CLEARATTR
+	// OpOpenTree clones the mount tree at A into slot FD (open_tree with
+	// OPEN_TREE_CLONE|AT_RECURSIVE); OpMoveMount attaches slot FD at A.
+	OpOpenTree  OpKind = C.SE_OP_OPEN_TREE
+	OpMoveMount OpKind = C.SE_OP_MOVE_MOUNT
 )
+
+// MaxSlots is the number of mount trees Ops can hold at once.
+const MaxSlots = C.SE_MAX_SLOTS
 
 // Op is one namespace or mount operation the child runs after joining its
 // cgroups and before anything else. Desc says what it is for, in error

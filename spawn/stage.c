@@ -29,6 +29,17 @@
 #define SE_PR_SET_PDEATHSIG 1
 #define SE_PR_SET_NO_NEW_PRIVS 38
 #define SE_SECCOMP_SET_MODE_FILTER 1
+#define SE_NR_open_tree 428
+#define SE_NR_move_mount 429
+#define SE_NR_mount_setattr 442
+#define SE_OPEN_TREE_CLONE 1
+#define SE_AT_RECURSIVE 0x8000
+#define SE_AT_EMPTY_PATH 0x1000
+#define SE_MOVE_MOUNT_F_EMPTY_PATH 0x4
+
+struct se_mount_attr {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
 
 struct se_clone_args {
 	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
@@ -177,6 +188,29 @@ static int se_child(void *arg)
 			break;
 		case SE_OP_CHDIR:
 			ret = SYS1(SYS_chdir, op->a);
+			break;
+		case SE_OP_SETATTR:
+		case SE_OP_CLEARATTR: {
+			struct se_mount_attr ma = {0};
+			if (op->kind == SE_OP_SETATTR)
+				ma.attr_set = op->flags;
+			else
+				ma.attr_clr = op->flags;
+			ret = SYS5(SE_NR_mount_setattr, AT_FDCWD, op->a, op->fd ? SE_AT_RECURSIVE : 0, &ma, sizeof ma);
+			break;
+		}
+		case SE_OP_OPEN_TREE:
+			ret = -EINVAL;
+			if (op->fd >= 0 && op->fd < SE_MAX_SLOTS) {
+				ret = SYS3(SE_NR_open_tree, AT_FDCWD, op->a, SE_OPEN_TREE_CLONE | SE_AT_RECURSIVE | O_CLOEXEC);
+				if (ret >= 0)
+					r->slots[op->fd] = (int)ret;
+			}
+			break;
+		case SE_OP_MOVE_MOUNT:
+			ret = -EINVAL;
+			if (op->fd >= 0 && op->fd < SE_MAX_SLOTS)
+				ret = SYS5(SE_NR_move_mount, r->slots[op->fd], "", AT_FDCWD, op->a, SE_MOVE_MOUNT_F_EMPTY_PATH);
 			break;
 		case SE_OP_CREATE: {
 			long fd = SYS4(SYS_openat, AT_FDCWD, op->a, O_CREAT | O_WRONLY | O_CLOEXEC, op->flags);

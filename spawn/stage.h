@@ -40,7 +40,13 @@ enum se_op_kind {
 	SE_OP_CHDIR,       /* chdir(a) */
 	SE_OP_CREATE,      /* open(a, O_CREAT|O_WRONLY|O_CLOEXEC, flags) and close: a file mount point */
 	SE_OP_MOUNT_FD,    /* mount(/proc/self/fd/<fd>, b, NULL, flags, NULL): bind a prepared fd */
+	SE_OP_SETATTR,     /* mount_setattr(a, AT_RECURSIVE if fd, {attr_set: flags}) */
+	SE_OP_CLEARATTR,   /* mount_setattr(a, AT_RECURSIVE if fd, {attr_clr: flags}) */
+	SE_OP_OPEN_TREE,   /* slot[fd] = open_tree(a, OPEN_TREE_CLONE|AT_RECURSIVE|O_CLOEXEC) */
+	SE_OP_MOVE_MOUNT,  /* move_mount(slot[fd], "", a, MOVE_MOUNT_F_EMPTY_PATH) */
 };
+
+#define SE_MAX_SLOTS 64
 
 struct se_op {
 	int kind;
@@ -73,6 +79,7 @@ struct se_req {
 
 	const struct se_op *ops;
 	int nops;
+	int slots[SE_MAX_SLOTS]; /* fds made by SE_OP_OPEN_TREE, in the child */
 
 	const struct se_rlimit *rlimits;
 	int nrlimits;

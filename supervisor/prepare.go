@@ -8,10 +8,12 @@ package supervisor
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"sandbox-executable/landlock"
+	"sandbox-executable/mountns"
 	"sandbox-executable/policy"
 	"sandbox-executable/rlimit"
 	"sandbox-executable/seccomp"
@@ -34,7 +36,24 @@ type Config struct {
 	// Grace is how long the tree gets between SIGTERM and SIGKILL on a
 	// timeout; 0 means DefaultGrace.
 	Grace time.Duration
+	// FSMode is FSAuto (the default), FSExact or FSLandlock.
+	FSMode string
+	// Cwd is the program's working directory (the helper's own).
+	Cwd string
 }
+
+// Filesystem modes.
+const (
+	// FSAuto picks exact mode where a mount namespace can be had, and
+	// refuses otherwise unless degradation is allowed.
+	FSAuto = "auto"
+	// FSExact masks denied paths and makes everything outside the
+	// writable roots read-only in a mount namespace, under Landlock.
+	FSExact = "exact"
+	// FSLandlock uses Landlock alone: denials become narrowing, and
+	// metadata changes outside the roots are not stopped.
+	FSLandlock = "landlock"
+)
 
 // DefaultGrace is the time between SIGTERM and SIGKILL on a timeout.
 const DefaultGrace = 2 * time.Second
@@ -46,6 +65,7 @@ type Prepared struct {
 	Argv       []string         `json:"program"`
 	Candidates []string         `json:"exec_candidates"`
 	Landlock   *landlock.Spec   `json:"-"`
+	View       *mountns.View    `json:"-"`
 	Seccomp    *seccomp.Program `json:"-"`
 	Rlimits    []rlimit.Limit   `json:"rlimits"`
 	// Degradations lists what is not enforced, each with its reason; empty
@@ -58,21 +78,39 @@ type Prepared struct {
 
 // Enforcement summarizes how each part of the Plan is enforced on this host.
 type Enforcement struct {
-	Landlock LandlockReport `json:"landlock"`
-	Seccomp  SeccompReport  `json:"seccomp"`
-	Timeout  string         `json:"timeout"`
+	Filesystem FilesystemReport `json:"filesystem"`
+	Landlock   LandlockReport   `json:"landlock"`
+	Seccomp    SeccompReport    `json:"seccomp"`
+	Timeout    string           `json:"timeout"`
 }
 
 // LandlockReport is the Landlock part of Enforcement.
 type LandlockReport struct {
 	ABI         int                  `json:"abi"`
-	Mode        string               `json:"filesystem_mode"`
 	HandledFS   []string             `json:"handled_fs"`
 	HandledNet  []string             `json:"handled_net,omitempty"`
 	Scoped      []string             `json:"scoped,omitempty"`
 	Rules       int                  `json:"rules"`
 	Narrowed    []landlock.Narrowing `json:"narrowed,omitempty"`
 	NotEnforced []landlock.Gap       `json:"not_enforced,omitempty"`
+}
+
+// FilesystemReport says which filesystem mode runs and why, and what it
+// does beyond Landlock.
+type FilesystemReport struct {
+	Mode string `json:"mode"`
+	Why  string `json:"why"`
+	// Exact mode: the masked paths, the paths bound read-only, the
+	// placeholders created for denied names that do not exist yet.
+	Masked       []string            `json:"masked,omitempty"`
+	ReadOnly     []string            `json:"read_only,omitempty"`
+	Placeholders []string            `json:"placeholders,omitempty"`
+	Narrowed     []mountns.Narrowing `json:"narrowed,omitempty"`
+	// PrivateTmp is true when the program gets a private temp dir (TMPDIR),
+	// because the policy makes neither /tmp nor $TMPDIR writable.
+	PrivateTmp bool `json:"private_tmp"`
+	// NotEnforced lists what this mode cannot stop.
+	NotEnforced []string `json:"not_enforced,omitempty"`
 }
 
 // SeccompReport is the seccomp part of Enforcement.
@@ -98,7 +136,21 @@ func Prepare(cfg Config) (*Prepared, error) {
 	pr.Candidates = execCandidates(cfg.Argv[0], p.Env.Vars)
 
 	abi := landlock.ABI()
-	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, LogDenials: cfg.LogDenials})
+	fs, err := chooseFS(cfg)
+	if err != nil {
+		return nil, err
+	}
+	fs.PrivateTmp = needsPrivateTmp(p)
+	exact := fs.Mode == FSExact
+	if exact {
+		view, err := mountns.Build(p, mountns.Options{Privileged: fs.privileged, UID: os.Getuid(), GID: os.Getgid(), Cwd: cfg.Cwd})
+		if err != nil {
+			return nil, err
+		}
+		pr.View = view
+		fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = view.Masked, view.ReadOnly, view.Placeholders, view.Narrowed
+	}
+	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, LogDenials: cfg.LogDenials})
 	if err != nil {
 		return nil, err
 	}
@@ -108,6 +160,9 @@ func Prepare(cfg Config) (*Prepared, error) {
 		if g.WriteBoundary {
 			boundary = append(boundary, fmt.Sprintf("landlock %s: %s", g.Right, g.Effect))
 		}
+	}
+	if fs.degraded != "" {
+		boundary = append(boundary, fs.degraded)
 	}
 	if len(boundary) > 0 {
 		if !cfg.AllowDegraded {
@@ -127,9 +182,9 @@ func Prepare(cfg Config) (*Prepared, error) {
 	pr.Rlimits = rlimit.For(p.Limits, rlimit.Options{NofileCur: nofile.Cur, NofileMax: nofile.Max})
 
 	pr.Enforcement = Enforcement{
+		Filesystem: fs.FilesystemReport,
 		Landlock: LandlockReport{
 			ABI:         abi,
-			Mode:        "landlock-only",
 			HandledFS:   spec.HandledFS.Names(),
 			HandledNet:  netNames(spec.HandledNet),
 			Scoped:      scopeNames(spec.Scoped),
@@ -147,6 +202,57 @@ func Prepare(cfg Config) (*Prepared, error) {
 		Timeout: fmt.Sprintf("%d s wall clock for the whole tree (SIGTERM, %s grace, SIGKILL; exit 124)", p.Limits.TimeoutSeconds, grace(cfg)),
 	}
 	return pr, nil
+}
+
+// fsChoice is the filesystem mode decided for a run.
+type fsChoice struct {
+	FilesystemReport
+	privileged bool
+	// degraded is set when the mode leaves part of the write boundary
+	// unenforced and nobody chose that explicitly.
+	degraded string
+}
+
+// metadataGap is what Landlock alone cannot stop.
+const metadataGap = "chmod, chown, utimes and extended attributes of files outside the writable roots"
+
+func chooseFS(cfg Config) (fsChoice, error) {
+	mode := cfg.FSMode
+	if mode == "" {
+		mode = FSAuto
+	}
+	avail := mountns.Probe()
+	switch mode {
+	case FSLandlock:
+		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSLandlock, Why: "--fs-mode landlock",
+			NotEnforced: []string{metadataGap}}}, nil
+	case FSExact:
+		if !avail.OK {
+			return fsChoice{}, &RefusedError{Reason: "refusing to run: --fs-mode exact needs a mount namespace: " + avail.Why}
+		}
+		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSExact, Why: "--fs-mode exact; " + avail.Why}, privileged: avail.Privileged}, nil
+	case FSAuto:
+		if avail.OK {
+			return fsChoice{FilesystemReport: FilesystemReport{Mode: FSExact, Why: avail.Why}, privileged: avail.Privileged}, nil
+		}
+		return fsChoice{
+			FilesystemReport: FilesystemReport{Mode: FSLandlock, Why: "no mount namespace: " + avail.Why, NotEnforced: []string{metadataGap}},
+			degraded:         "no mount namespace (" + avail.Why + "), and Landlock alone does not stop " + metadataGap + " (--fs-mode landlock accepts that)",
+		}, nil
+	}
+	return fsChoice{}, fmt.Errorf("--fs-mode: %q is not one of auto, exact, landlock", mode)
+}
+
+// needsPrivateTmp reports whether the program gets a private temp dir:
+// real programs (compilers, npm, pip) need one, and the policy makes
+// neither /tmp nor $TMPDIR writable.
+func needsPrivateTmp(p *policy.Plan) bool {
+	for _, r := range p.Filesystem.WritableRoots {
+		if strings.HasPrefix(r.Source, "/tmp") || strings.HasPrefix(r.Source, "$TMPDIR") {
+			return false
+		}
+	}
+	return true
 }
 
 func grace(cfg Config) time.Duration {

@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/landlock"
+	"sandbox-executable/mountns"
 	"sandbox-executable/spawn"
 )
 
@@ -65,7 +67,34 @@ func run(pr *Prepared) Result {
 	cfg := pr.cfg
 	p := pr.Plan
 
-	rulesetFD, err := pr.Landlock.Build()
+	env := p.Env.Vars
+	spec := pr.Landlock
+	view := pr.View
+	if pr.Enforcement.Filesystem.PrivateTmp {
+		dir, err := os.MkdirTemp("", "sandbox-executable-tmp-")
+		if err != nil {
+			return setupFailed(fmt.Errorf("private temp dir: %w", err))
+		}
+		defer os.RemoveAll(dir)
+		env = withEnv(env, "TMPDIR", dir)
+		// A fresh private directory: reading it is as safe as writing it.
+		spec = spec.WithRule(landlock.Rule{Path: dir, Access: landlock.ReadWrite, Required: true})
+		if view != nil {
+			if view, err = mountns.Build(p, mountns.Options{Privileged: view.Privileged, UID: os.Getuid(), GID: os.Getgid(),
+				Cwd: cfg.Cwd, ExtraWritable: []string{dir}}); err != nil {
+				return setupFailed(err)
+			}
+		}
+	}
+	if view != nil {
+		claims, err := mountns.ClaimPlaceholders(view.Placeholders)
+		if err != nil {
+			return setupFailed(err)
+		}
+		defer claims.Release()
+	}
+
+	rulesetFD, err := spec.Build()
 	if err != nil {
 		return setupFailed(err)
 	}
@@ -88,15 +117,19 @@ func run(pr *Prepared) Result {
 	req := &spawn.Request{
 		Paths:         pr.Candidates,
 		Argv:          pr.Argv,
-		Env:           p.Env.Vars,
+		Env:           env,
 		ShellFallback: true,
 		CgroupFD:      -1,
 		CgroupProcsFD: -1,
 		Pdeathsig:     unix.SIGKILL,
 		KeepFDs:       cfg.KeepFDs,
 		RulesetFD:     rulesetFD,
-		RulesetFlags:  pr.Landlock.RestrictFlags,
+		RulesetFlags:  spec.RestrictFlags,
 		BPF:           pr.Seccomp.BPF,
+	}
+	if view != nil {
+		req.NamespaceFlags = view.NamespaceFlags
+		req.Ops = view.Ops
 	}
 	for _, l := range pr.Rlimits {
 		req.Rlimits = append(req.Rlimits, spawn.Rlimit{Resource: l.Resource, Cur: l.Cur, Max: l.Max})
@@ -163,6 +196,18 @@ func run(pr *Prepared) Result {
 	return res
 }
 
+// withEnv returns env with key set to value (replacing any earlier value).
+func withEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if len(kv) > len(key) && kv[len(key)] == '=' && kv[:len(key)] == key {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, key+"="+value)
+}
+
 func setupFailed(err error) Result {
 	return Result{Ending: SetupFailed, ExitCode: ExitSetup, Err: err}
 }
@@ -224,8 +269,16 @@ type tree struct{ self int }
 
 func (t *tree) signal(sig unix.Signal) { signalAll(descendants(t.self, nil), sig) }
 
-// killUntilEmpty SIGKILLs the tree until the reaper has no child left.
+// killUntilEmpty SIGKILLs the tree until the reaper has no child left. A
+// subreaper with no child has no descendant either (every orphan is
+// reparented to it), so an empty tree needs no look at /proc.
 func (t *tree) killUntilEmpty(done <-chan struct{}) {
+	// The reaper usually sees ECHILD right after the program's status.
+	select {
+	case <-done:
+		return
+	case <-time.After(2 * time.Millisecond):
+	}
 	for {
 		t.signal(unix.SIGKILL)
 		select {

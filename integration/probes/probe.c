@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -322,6 +323,47 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(op, "nnp")) {
 		printf("%d\n", (int)syscall(SYS_prctl, 39 /* PR_GET_NO_NEW_PRIVS */, 0, 0, 0, 0));
+		return 0;
+	}
+	/* Benchmarks: the same work bare and sandboxed. */
+	if (!strcmp(op, "bench-open") && a && b) {
+		long n = atol(b);
+		for (long i = 0; i < n; i++) {
+			int fd = open(a, O_RDONLY);
+			if (fd < 0)
+				return result(-1);
+			close(fd);
+		}
+		return 0;
+	}
+	if (!strcmp(op, "bench-stat") && a && b) {
+		/* Walk a directory tree breadth-first with stat on every entry,
+		 * starting over until n stats were made. */
+		long n = atol(b), done = 0;
+		static char queue[1 << 16][256];
+		while (done < n) {
+			int head = 0, tail = 0;
+			snprintf(queue[tail++], 256, "%s", a);
+			while (head < tail && done < n) {
+				char *dir = queue[head++ % (1 << 16)];
+				char path[256];
+				DIR *d = opendir(dir);
+				if (!d)
+					continue;
+				struct dirent *e;
+				while ((e = readdir(d)) && done < n) {
+					if (e->d_name[0] == '.')
+						continue;
+					struct stat st;
+					if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
+						continue;
+					if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && tail - head < (1 << 16) - 1)
+						memcpy(queue[tail++ % (1 << 16)], path, sizeof path);
+					done++;
+				}
+				closedir(d);
+			}
+		}
 		return 0;
 	}
 	return usage();

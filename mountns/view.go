@@ -1,0 +1,258 @@
+// Package mountns builds the program's exact view of the filesystem in a
+// mount namespace of its own: the same tree as the host's, but read-only
+// outside the writable roots, with read-denied paths masked (an empty,
+// unreadable directory, or a file that cannot be opened) and write-denied
+// paths inside the roots bound read-only. It only decides: the result is a
+// list of operations for the spawn stage, which runs them in the child
+// before Landlock is applied (Landlock forbids mount changes afterwards).
+//
+// A denied name that does not exist yet cannot carry a mount. Where the
+// program could create it (inside a writable root), a placeholder directory
+// is created on the host before the run and covered; placeholders are shared
+// between concurrent sandboxes and removed by the last one (see registry.go).
+package mountns
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/policy"
+	"sandbox-executable/spawn"
+)
+
+// Options are the facts about the run the view depends on.
+type Options struct {
+	// Privileged is true when the helper has CAP_SYS_ADMIN: the child gets
+	// a mount namespace only. Otherwise it also gets a user namespace that
+	// maps UID and GID to themselves, so the program keeps its identity.
+	Privileged bool
+	UID, GID   int
+	// Cwd is the program's working directory, re-entered after the mounts
+	// so that it resolves to the new view.
+	Cwd string
+	// ExtraWritable are writable directories besides the Plan's roots (a
+	// private temp dir).
+	ExtraWritable []string
+}
+
+// View is the decided mount namespace.
+type View struct {
+	// Privileged repeats Options.Privileged.
+	Privileged     bool
+	NamespaceFlags uintptr
+	Ops            []spawn.Op
+	// Placeholders are names to create on the host before the run (and
+	// remove after it) so that a mount can cover them.
+	Placeholders []string
+	// Masked, ReadOnly and Narrowed are for reports.
+	Masked   []string    `json:"masked"`
+	ReadOnly []string    `json:"read_only"`
+	Narrowed []Narrowing `json:"narrowed,omitempty"`
+}
+
+// Narrowing is a name the program cannot create although the policy does
+// not deny it, because a denied path that does not exist yet lies beneath it.
+type Narrowing struct {
+	Path   string `json:"path"`
+	Effect string `json:"effect"`
+}
+
+// Mount attribute and flag values used by the operations.
+const (
+	mountAttrRdonly = 0x1 // MOUNT_ATTR_RDONLY
+	maskFlags       = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+)
+
+// Build decides the view for p.
+func Build(p *policy.Plan, o Options) (*View, error) {
+	v := &View{NamespaceFlags: unix.CLONE_NEWNS, Privileged: o.Privileged}
+	op := func(x spawn.Op) { v.Ops = append(v.Ops, x) }
+
+	if !o.Privileged {
+		v.NamespaceFlags |= unix.CLONE_NEWUSER
+		op(spawn.Op{Kind: spawn.OpWrite, A: "/proc/self/setgroups", B: "deny", Desc: "user namespace: setgroups deny"})
+		op(spawn.Op{Kind: spawn.OpWrite, A: "/proc/self/uid_map", B: fmt.Sprintf("%d %d 1", o.UID, o.UID), Desc: "user namespace: uid map"})
+		op(spawn.Op{Kind: spawn.OpWrite, A: "/proc/self/gid_map", B: fmt.Sprintf("%d %d 1", o.GID, o.GID), Desc: "user namespace: gid map"})
+	}
+	// Nothing done here may propagate back to the host.
+	op(spawn.Op{Kind: spawn.OpMount, B: "/", Flags: unix.MS_REC | unix.MS_PRIVATE, Desc: "make / private"})
+
+	// Writable roots keep their own mount trees (with whatever was
+	// read-only in them still read-only): clone them before everything is
+	// made read-only, attach the clones back afterwards, shallowest first.
+	roots := make([]string, 0, len(p.Filesystem.WritableRoots)+len(o.ExtraWritable))
+	for _, r := range p.Filesystem.WritableRoots {
+		roots = append(roots, r.Path)
+	}
+	roots = append(roots, o.ExtraWritable...)
+	roots = outermost(roots)
+	if len(roots) > spawn.MaxSlots {
+		return nil, fmt.Errorf("mountns: %d writable roots; at most %d can be mounted", len(roots), spawn.MaxSlots)
+	}
+	for i, r := range roots {
+		op(spawn.Op{Kind: spawn.OpOpenTree, FD: i, A: r, Desc: "clone writable root " + r})
+	}
+	op(spawn.Op{Kind: spawn.OpSetAttr, A: "/", FD: 1, Flags: mountAttrRdonly, Desc: "make everything read-only"})
+	for i, r := range roots {
+		op(spawn.Op{Kind: spawn.OpMoveMount, FD: i, A: r, Desc: "writable root " + r})
+	}
+
+	inRoot := func(path string) bool {
+		for _, r := range roots {
+			if path == r || isBeneath(path, r) {
+				return true
+			}
+		}
+		return false
+	}
+
+	// Read-denied paths: masked wherever they exist; where they do not,
+	// only a writable root could bring them into being.
+	masked := map[string]bool{}
+	for _, d := range p.Filesystem.ReadDenied {
+		target, kind, err := maskTarget(d.Path, inRoot)
+		if err != nil {
+			return nil, err
+		}
+		switch kind {
+		case targetNone:
+			continue
+		case targetPlaceholder:
+			v.addPlaceholder(target, d.Path)
+			fallthrough
+		case targetDir:
+			op(spawn.Op{Kind: spawn.OpMount, A: "tmpfs", B: target, C: "tmpfs", D: "mode=000,size=4k,nr_inodes=1",
+				Flags: maskFlags, Desc: "mask " + target})
+		case targetFile:
+			op(spawn.Op{Kind: spawn.OpMount, A: "/dev/null", B: target, Flags: unix.MS_BIND, Desc: "mask " + target})
+			op(spawn.Op{Kind: spawn.OpMount, B: target, Flags: unix.MS_REMOUNT | unix.MS_BIND | maskFlags, Desc: "mask " + target + " read-only"})
+		}
+		masked[target] = true
+		v.Masked = append(v.Masked, target)
+	}
+
+	// Write-denied paths only matter inside a writable root: everything
+	// else is read-only already.
+	for _, d := range p.Filesystem.WriteDenied {
+		if !inRoot(d.Path) || masked[d.Path] || coveredBy(d.Path, masked) {
+			continue
+		}
+		target, kind, err := maskTarget(d.Path, inRoot)
+		if err != nil {
+			return nil, err
+		}
+		switch kind {
+		case targetNone:
+			continue
+		case targetPlaceholder:
+			v.addPlaceholder(target, d.Path)
+		}
+		if masked[target] {
+			continue
+		}
+		masked[target] = true
+		op(spawn.Op{Kind: spawn.OpMount, A: target, B: target, Flags: unix.MS_BIND | unix.MS_REC, Desc: "bind " + target})
+		op(spawn.Op{Kind: spawn.OpSetAttr, A: target, FD: 1, Flags: mountAttrRdonly, Desc: "make " + target + " read-only"})
+		v.ReadOnly = append(v.ReadOnly, target)
+	}
+
+	// The working directory was looked up before the mounts: look it up
+	// again so that it is the new view's.
+	if o.Cwd != "" {
+		op(spawn.Op{Kind: spawn.OpChdir, A: o.Cwd, Desc: "re-enter working directory " + o.Cwd})
+	}
+	return v, nil
+}
+
+func (v *View) addPlaceholder(target, denied string) {
+	for _, p := range v.Placeholders {
+		if p == target {
+			return
+		}
+	}
+	v.Placeholders = append(v.Placeholders, target)
+	if target != denied {
+		v.Narrowed = append(v.Narrowed, Narrowing{Path: target,
+			Effect: "cannot be created: the denied path " + denied + " would lie beneath it"})
+	}
+}
+
+type targetKind int
+
+const (
+	targetNone        targetKind = iota // nothing to mount: it does not exist and cannot be created
+	targetDir                           // an existing directory
+	targetFile                          // an existing non-directory
+	targetPlaceholder                   // missing, inside a writable root: a placeholder directory
+)
+
+// maskTarget finds where a mount must go to deny path: the path itself when
+// it exists; else, when the program could create it (inside a writable
+// root), the first missing component on the way to it.
+func maskTarget(path string, inRoot func(string) bool) (string, targetKind, error) {
+	var st unix.Stat_t
+	err := unix.Lstat(path, &st)
+	if err == nil {
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return path, targetDir, nil
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			// The Plan's paths are canonical; a symlink here appeared
+			// since it was made.
+			return "", 0, fmt.Errorf("mountns: %s: became a symbolic link after it was resolved", path)
+		}
+		return path, targetFile, nil
+	}
+	if !errors.Is(err, unix.ENOENT) {
+		return "", 0, fmt.Errorf("mountns: %s: %w", path, err)
+	}
+	if !inRoot(path) {
+		return "", targetNone, nil
+	}
+	// Walk down from the root to the first missing component.
+	first := path
+	for dir := filepath.Dir(path); dir != "/" && inRoot(dir); dir = filepath.Dir(dir) {
+		if _, err := os.Lstat(dir); err == nil {
+			break
+		}
+		first = dir
+	}
+	return first, targetPlaceholder, nil
+}
+
+// outermost sorts paths shallowest first, dropping duplicates.
+func outermost(paths []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return strings.Count(out[i], "/") < strings.Count(out[j], "/") })
+	return out
+}
+
+func coveredBy(p string, set map[string]bool) bool {
+	for d := range set {
+		if isBeneath(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+func isBeneath(p, dir string) bool {
+	if dir == "/" {
+		return p != "/" && strings.HasPrefix(p, "/")
+	}
+	return len(p) > len(dir) && strings.HasPrefix(p, dir) && p[len(dir)] == '/'
+}
