@@ -54,7 +54,10 @@ type WritablePath struct {
 // DeniedPath is one read- or write-denied path.
 type DeniedPath struct {
 	// Path is absolute; its existing prefix is canonical, the rest (if the
-	// path does not exist yet) is appended lexically.
+	// path does not exist yet) is appended lexically. When a write-denied
+	// path is itself a symlink, its target is denied and, in a second entry
+	// whose Source ends in "(the symlink itself)", the link too (its parent
+	// canonical), so that it cannot be swapped for a real directory.
 	Path string `json:"path"`
 	// Source says where it came from: "sensitive_paths[N]",
 	// "default_sensitive_paths", "protected_metadata", "protected_metadata (gitdir of /ws/.git)".
@@ -109,7 +112,8 @@ const (
 type Seccomp struct {
 	Rules []SyscallRule `json:"rules"`
 	// Skipped lists blocked_syscalls names that exist on some architecture
-	// but not this one, so nothing needs blocking here.
+	// but not this one, so nothing needs blocking here (and, likewise,
+	// system calls of the strict model's rules that are not native here).
 	Skipped []SkippedSyscall `json:"skipped,omitempty"`
 	// The profile flags, as given.
 	AllowNamespaces     bool `json:"allow_namespaces"`
@@ -185,6 +189,8 @@ type Input struct {
 	Limits  ResourceLimits
 	// SeccompFrom and LimitsFrom name where they came from, for error
 	// messages: "--seccomp-profile" or "--sandbox-policy: seccomp_profile".
+	// A bare "--sandbox-policy" means the copy embedded in the policy (at
+	// seccomp_profile / resource_limits); empty means the flag.
 	SeccompFrom string
 	LimitsFrom  string
 	// PolicyCwd is --sandbox-policy-cwd as given ("" when absent); a relative
@@ -195,6 +201,10 @@ type Input struct {
 	Environ []string
 	// KeepEnv skips VT Code's secret filter.
 	KeepEnv bool
+	// TerminalDevices are the canonical paths of the terminals on the
+	// helper's file descriptors 0-2 (computed by the CLI). They become
+	// writable devices, after /dev/null, /dev/zero, /dev/full and /dev/tty.
+	TerminalDevices []string
 	// Syscalls resolves syscall names.
 	Syscalls SyscallTable
 	// PasswdHome returns the current user's home directory from the password

@@ -1,0 +1,124 @@
+package policy
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// maxSymlinks bounds the symlinks followed while resolving one path, as the
+// kernel's ELOOP limit does.
+const maxSymlinks = 40
+
+// canonical is a path resolved by resolveLenient.
+type canonical struct {
+	// Path is absolute and clean; its longest existing prefix has every
+	// symlink resolved, the rest is appended lexically.
+	Path string
+	// Exists says whether Path itself exists.
+	Exists bool
+	// Link, when the given path's last component is a symlink, is that
+	// symlink's own path (its parent canonical). Path is then the link's
+	// resolved target.
+	Link string
+}
+
+// resolveLenient canonicalizes the absolute path p like realpath(3) but
+// without requiring p to exist: components are resolved one by one through
+// symlinks (so ".." after a symlink means the target's parent, as for the
+// kernel); from the first component that does not exist on, the rest is
+// appended lexically. A component that cannot be examined (EACCES, or a
+// non-directory in the middle) is treated like a missing one: a sandboxed
+// process with the same credentials cannot get past it either, so the
+// lexical rest is the best name for what it could reach.
+func resolveLenient(p string) (canonical, error) {
+	if !filepath.IsAbs(p) {
+		return canonical{}, errors.New("not an absolute path")
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return canonical{}, errors.New("contains a NUL byte")
+	}
+	todo := splitComponents(p)
+	resolved := "/"
+	links := 0
+	var link string
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		if c == ".." {
+			resolved = filepath.Dir(resolved)
+			continue
+		}
+		next := filepath.Join(resolved, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrPermission) {
+				return canonical{Path: filepath.Join(append([]string{next}, todo...)...), Link: link}, nil
+			}
+			return canonical{}, err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			continue
+		}
+		links++
+		if links > maxSymlinks {
+			return canonical{}, syscall.ELOOP
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return canonical{}, err
+		}
+		if len(todo) == 0 && link == "" {
+			// The given path's own last component is a symlink.
+			link = next
+		}
+		if filepath.IsAbs(target) {
+			resolved = "/"
+		}
+		todo = append(splitComponents(target), todo...)
+	}
+	return canonical{Path: resolved, Exists: true, Link: link}, nil
+}
+
+// splitComponents splits a path into its components, dropping empty ones
+// and ".".
+func splitComponents(p string) []string {
+	var out []string
+	for _, c := range strings.Split(p, "/") {
+		if c != "" && c != "." {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// resolveExisting canonicalizes a path that must exist (filepath.EvalSymlinks
+// + Clean) and reports a failure as "<path>: <reason>".
+func resolveExisting(p string) (string, error) {
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", errors.New(quote(p) + ": contains a NUL byte")
+	}
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", errors.New(plain(p) + ": " + errnoText(err))
+	}
+	return filepath.Clean(r), nil
+}
+
+// errnoText is the reason part of a filesystem error ("no such file or
+// directory"), without the operation and path os errors carry.
+func errnoText(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,224 @@
+package policy
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// deniedList collects DeniedPaths, de-duplicated by Path (first wins).
+type deniedList struct {
+	list []DeniedPath
+	seen map[string]bool
+}
+
+func (d *deniedList) add(p DeniedPath) {
+	if d.seen == nil {
+		d.seen = make(map[string]bool)
+	}
+	if d.seen[p.Path] {
+		return
+	}
+	d.seen[p.Path] = true
+	d.list = append(d.list, p)
+}
+
+// addResolved adds the canonical form of the absolute path given. When the
+// given path is itself a symlink, its target is what is denied; with
+// denyLink the symlink itself is denied too, so that a process allowed to
+// write its parent cannot swap it for a real file or directory.
+func (d *deniedList) addResolved(c canonical, given, source string, denyLink bool) {
+	d.add(DeniedPath{Path: c.Path, Source: source, Given: givenIfDifferent(given, c.Path), Exists: c.Exists})
+	if denyLink && c.Link != "" {
+		d.add(DeniedPath{Path: c.Link, Source: source + " (the symlink itself)", Given: givenIfDifferent(given, c.Link), Exists: true})
+	}
+}
+
+func givenIfDifferent(given, path string) string {
+	if given == path {
+		return ""
+	}
+	return given
+}
+
+// sensitiveEntry is one sensitive path to deny, with where it came from.
+type sensitiveEntry struct {
+	SensitivePath
+	source  string // "sensitive_paths[N]" or "default_sensitive_paths"
+	errPath string // the JSON path to name in an error, "" for defaults
+}
+
+// sensitiveEntries returns the sensitive paths in force (CONTRACT §6): the
+// policy's list for workspace_write when it has one, else VT Code's
+// defaults (read_only always uses the defaults).
+func (r *resolver) sensitiveEntries() ([]sensitiveEntry, error) {
+	p := &r.in.Policy
+	if p.Kind == KindWorkspaceWrite && p.SensitivePaths != nil {
+		var out []sensitiveEntry
+		for i, sp := range *p.SensitivePaths {
+			idx := "sensitive_paths[" + strconv.Itoa(i) + "]"
+			out = append(out, sensitiveEntry{SensitivePath: sp, source: idx, errPath: idx + ".path"})
+		}
+		return out, nil
+	}
+	defaults, err := defaultSensitivePaths(r.env, r.in.PasswdHome)
+	if err != nil {
+		return nil, r.policyErr("", err.Error())
+	}
+	out := make([]sensitiveEntry, len(defaults))
+	for i, d := range defaults {
+		out[i] = sensitiveEntry{
+			SensitivePath: SensitivePath{Path: d, BlockRead: true, BlockWrite: true},
+			source:        "default_sensitive_paths",
+		}
+	}
+	return out, nil
+}
+
+// denySensitive adds the sensitive paths to ReadDenied/WriteDenied.
+func (r *resolver) denySensitive(read, write *deniedList) error {
+	entries, err := r.sensitiveEntries()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.BlockRead && !e.BlockWrite {
+			continue
+		}
+		c, err := r.resolveSensitive(e)
+		if err != nil {
+			return err
+		}
+		if e.BlockRead {
+			read.addResolved(c, e.Path, e.source, false)
+		}
+		if e.BlockWrite {
+			write.addResolved(c, e.Path, e.source, true)
+		}
+	}
+	return nil
+}
+
+func (r *resolver) resolveSensitive(e sensitiveEntry) (canonical, error) {
+	fail := func(msg string) error {
+		if e.errPath == "" {
+			return r.policyErr("", "default sensitive path "+quote(e.Path)+": "+msg)
+		}
+		return r.policyErr(e.errPath, msg)
+	}
+	if strings.IndexByte(e.Path, 0) >= 0 {
+		return canonical{}, fail(quote(e.Path) + ": contains a NUL byte")
+	}
+	expanded, err := expandTilde(e.Path, r.home)
+	if err != nil {
+		return canonical{}, fail("cannot expand ~: " + err.Error())
+	}
+	if !filepath.IsAbs(expanded) {
+		return canonical{}, fail(quote(e.Path) + ": not an absolute path (only \"~\", \"~/...\" and absolute paths can be denied)")
+	}
+	c, err := resolveLenient(expanded)
+	if err != nil {
+		return canonical{}, fail(plain(expanded) + ": " + errnoText(err))
+	}
+	return c, nil
+}
+
+// protectedNames are created or modified only by the user, never by the
+// sandboxed program, beneath every writable root (VT Code's
+// sensitive_paths_for_execution).
+var protectedNames = []string{".git", ".vtcode", ".codex", ".agents"}
+
+// protectMetadata write-denies the protected names beneath every writable
+// root, existing or not, and the git directories a ".git" file points to.
+func (r *resolver) protectMetadata(roots []WritablePath, write *deniedList) error {
+	for _, root := range roots {
+		for _, name := range protectedNames {
+			given := filepath.Join(root.Path, name)
+			c, err := resolveLenient(given)
+			if err != nil {
+				return r.policyErr("", "protected metadata "+plain(given)+": "+errnoText(err))
+			}
+			write.addResolved(c, given, "protected_metadata", true)
+			if name == ".git" && c.Exists {
+				if err := r.protectGitFile(root.Path, c.Path, given, write); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// protectGitFile handles a ".git" that is a file "gitdir: X" (worktrees,
+// submodules): X (relative to the root) holds the repository's hooks and
+// config, so it is write-denied too, and so is the common directory named
+// by X/commondir (relative to X) when there is one.
+func (r *resolver) protectGitFile(root, gitFile, given string, write *deniedList) error {
+	content, ok := readSmallRegularFile(gitFile)
+	if !ok {
+		return nil
+	}
+	line := strings.TrimRight(content, "\r\n")
+	x, found := strings.CutPrefix(line, "gitdir: ")
+	if !found || x == "" || strings.ContainsAny(x, "\x00\n") {
+		return nil
+	}
+	abs := x
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(root, abs)
+	}
+	gitdir, err := resolveLenient(abs)
+	if err != nil {
+		return r.policyErr("", "gitdir of "+plain(given)+": "+plain(abs)+": "+errnoText(err))
+	}
+	write.addResolved(gitdir, x, "protected_metadata (gitdir of "+plain(given)+")", true)
+	if !gitdir.Exists {
+		return nil
+	}
+	commonFile := filepath.Join(gitdir.Path, "commondir")
+	content, ok = readSmallRegularFile(commonFile)
+	if !ok {
+		return nil
+	}
+	common := strings.TrimRight(content, "\r\n")
+	if common == "" || strings.ContainsAny(common, "\x00\n") {
+		return nil
+	}
+	abs = common
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(gitdir.Path, abs)
+	}
+	c, err := resolveLenient(abs)
+	if err != nil {
+		return r.policyErr("", "commondir of "+plain(gitdir.Path)+": "+plain(abs)+": "+errnoText(err))
+	}
+	write.addResolved(c, common, "protected_metadata (commondir of "+plain(gitdir.Path)+")", true)
+	return nil
+}
+
+// maxGitFile bounds how much of a ".git" or "commondir" file is read; real
+// ones hold one path.
+const maxGitFile = 16 << 10
+
+// readSmallRegularFile returns the content of p when it is a regular file
+// of at most maxGitFile bytes. It never blocks on a FIFO or device and never
+// follows a symlink in the last component (p is already canonical).
+func readSmallRegularFile(p string) (string, bool) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxGitFile {
+		return "", false
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxGitFile+1))
+	if err != nil || len(b) > maxGitFile {
+		return "", false
+	}
+	return string(b), true
+}

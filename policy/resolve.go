@@ -1,0 +1,258 @@
+package policy
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Resolve turns a decoded policy and its context into a Plan: canonical
+// paths, the network mode, the seccomp rules, the limits and the program's
+// environment. It reads nothing but in and the filesystem. Every error
+// about the input is an *Error naming the argument (and the field) the
+// problem came from; only a nil in.Syscalls, a programming error, is not.
+func Resolve(in Input) (*Plan, error) {
+	r := &resolver{
+		in:      in,
+		env:     environ(in.Environ),
+		seccomp: newSource(in.SeccompFrom, "--seccomp-profile", "seccomp_profile"),
+		limits:  newSource(in.LimitsFrom, "--resource-limits", "resource_limits"),
+	}
+	return r.resolve()
+}
+
+// policyArg is the argument every policy error names.
+const policyArg = "--sandbox-policy"
+
+// resolver holds the state of one Resolve call.
+type resolver struct {
+	in      Input
+	env     environ
+	seccomp source
+	limits  source
+	plan    Plan
+
+	homeDone bool
+	homePath string
+	homeErr  error
+}
+
+func (r *resolver) resolve() (*Plan, error) {
+	p := &r.plan
+	p.Policy = r.in.Policy.Kind
+	if p.Policy != KindReadOnly && p.Policy != KindWorkspaceWrite {
+		return nil, r.policyErr("type", "only `read_only` and `workspace_write` can be enforced, got "+tick(string(p.Policy)))
+	}
+	if r.in.Syscalls == nil {
+		return nil, errors.New("policy.Resolve: Input.Syscalls is nil")
+	}
+	cwd, err := r.policyCwd()
+	if err != nil {
+		return nil, err
+	}
+	p.PolicyCwd = cwd
+	if err := r.filesystem(); err != nil {
+		return nil, err
+	}
+	if err := r.network(); err != nil {
+		return nil, err
+	}
+	if err := r.seccompRules(); err != nil {
+		return nil, err
+	}
+	if err := r.resourceLimits(); err != nil {
+		return nil, err
+	}
+	r.environment()
+	return p, nil
+}
+
+// note records one narrowing decision.
+func (r *resolver) note(sentence string) {
+	r.plan.Notes = append(r.plan.Notes, sentence)
+}
+
+// policyErr is an error in --sandbox-policy at the given JSON path.
+func (r *resolver) policyErr(path, msg string) *Error {
+	return &Error{Arg: policyArg, Path: path, Msg: msg}
+}
+
+// home returns the home directory for "~", computed once.
+func (r *resolver) home() (string, error) {
+	if !r.homeDone {
+		r.homePath, r.homeErr = homeDir(r.env, r.in.PasswdHome)
+		r.homeDone = true
+	}
+	return r.homePath, r.homeErr
+}
+
+// source says where a JSON value came from, for error messages: the
+// command-line argument and the path of the value inside that argument.
+type source struct {
+	arg    string // "--seccomp-profile", "--sandbox-policy"
+	prefix string // "", "seccomp_profile"
+}
+
+// newSource parses Input.SeccompFrom or Input.LimitsFrom: "--seccomp-profile",
+// "--sandbox-policy: seccomp_profile", or a bare "--sandbox-policy", which
+// means the copy embedded in the policy (at embedded). Empty means defArg.
+func newSource(from, defArg, embedded string) source {
+	if from == "" {
+		from = defArg
+	}
+	arg, prefix, _ := strings.Cut(from, ": ")
+	if prefix == "" && arg == policyArg {
+		prefix = embedded
+	}
+	return source{arg: arg, prefix: prefix}
+}
+
+// err is an error about the value at sub (a path relative to the value).
+func (s source) err(sub, msg string) *Error {
+	return &Error{Arg: s.arg, Path: joinPath(s.prefix, sub), Msg: msg}
+}
+
+// where names the source for a sentence ("--sandbox-policy: seccomp_profile").
+func (s source) where() string {
+	if s.prefix == "" {
+		return s.arg
+	}
+	return s.arg + ": " + s.prefix
+}
+
+// policyCwd resolves --sandbox-policy-cwd (or the process's working
+// directory): it must exist and be a directory.
+func (r *resolver) policyCwd() (string, error) {
+	const arg = "--sandbox-policy-cwd"
+	given := r.in.PolicyCwd
+	if given == "" {
+		given = r.in.ProcessCwd
+		if given == "" {
+			return "", &Error{Arg: arg, Msg: "not given, and the process working directory is unknown"}
+		}
+	}
+	if strings.IndexByte(given, 0) >= 0 {
+		return "", &Error{Arg: arg, Msg: quote(given) + ": contains a NUL byte"}
+	}
+	if !filepath.IsAbs(given) {
+		if !filepath.IsAbs(r.in.ProcessCwd) {
+			return "", &Error{Arg: arg, Msg: quote(given) + " is relative and the process working directory is not known as an absolute path"}
+		}
+		given = filepath.Join(r.in.ProcessCwd, given)
+	}
+	cwd, err := resolveExisting(given)
+	if err != nil {
+		return "", &Error{Arg: arg, Msg: err.Error()}
+	}
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+		return "", &Error{Arg: arg, Msg: plain(given) + ": not a directory"}
+	}
+	return cwd, nil
+}
+
+// filesystem fills Plan.Filesystem.
+func (r *resolver) filesystem() error {
+	fsys := &r.plan.Filesystem
+	roots, err := r.writableRoots()
+	if err != nil {
+		return err
+	}
+	fsys.WritableRoots = roots
+	fsys.WritableDevices = r.writableDevices()
+	var read, write deniedList
+	if err := r.denySensitive(&read, &write); err != nil {
+		return err
+	}
+	if err := r.protectMetadata(roots, &write); err != nil {
+		return err
+	}
+	fsys.ReadDenied = read.list
+	fsys.WriteDenied = write.list
+	return nil
+}
+
+// writableRoots returns, for workspace_write, the policy's roots, the policy
+// cwd and the temp dirs the exclude_* flags let in (Codex's reading of them),
+// canonical and de-duplicated (first source wins). read_only has none.
+func (r *resolver) writableRoots() ([]WritablePath, error) {
+	pol := &r.in.Policy
+	if pol.Kind != KindWorkspaceWrite {
+		return []WritablePath{}, nil
+	}
+	roots := []WritablePath{}
+	seen := map[string]bool{}
+	add := func(path, source, given string) {
+		if seen[path] {
+			return
+		}
+		seen[path] = true
+		roots = append(roots, WritablePath{Path: path, Source: source, Given: givenIfDifferent(given, path)})
+	}
+	for i, wr := range pol.WritableRoots {
+		at := "writable_roots[" + strconv.Itoa(i) + "]"
+		if strings.IndexByte(wr.Root, 0) >= 0 {
+			return nil, r.policyErr(at+".root", quote(wr.Root)+": contains a NUL byte")
+		}
+		if !filepath.IsAbs(wr.Root) {
+			return nil, r.policyErr(at+".root", quote(wr.Root)+": not an absolute path (writable roots must be absolute)")
+		}
+		c, err := resolveExisting(wr.Root)
+		if err != nil {
+			return nil, r.policyErr(at+".root", err.Error())
+		}
+		add(c, at, wr.Root)
+	}
+	cwdGiven := r.in.PolicyCwd
+	if cwdGiven == "" {
+		cwdGiven = r.in.ProcessCwd
+	}
+	add(r.plan.PolicyCwd, "policy_cwd", cwdGiven)
+	if !pol.ExcludeSlashTmp {
+		if c, ok := r.tempDir("/tmp", "exclude_slash_tmp is false but /tmp"); ok {
+			add(c, "/tmp (exclude_slash_tmp false)", "/tmp")
+		}
+	}
+	if !pol.ExcludeTmpdirEnvVar {
+		if t, set := r.env.lookup("TMPDIR"); set && t != "" {
+			if c, ok := r.tempDir(t, "exclude_tmpdir_env_var is false but $TMPDIR "+quote(t)); ok {
+				add(c, "$TMPDIR (exclude_tmpdir_env_var false)", t)
+			}
+		}
+	}
+	return roots, nil
+}
+
+// tempDir canonicalizes a temp directory the policy lets in; when it cannot
+// be used it records why in a note (what names it) and reports false.
+func (r *resolver) tempDir(p, what string) (string, bool) {
+	if strings.IndexByte(p, 0) >= 0 || !filepath.IsAbs(p) {
+		r.note(what + " is not an absolute path, so it is not made writable.")
+		return "", false
+	}
+	c, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		r.note(what + " cannot be resolved (" + errnoText(err) + "), so it is not made writable.")
+		return "", false
+	}
+	if fi, err := os.Stat(c); err != nil || !fi.IsDir() {
+		r.note(what + " is not a directory, so it is not made writable.")
+		return "", false
+	}
+	return filepath.Clean(c), true
+}
+
+// standardDevices are writable in every policy.
+var standardDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
+
+// writableDevices returns the standard devices and the helper's terminals.
+func (r *resolver) writableDevices() []string {
+	devs := append([]string(nil), standardDevices...)
+	for _, t := range r.in.TerminalDevices {
+		if t != "" && !containsString(devs, t) {
+			devs = append(devs, t)
+		}
+	}
+	return devs
+}

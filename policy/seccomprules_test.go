@@ -1,0 +1,349 @@
+package policy
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// matches reports whether a rule's conditions all hold for args, the way
+// libseccomp compares (full 64-bit values).
+func matches(r SyscallRule, args [6]uint64) bool {
+	for _, c := range r.Args {
+		a := args[c.Index]
+		var ok bool
+		switch c.Op {
+		case opEq:
+			ok = a == c.Value
+		case opNe:
+			ok = a != c.Value
+		case opLt:
+			ok = a < c.Value
+		case opGe:
+			ok = a >= c.Value
+		case opMaskedEq:
+			ok = a&c.Mask == c.Value
+		default:
+			panic("unknown op " + c.Op)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// denies reports whether some EPERM/ENOSYS rule for syscall matches args.
+func denies(rules []SyscallRule, syscall string, args ...uint64) bool {
+	var a [6]uint64
+	copy(a[:], args)
+	for _, r := range rules {
+		if r.Syscall == syscall && r.Action == ActionErrno && matches(r, a) {
+			return true
+		}
+	}
+	return false
+}
+
+func seccompPlan(t *testing.T, prof SeccompProfile, mode NetworkMode) *Plan {
+	t.Helper()
+	e := newTestEnv(t)
+	pol := SandboxPolicy{Kind: KindReadOnly}
+	switch mode {
+	case NetworkFull:
+		pol.NetworkAccess = true
+	case NetworkAllowlist:
+		pol.NetworkAllowlist = []NetworkAllowlistEntry{{Domain: "a.example", Port: 443, Protocol: "tcp"}}
+	}
+	in := e.input(pol)
+	in.Seccomp = prof
+	plan := mustResolve(t, in)
+	if plan.Network.Mode != mode {
+		t.Fatalf("mode %s, want %s", plan.Network.Mode, mode)
+	}
+	return plan
+}
+
+func ruleNames(rules []SyscallRule) []string {
+	var out []string
+	for _, r := range rules {
+		s := r.Syscall
+		if r.Action != ActionErrno || r.Errno != "EPERM" {
+			s += "/" + string(r.Action) + r.Errno
+		}
+		if len(r.Args) > 0 {
+			s += "(args)"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestSeccompStrictProfile(t *testing.T) {
+	plan := seccompPlan(t, StrictSeccompProfile(), NetworkNone)
+	sc := plan.Seccomp
+
+	// (a) the list: iopl once, umount skipped (not native here).
+	var listed []string
+	for _, n := range BlockedSyscalls {
+		if n != "umount" && !containsString(listed, n) {
+			listed = append(listed, n)
+		}
+	}
+	for i, n := range listed {
+		r := sc.Rules[i]
+		if r.Syscall != n || r.Action != ActionErrno || r.Errno != "EPERM" || len(r.Args) != 0 || !strings.HasPrefix(r.Why, "blocked_syscalls[") {
+			t.Fatalf("rule %d: %+v, want unconditional EPERM for %s", i, r, n)
+		}
+	}
+	if sc.Rules[len(listed)-1].Why != "blocked_syscalls[30]" || sc.Rules[24].Why != "blocked_syscalls[26]" || sc.Rules[24].Syscall != "acct" {
+		t.Fatalf("indexes: %q %q", sc.Rules[len(listed)-1].Why, sc.Rules[24].Why)
+	}
+	want := []SkippedSyscall{{Syscall: "umount", Why: "blocked_syscalls[2]: not a system call on this architecture (it is on others), so there is nothing to block"}}
+	if !reflect.DeepEqual(sc.Skipped, want) {
+		t.Fatalf("skipped %+v", sc.Skipped)
+	}
+
+	// (b) structural: unshare and setns already block unconditionally.
+	got := ruleNames(sc.Rules[len(listed):])
+	wantNames := []string{
+		"clone(args)", "clone(args)", "clone(args)", "clone(args)", "clone(args)", "clone(args)", "clone(args)",
+		"clone3/errnoENOSYS",
+		"io_uring_setup", "io_uring_enter", "io_uring_register",
+		"ioctl(args)", "ioctl(args)", "open_by_handle_at",
+		"socket(args)", "socket(args)",
+	}
+	if !reflect.DeepEqual(got, wantNames) {
+		t.Fatalf("structural rules\n got %q\nwant %q", got, wantNames)
+	}
+	if sc.AllowNamespaces || sc.AllowNetworkSockets || sc.LogOnly {
+		t.Fatalf("flags %+v", sc)
+	}
+}
+
+func TestSeccompNamespaceRules(t *testing.T) {
+	flags := []uint64{unix.CLONE_NEWNS, unix.CLONE_NEWCGROUP, unix.CLONE_NEWUTS, unix.CLONE_NEWIPC, unix.CLONE_NEWUSER, unix.CLONE_NEWPID, unix.CLONE_NEWNET}
+	prof := SeccompProfile{BlockedSyscalls: []string{"ptrace"}} // unshare/setns not listed
+	rules := seccompPlan(t, prof, NetworkNone).Seccomp.Rules
+	for _, f := range flags {
+		if !denies(rules, "clone", f|uint64(unix.SIGCHLD)) || !denies(rules, "unshare", f) {
+			t.Errorf("flag %#x not denied", f)
+		}
+	}
+	if !denies(rules, "unshare", unix.CLONE_NEWTIME) {
+		t.Error("unshare(CLONE_NEWTIME) not denied")
+	}
+	// For clone the low byte is the exit signal: 0x80 must stay allowed.
+	if denies(rules, "clone", unix.CLONE_VM|unix.CLONE_THREAD|0x80) || denies(rules, "clone", unix.CLONE_VM|uint64(unix.SIGCHLD)) {
+		t.Error("ordinary clone denied")
+	}
+	if denies(rules, "unshare", unix.CLONE_FILES) || !denies(rules, "setns", 3, 0) || !denies(rules, "clone3") {
+		t.Error("unshare(CLONE_FILES) denied, or setns/clone3 allowed")
+	}
+	for _, r := range rules {
+		if r.Syscall == "clone3" && r.Errno != "ENOSYS" {
+			t.Errorf("clone3 %+v", r)
+		}
+	}
+
+	prof.AllowNamespaces = true
+	rules = seccompPlan(t, prof, NetworkNone).Seccomp.Rules
+	for _, r := range rules {
+		switch r.Syscall {
+		case "clone", "clone3", "unshare", "setns":
+			t.Errorf("allow_namespaces: rule %+v", r)
+		}
+	}
+
+	// Listed unshare/setns still block with allow_namespaces (VT Code's list
+	// blocks them regardless).
+	rules = seccompPlan(t, SeccompProfile{BlockedSyscalls: []string{"unshare", "setns"}, AllowNamespaces: true}, NetworkNone).Seccomp.Rules
+	if !denies(rules, "unshare", unix.CLONE_FILES) || !denies(rules, "setns") {
+		t.Error("listed unshare/setns not blocked")
+	}
+}
+
+func TestSeccompAlwaysRules(t *testing.T) {
+	rules := seccompPlan(t, SeccompProfile{BlockedSyscalls: []string{}, AllowNamespaces: true, AllowNetworkSockets: true}, NetworkFull).Seccomp.Rules
+	for _, s := range []string{"io_uring_setup", "io_uring_enter", "io_uring_register", "open_by_handle_at"} {
+		if !denies(rules, s) {
+			t.Errorf("%s allowed", s)
+		}
+	}
+	for _, req := range []uint64{unix.TIOCSTI, unix.TIOCLINUX, 0xffffffff00000000 | unix.TIOCSTI} {
+		if !denies(rules, "ioctl", 0, req) {
+			t.Errorf("ioctl %#x allowed", req)
+		}
+	}
+	if denies(rules, "ioctl", 0, unix.TIOCGWINSZ) || denies(rules, "ioctl", unix.TIOCSTI, 0) {
+		t.Error("harmless ioctl denied")
+	}
+}
+
+func TestSeccompSocketRules(t *testing.T) {
+	const high = 1 << 32
+	tcp := uint64(unix.SOCK_STREAM | unix.SOCK_CLOEXEC | unix.SOCK_NONBLOCK)
+	for _, mode := range []NetworkMode{NetworkNone, NetworkFull, NetworkAllowlist} {
+		t.Run(string(mode), func(t *testing.T) {
+			prof := StrictSeccompProfile()
+			prof.AllowNetworkSockets = true
+			rules := seccompPlan(t, prof, mode).Seccomp.Rules
+			for fam := uint64(0); fam < 64; fam++ {
+				allowed := fam == unix.AF_UNIX
+				if mode != NetworkNone {
+					allowed = allowed || fam == unix.AF_INET || fam == unix.AF_INET6 || fam == unix.AF_NETLINK
+				}
+				if denies(rules, "socket", fam, unix.SOCK_STREAM, 0) == allowed {
+					t.Errorf("family %d: allowed %v", fam, !allowed)
+				}
+				// High garbage bits never sneak past.
+				if !denies(rules, "socket", fam|high, unix.SOCK_STREAM, 0) {
+					t.Errorf("family %#x allowed", fam|high)
+				}
+			}
+			if denies(rules, "socket", 1<<63|unix.AF_UNIX, unix.SOCK_STREAM, 0) == false {
+				t.Error("family with bit 63 allowed")
+			}
+			if mode == NetworkNone {
+				return
+			}
+			for _, af := range []uint64{unix.AF_INET, unix.AF_INET6} {
+				if denies(rules, "socket", af, tcp, 0) || denies(rules, "socket", af, unix.SOCK_DGRAM, 0) {
+					t.Errorf("af %d tcp/udp denied", af)
+				}
+				for _, typ := range []uint64{unix.SOCK_RAW, unix.SOCK_PACKET, unix.SOCK_RAW | unix.SOCK_CLOEXEC, unix.SOCK_RAW | high} {
+					if !denies(rules, "socket", af, typ, 0) {
+						t.Errorf("af %d type %#x allowed", af, typ)
+					}
+				}
+				mptcp := denies(rules, "socket", af, tcp, unix.IPPROTO_MPTCP)
+				if mptcp != (mode == NetworkAllowlist) || denies(rules, "socket", af, tcp, unix.IPPROTO_MPTCP|high) != mptcp {
+					t.Errorf("af %d MPTCP denied=%v in %s", af, mptcp, mode)
+				}
+			}
+			if denies(rules, "socket", unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE) {
+				t.Error("NETLINK_ROUTE denied")
+			}
+			for _, proto := range []uint64{unix.NETLINK_AUDIT, unix.NETLINK_KOBJECT_UEVENT, high} {
+				if !denies(rules, "socket", unix.AF_NETLINK, unix.SOCK_RAW, proto) {
+					t.Errorf("netlink protocol %#x allowed", proto)
+				}
+			}
+		})
+	}
+}
+
+// TestSeccompRuleShape: libseccomp refuses a rule comparing one argument
+// twice; every rule says why; errno rules name the errno.
+func TestSeccompRuleShape(t *testing.T) {
+	for _, mode := range []NetworkMode{NetworkNone, NetworkFull, NetworkAllowlist} {
+		for _, prof := range []SeccompProfile{
+			{BlockedSyscalls: []string{}, AllowNetworkSockets: true},
+			{BlockedSyscalls: []string{"ptrace"}, AllowNetworkSockets: true, LogOnly: true},
+		} {
+			for _, r := range seccompPlan(t, prof, mode).Seccomp.Rules {
+				seen := map[uint]bool{}
+				for _, c := range r.Args {
+					if seen[c.Index] || c.Index > 5 {
+						t.Errorf("rule %+v compares argument %d twice or out of range", r, c.Index)
+					}
+					seen[c.Index] = true
+					if (c.Op == opMaskedEq) != (c.Mask != 0) || c.Value&^c.Mask != 0 && c.Op == opMaskedEq {
+						t.Errorf("rule %+v: bad mask", r)
+					}
+				}
+				if r.Why == "" || (r.Action == ActionErrno) != (r.Errno != "") {
+					t.Errorf("rule %+v", r)
+				}
+			}
+		}
+	}
+}
+
+func TestSeccompLogOnly(t *testing.T) {
+	prof := StrictSeccompProfile()
+	prof.LogOnly = true
+	sc := seccompPlan(t, prof, NetworkNone).Seccomp
+	if !sc.LogOnly {
+		t.Fatal("flag")
+	}
+	logged := 0
+	for _, r := range sc.Rules {
+		if r.Action == ActionLog {
+			logged++
+			if len(r.Args) != 0 || !strings.HasSuffix(r.Why, "logged and allowed because log_only is true") {
+				t.Errorf("%+v", r)
+			}
+		}
+	}
+	if logged != 29 {
+		t.Errorf("%d log rules", logged)
+	}
+	// The structural rules are not relaxed, and since the listed unshare and
+	// setns only log, their structural rules are there too.
+	if !denies(sc.Rules, "unshare", unix.CLONE_NEWUSER) || !denies(sc.Rules, "setns") || !denies(sc.Rules, "clone", unix.CLONE_NEWNET) ||
+		!denies(sc.Rules, "socket", unix.AF_INET) || !denies(sc.Rules, "io_uring_setup") {
+		t.Error("structural rule relaxed by log_only")
+	}
+}
+
+func TestSeccompUserBlockedStructural(t *testing.T) {
+	prof := SeccompProfile{BlockedSyscalls: []string{"socket", "ioctl", "clone3", "socket"}}
+	rules := seccompPlan(t, prof, NetworkNone).Seccomp.Rules
+	for _, r := range rules {
+		if (r.Syscall == "socket" || r.Syscall == "ioctl" || r.Syscall == "clone3") && (len(r.Args) > 0 || r.Errno != "EPERM") {
+			t.Errorf("redundant rule %+v", r)
+		}
+	}
+	if n := len(ruleNames(rules)); n != 3+7+3+8+1+1 { // listed, clone, io_uring, unshare, setns, open_by_handle_at
+		t.Errorf("%d rules: %q", n, ruleNames(rules))
+	}
+}
+
+func TestSeccompNotNativeStructural(t *testing.T) {
+	e := newTestEnv(t)
+	in := e.input(SandboxPolicy{Kind: KindReadOnly})
+	table := testSyscalls()
+	table["io_uring_setup"] = false
+	delete(table, "clone3")
+	in.Syscalls = table
+	sc := mustResolve(t, in).Seccomp
+	for _, r := range sc.Rules {
+		if r.Syscall == "io_uring_setup" || r.Syscall == "clone3" {
+			t.Errorf("rule for a non-native call: %+v", r)
+		}
+	}
+	var skipped []string
+	for _, s := range sc.Skipped {
+		skipped = append(skipped, s.Syscall)
+	}
+	if !reflect.DeepEqual(skipped, []string{"umount", "clone3", "io_uring_setup"}) {
+		t.Errorf("skipped %+v", sc.Skipped)
+	}
+}
+
+func TestSeccompUnknownName(t *testing.T) {
+	e := newTestEnv(t)
+	const why = " is not a system call on any architecture; refusing because a misspelled name would silently weaken the filter"
+	for _, tt := range []struct {
+		from string
+		list []string
+		want string
+	}{
+		{"", []string{"ptrace", "custom_syscall"}, `--seccomp-profile: blocked_syscalls[1]: "custom_syscall"` + why},
+		{"--seccomp-profile", []string{"ptrce"}, `--seccomp-profile: blocked_syscalls[0]: "ptrce"` + why},
+		{"--sandbox-policy: seccomp_profile", []string{"custom_syscall"}, `--sandbox-policy: seccomp_profile.blocked_syscalls[0]: "custom_syscall"` + why},
+		{"--sandbox-policy", []string{"a", "custom_syscall"}, `--sandbox-policy: seccomp_profile.blocked_syscalls[0]: "a"` + why},
+		{"", []string{""}, `--seccomp-profile: blocked_syscalls[0]: ""` + why},
+		{"", []string{"x\ny"}, `--seccomp-profile: blocked_syscalls[0]: "x\ny"` + why},
+	} {
+		in := e.input(SandboxPolicy{Kind: KindReadOnly})
+		in.Seccomp = SeccompProfile{BlockedSyscalls: tt.list}
+		in.SeccompFrom = tt.from
+		if got := resolveError(t, in); got != tt.want {
+			t.Errorf("%q %q:\n got %s\nwant %s", tt.from, tt.list, got, tt.want)
+		}
+	}
+}
