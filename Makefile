@@ -1,28 +1,52 @@
-# sandbox-executable build and test entry points. `make test` is what CI runs.
+# sandbox-executable: build, test and release entry points.
+#   make build         the binary, bin/sandbox-executable
+#   make test          what CI runs: lint, unit tests (race), integration
+#                      tests on this kernel, a short fuzz run, the VM suite
+#   make bench         startup, file-heavy and memory figures against bare
+#                      and bubblewrap
 GO       ?= go
 BIN      := bin/sandbox-executable
+PROBE    := bin/probe
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
+UNIT_PKGS = $$($(GO) list ./... | grep -v -e /integration -e /bench)
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test unit integration lint fuzz-short clean
+.PHONY: all build probe test lint unit integration fuzz-short bench clean
 
 all: build
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sandbox-executable
 
-unit:
-	$(GO) test -race $$($(GO) list ./... | grep -v /integration)
-
-integration: build
-	SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) $(GO) test -count=1 ./integration/...
+# The probe the integration tests run inside the sandbox: static, so it runs
+# the same on the host and in the VM guest.
+probe: $(PROBE)
+$(PROBE): integration/probes/probe.c
+	@mkdir -p bin
+	gcc -static -O2 -Wall -o $@ $<
 
 lint:
-	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	$(GO) run $(STATICCHECK) ./...
 
-test: lint unit integration
+unit:
+	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+integration: build probe
+	SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) SANDBOX_PROBE=$(CURDIR)/$(PROBE) $(GO) test -race -count=1 ./integration/...
+
+# A short, bounded fuzz run of the policy decoders (the corpus is kept in
+# policy/testdata/fuzz).
+FUZZTIME ?= 15s
+fuzz-short:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodePolicy$$' -fuzztime $(FUZZTIME) ./policy/
+
+test: lint unit integration fuzz-short
+
+bench: build probe
+	$(GO) run ./bench -bin $(BIN) -probe $(PROBE)
 
 clean:
 	rm -rf bin dist

@@ -1,7 +1,6 @@
 package landlock
 
 import (
-	"errors"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -73,6 +72,3 @@ func addPortRule(ruleset int, access uint64, port uint16) error {
 	}
 	return nil
 }
-
-// errUnavailable is returned when the kernel offers no Landlock at all.
-var errUnavailable = errors.New("landlock is not available in this kernel")

@@ -1,14 +1,185 @@
-// Command sandbox-executable runs a program under a sandbox policy.
+// Command sandbox-executable runs a program under a sandbox policy: Landlock
+// for the filesystem, a seccomp filter for system calls, resource limits and
+// a wall-clock watchdog, with the program's stdio passed through untouched.
+// It exits with the program's status (128+N for signal N), 124 on timeout,
+// 125 when it refused or failed before the program ran, 126 when the program
+// could not be executed, and 127 when it was not found.
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/user"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/policy"
+	"sandbox-executable/seccomp"
+	"sandbox-executable/supervisor"
 )
 
 var version = "dev"
 
+const prog = "sandbox-executable"
+
 func main() {
-	fmt.Fprintln(os.Stderr, "sandbox-executable: not built yet")
-	os.Exit(125)
+	os.Exit(run(os.Args[1:]))
+}
+
+// fail prints the one stderr line of a fatal error and returns code.
+func fail(code int, err error) int {
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	fmt.Fprintf(os.Stderr, "%s: %s\n", prog, msg)
+	return code
+}
+
+func run(args []string) int {
+	o, err := parseArgs(args)
+	if err != nil {
+		return fail(supervisor.ExitSetup, err)
+	}
+	if o.help {
+		fmt.Fprint(os.Stdout, usage)
+		return 0
+	}
+	if o.version {
+		fmt.Fprintf(os.Stdout, "%s %s\n", prog, version)
+		return 0
+	}
+	if len(o.argv) == 0 && !o.explain {
+		return fail(supervisor.ExitSetup, errors.New("no PROGRAM given (usage: sandbox-executable --sandbox-policy JSON [--] PROGRAM [ARGS...]; see --help)"))
+	}
+	for _, fd := range o.keepFDs {
+		if fd <= 2 {
+			return fail(supervisor.ExitSetup, fmt.Errorf("--keep-fd %d: fds 0, 1 and 2 are always passed", fd))
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+			return fail(supervisor.ExitSetup, fmt.Errorf("--keep-fd %d: not an open file descriptor", fd))
+		}
+	}
+
+	plan, err := resolvePlan(o)
+	if err != nil {
+		return fail(supervisor.ExitSetup, err)
+	}
+
+	cwd, err := os.Getwd()
+	if err != nil {
+		return fail(supervisor.ExitSetup, fmt.Errorf("working directory: %w", err))
+	}
+	cfg := supervisor.Config{
+		Plan:          plan,
+		Cwd:           cwd,
+		FSMode:        o.fsMode,
+		Argv:          o.argv,
+		KeepFDs:       o.keepFDs,
+		AllowDegraded: o.allowDegraded,
+		LogDenials:    o.logDenials,
+	}
+	if len(cfg.Argv) == 0 {
+		cfg.Argv = []string{""}
+	}
+	pr, err := supervisor.Prepare(cfg)
+	if err != nil {
+		return fail(supervisor.ExitSetup, err)
+	}
+	if o.explain {
+		if len(o.argv) == 0 {
+			pr.Argv, pr.Candidates = nil, nil
+		}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(pr); err != nil {
+			return fail(supervisor.ExitSetup, err)
+		}
+		return 0
+	}
+	if len(pr.Candidates) == 0 {
+		return fail(supervisor.ExitNotFound, fmt.Errorf("%s: command not found", quoteArg(o.argv[0])))
+	}
+	if len(pr.Degradations) > 0 {
+		fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, strings.Join(pr.Degradations, "; "))
+	}
+
+	res := supervisor.Run(pr)
+	if res.Err != nil {
+		fail(res.ExitCode, res.Err)
+	}
+	return res.ExitCode
+}
+
+// resolvePlan decodes the three JSON arguments and resolves them into a Plan.
+func resolvePlan(o *options) (*policy.Plan, error) {
+	if !o.set["--sandbox-policy"] {
+		return nil, errors.New("--sandbox-policy is required")
+	}
+	pol, err := policy.DecodePolicy([]byte(o.policy))
+	if err != nil {
+		return nil, policy.WithArg(err, "--sandbox-policy")
+	}
+	in := policy.Input{
+		Policy:      *pol,
+		Seccomp:     pol.DerivedSeccompProfile(),
+		Limits:      pol.DerivedResourceLimits(),
+		SeccompFrom: "--sandbox-policy",
+		LimitsFrom:  "--sandbox-policy",
+		PolicyCwd:   o.policyCwd,
+		Environ:     os.Environ(),
+		KeepEnv:     o.keepEnv,
+		Syscalls:    seccomp.Table{},
+		PasswdHome:  passwdHome,
+	}
+	if pol.Kind == policy.KindReadOnly {
+		// read_only's derived values are computed, not embedded: an
+		// error in them is not the policy's.
+		in.SeccompFrom, in.LimitsFrom = "derived seccomp profile", "derived resource limits"
+	}
+	if o.set["--seccomp-profile"] {
+		s, err := policy.DecodeSeccompProfile([]byte(o.seccompProfile))
+		if err != nil {
+			return nil, policy.WithArg(err, "--seccomp-profile")
+		}
+		in.Seccomp, in.SeccompFrom = *s, "--seccomp-profile"
+	}
+	if o.set["--resource-limits"] {
+		l, err := policy.DecodeResourceLimits([]byte(o.resourceLimits))
+		if err != nil {
+			return nil, policy.WithArg(err, "--resource-limits")
+		}
+		in.Limits, in.LimitsFrom = *l, "--resource-limits"
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("working directory: %w", err)
+	}
+	in.ProcessCwd = cwd
+	in.TerminalDevices = terminalDevices()
+	return policy.Resolve(in)
+}
+
+// terminalDevices lists the terminals on fds 0-2, so the program may reopen
+// the terminal it was given (through /dev/tty or /proc/self/fd).
+func terminalDevices() []string {
+	var out []string
+	for fd := 0; fd < 3; fd++ {
+		if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
+			continue
+		}
+		if p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd)); err == nil && strings.HasPrefix(p, "/dev/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func passwdHome() (string, error) {
+	u, err := user.Current()
+	if err != nil {
+		return "", err
+	}
+	return u.HomeDir, nil
 }

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// options is the parsed command line.
+type options struct {
+	policyCwd      string
+	policy         string
+	seccompProfile string
+	resourceLimits string
+	fsMode         string
+	set            map[string]bool // which value options were given
+
+	keepEnv       bool
+	keepFDs       []int
+	allowDegraded bool
+	explain       bool
+	logDenials    bool
+	help          bool
+	version       bool
+
+	argv []string // PROGRAM ARGS...
+}
+
+// usageError is a bad command line: one line, exit 125.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+type optKind int
+
+const (
+	optString optKind = iota
+	optBool
+	optRepeatInt
+)
+
+type optSpec struct {
+	kind optKind
+	// dst returns where the value goes.
+	str  func(o *options) *string
+	flag func(o *options) *bool
+	ints func(o *options) *[]int
+}
+
+var optionSpecs = map[string]optSpec{
+	"--sandbox-policy-cwd": {kind: optString, str: func(o *options) *string { return &o.policyCwd }},
+	"--sandbox-policy":     {kind: optString, str: func(o *options) *string { return &o.policy }},
+	"--seccomp-profile":    {kind: optString, str: func(o *options) *string { return &o.seccompProfile }},
+	"--resource-limits":    {kind: optString, str: func(o *options) *string { return &o.resourceLimits }},
+	"--fs-mode":            {kind: optString, str: func(o *options) *string { return &o.fsMode }},
+	"--keep-env":           {kind: optBool, flag: func(o *options) *bool { return &o.keepEnv }},
+	"--keep-fd":            {kind: optRepeatInt, ints: func(o *options) *[]int { return &o.keepFDs }},
+	"--allow-degraded":     {kind: optBool, flag: func(o *options) *bool { return &o.allowDegraded }},
+	"--explain":            {kind: optBool, flag: func(o *options) *bool { return &o.explain }},
+	"--log-denials":        {kind: optBool, flag: func(o *options) *bool { return &o.logDenials }},
+	"--help":               {kind: optBool, flag: func(o *options) *bool { return &o.help }},
+	"-h":                   {kind: optBool, flag: func(o *options) *bool { return &o.help }},
+	"--version":            {kind: optBool, flag: func(o *options) *bool { return &o.version }},
+}
+
+// parseArgs reads the helper's options from args (without argv[0]). Options
+// end at "--" or at the first word that does not start with "-": that word
+// and everything after it belong to the program, whatever they look like.
+// Each option may be given once (--keep-fd may repeat): a second value would
+// leave a reader guessing which one holds, so it is an error.
+func parseArgs(args []string) (*options, error) {
+	o := &options{set: map[string]bool{}}
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		name, value, hasValue := strings.Cut(a, "=")
+		spec, ok := optionSpecs[name]
+		if !ok {
+			return nil, usagef("unknown option %s (see --help)", quoteArg(name))
+		}
+		if spec.kind != optRepeatInt && o.set[name] {
+			return nil, usagef("%s given more than once", name)
+		}
+		o.set[name] = true
+		i++
+		switch spec.kind {
+		case optBool:
+			if hasValue {
+				return nil, usagef("%s takes no value", name)
+			}
+			*spec.flag(o) = true
+		case optString, optRepeatInt:
+			if !hasValue {
+				if i >= len(args) {
+					return nil, usagef("%s needs a value", name)
+				}
+				value = args[i]
+				i++
+			}
+			if spec.kind == optString {
+				*spec.str(o) = value
+				break
+			}
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 0 {
+				return nil, usagef("%s: %s is not a file descriptor number", name, quoteArg(value))
+			}
+			*spec.ints(o) = append(*spec.ints(o), n)
+		}
+	}
+	o.argv = args[i:]
+	return o, nil
+}
+
+// quoteArg shows a user-supplied word in an error line: quoted, escaped and
+// cut short, so a message stays one readable line.
+func quoteArg(s string) string {
+	const max = 80
+	if len(s) > max {
+		s = s[:max] + "..."
+	}
+	return strconv.Quote(s)
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseArgsShapes(t *testing.T) {
+	pol := `{"type":"read_only"}`
+	for _, tc := range []struct {
+		name string
+		args []string
+		want options
+	}{
+		{"manager form", []string{"--sandbox-policy-cwd", "/w", "--sandbox-policy", pol, "--seccomp-profile", "{}", "--resource-limits", "{}", "--", "bash", "-c", "ls"},
+			options{policyCwd: "/w", policy: pol, seccompProfile: "{}", resourceLimits: "{}", argv: []string{"bash", "-c", "ls"}}},
+		{"cwd and policy", []string{"--sandbox-policy-cwd", "/w", "--sandbox-policy", pol, "--", "npx", "-y"},
+			options{policyCwd: "/w", policy: pol, argv: []string{"npx", "-y"}}},
+		{"legacy short form without --", []string{"--sandbox-policy", pol, "npx", "-y", "--sandbox-policy", "x"},
+			options{policy: pol, argv: []string{"npx", "-y", "--sandbox-policy", "x"}}},
+		{"equals form", []string{"--sandbox-policy=" + pol, "--sandbox-policy-cwd=/w", "--", "true"},
+			options{policyCwd: "/w", policy: pol, argv: []string{"true"}}},
+		{"value with equals inside", []string{"--sandbox-policy", `{"a":"b=c"}`, "x"},
+			options{policy: `{"a":"b=c"}`, argv: []string{"x"}}},
+		{"program args that look like ours", []string{"--sandbox-policy", pol, "--", "prog", "--", "--sandbox-policy", "--explain"},
+			options{policy: pol, argv: []string{"prog", "--", "--sandbox-policy", "--explain"}}},
+		{"program named --", []string{"--sandbox-policy", pol, "--", "--", "x"},
+			options{policy: pol, argv: []string{"--", "x"}}},
+		{"flags and repeats", []string{"--keep-fd", "3", "--keep-fd=4", "--keep-env", "--allow-degraded", "--explain", "--sandbox-policy", pol},
+			options{policy: pol, keepFDs: []int{3, 4}, keepEnv: true, allowDegraded: true, explain: true, argv: []string{}}},
+		{"lone dash is a program", []string{"--sandbox-policy", pol, "-"},
+			options{policy: pol, argv: []string{"-"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseArgs(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.set = nil
+			if !reflect.DeepEqual(*got, tc.want) {
+				t.Errorf("got %+v\nwant %+v", *got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseArgsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--sandbox-policy"}, "--sandbox-policy needs a value"},
+		{[]string{"--sandbox-policy", "a", "--sandbox-policy", "b", "x"}, "--sandbox-policy given more than once"},
+		{[]string{"--no-such-option", "x"}, `unknown option "--no-such-option"`},
+		{[]string{"--explain=yes"}, "--explain takes no value"},
+		{[]string{"--keep-fd", "three"}, `--keep-fd: "three" is not a file descriptor number`},
+		{[]string{"--keep-fd", "-1"}, `--keep-fd: "-1" is not a file descriptor number`},
+		{[]string{"-x"}, `unknown option "-x"`},
+	} {
+		_, err := parseArgs(tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%v: err %v, want %q", tc.args, err, tc.msg)
+		}
+	}
+}

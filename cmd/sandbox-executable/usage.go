@@ -1,0 +1,52 @@
+package main
+
+// usage is the --help text. The man page is generated from it.
+const usage = `Usage:
+  sandbox-executable [OPTIONS] --sandbox-policy JSON [--] PROGRAM [ARGS...]
+
+Runs PROGRAM under a sandbox: Landlock limits writes to the policy's writable
+roots and hides the denied paths, a seccomp filter blocks dangerous system
+calls, resource limits and a wall-clock timeout bound the whole process tree.
+stdin, stdout and stderr are the program's, untouched; the helper prints
+nothing on stdout and one line on stderr when it fails.
+
+Options end at "--" or at the first word that is not an option; everything
+after that belongs to the program. Every option takes "--opt VALUE" or
+"--opt=VALUE".
+
+Policy (the JSON shapes VT Code sends):
+  --sandbox-policy JSON       the SandboxPolicy: {"type":"read_only",...} or
+                              {"type":"workspace_write","writable_roots":[...],...}
+  --sandbox-policy-cwd DIR    the policy's working directory (default: the
+                              current one); writable under workspace_write
+  --seccomp-profile JSON      the SeccompProfile (default: derived from the
+                              policy as VT Code derives it)
+  --resource-limits JSON      the ResourceLimits (default: derived likewise)
+
+Running:
+  --keep-env                  pass the environment as given (default: drop
+                              the variables VT Code treats as secrets)
+  --keep-fd N                 keep file descriptor N open in the program
+                              (repeatable; every other fd above 2 is closed)
+  --fs-mode MODE              auto (default): exact where a mount namespace
+                              can be had, else refuse; exact: masks and
+                              read-only mounts under Landlock; landlock:
+                              Landlock alone (narrower, and chmod/chown/utimes
+                              outside the roots are not stopped)
+  --allow-degraded            run even when the kernel cannot enforce the
+                              whole policy, and say on stderr what is missing
+  --log-denials               ask the kernel to log Landlock denials
+                              (Landlock ABI 7, audit log)
+
+Information:
+  --explain                   print the resolved plan and how this host will
+                              enforce it, as JSON on stdout; run nothing
+  --help, -h                  this text
+  --version                   the version
+
+Exit status:
+  the program's own; 128+N when it was killed by signal N; 124 when the
+  wall-clock timeout ended it; 125 when the helper refused the policy or
+  failed before the program ran; 126 when the program could not be executed;
+  127 when it was not found.
+`

@@ -1,0 +1,162 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// fixturesDir is the contract's fixtures, copied into the policy package.
+func fixturesDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "policy", "testdata", "contract")
+}
+
+func fixture(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fixturesDir(), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestBadInputIsRefusedWithOneLine: every malformed fixture is refused with
+// exit 125, exactly one stderr line that names the argument, nothing on
+// stdout, and the program never starts.
+func TestBadInputIsRefusedWithOneLine(t *testing.T) {
+	w := newWorkspace(t)
+	marker := filepath.Join(w.root, "src", "ran")
+	ents, err := os.ReadDir(fixturesDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]string{}
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case name == "bad-enormous-array.json":
+			// serde accepts it; its roots do not exist here.
+		case strings.HasPrefix(name, "bad-") && strings.Contains(name, "limits"):
+			cases[name] = []string{"--sandbox-policy", roPolicy, "--resource-limits", fixture(t, name)}
+		case strings.HasPrefix(name, "bad-"), name == "policy-danger_full_access.json", name == "policy-external_sandbox.json":
+			cases[name] = []string{"--sandbox-policy", fixture(t, name)}
+		}
+	}
+	cases["unknown field"] = []string{"--sandbox-policy", `{"type":"read_only","network_access":false,"future_restriction":true}`}
+	cases["unknown syscall"] = []string{"--sandbox-policy", roPolicy, "--seccomp-profile", `{"blocked_syscalls":["ptrace","ptarce"]}`}
+	cases["missing root"] = []string{"--sandbox-policy", `{"type":"workspace_write","writable_roots":[{"root":"/nonexistent/root"}]}`}
+	cases["unknown option"] = []string{"--sandbox-policy", roPolicy, "--frobnicate"}
+	cases["no program"] = []string{"--sandbox-policy", roPolicy}
+	cases["no policy"] = []string{"--", "/bin/true"}
+	cases["bad fs mode"] = []string{"--sandbox-policy", roPolicy, "--fs-mode", "loose"}
+	if len(cases) < 14 {
+		t.Fatalf("only %d cases: fixtures missing?", len(cases))
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			if name != "no program" && name != "unknown option" {
+				args = append(args, "--", "/bin/sh", "-c", "touch "+marker)
+			}
+			r := run(t, runOpts{env: w.env(), dir: w.root}, args...)
+			if r.code != 125 {
+				t.Errorf("exit %d, want 125 (%v)", r.code, r)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout %q", r.stdout)
+			}
+			if !strings.HasPrefix(r.stderr, "sandbox-executable: ") || strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("stderr %q, want exactly one line", r.stderr)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("the program ran")
+			}
+		})
+	}
+}
+
+// TestExplainShowsThePlanAndRunsNothing: --explain prints the Plan as JSON,
+// exits 0, starts nothing; the derived limits and profile follow the
+// caller's rules when the flags are absent.
+func TestExplainShowsThePlanAndRunsNothing(t *testing.T) {
+	w := newWorkspace(t)
+	marker := filepath.Join(w.root, "src", "ran")
+	r := w.sandbox(t, roPolicy, []string{"--explain"}, "/bin/sh", "-c", "touch "+marker)
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("%v", r)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("--explain ran the program")
+	}
+	var out struct {
+		Plan struct {
+			Policy     string `json:"policy"`
+			Filesystem struct {
+				ReadDenied []struct{ Path string } `json:"read_denied"`
+			} `json:"filesystem"`
+			Limits struct {
+				TimeoutSeconds uint64 `json:"timeout_seconds"`
+				MemoryBytes    uint64 `json:"memory_bytes"`
+				Pids           uint32 `json:"pids"`
+			} `json:"limits"`
+			Network struct{ Mode string } `json:"network"`
+		} `json:"plan"`
+		Enforcement struct {
+			Filesystem struct{ Mode string } `json:"filesystem"`
+			Landlock   struct{ ABI int }     `json:"landlock"`
+		} `json:"enforcement"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("explain output is not JSON: %v\n%s", err, r.stdout)
+	}
+	// read_only without --resource-limits gets the conservative limits.
+	if out.Plan.Policy != "read_only" || out.Plan.Limits.TimeoutSeconds != 120 || out.Plan.Limits.MemoryBytes != 512<<20 || out.Plan.Limits.Pids != 64 {
+		t.Errorf("plan %+v", out.Plan)
+	}
+	if out.Plan.Network.Mode != "none" {
+		t.Errorf("network %q", out.Plan.Network.Mode)
+	}
+	found := false
+	for _, d := range out.Plan.Filesystem.ReadDenied {
+		found = found || d.Path == filepath.Join(w.home, ".ssh")
+	}
+	if !found {
+		t.Errorf("HOME/.ssh not in read_denied: %+v", out.Plan.Filesystem.ReadDenied)
+	}
+	if out.Enforcement.Filesystem.Mode == "" {
+		t.Errorf("no filesystem mode in the explanation")
+	}
+}
+
+// TestHelpAndVersion: both print on stdout and exit 0.
+func TestHelpAndVersion(t *testing.T) {
+	r := run(t, runOpts{}, "--help")
+	if r.code != 0 || !strings.Contains(r.stdout, "--sandbox-policy JSON") || r.stderr != "" {
+		t.Errorf("--help: %v", r)
+	}
+	r = run(t, runOpts{}, "--version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "sandbox-executable ") || r.stderr != "" {
+		t.Errorf("--version: %v", r)
+	}
+}
+
+// TestCallerShapes: the manager form, the cwd+policy form and the legacy
+// short form all run the program, with its own arguments untouched.
+func TestCallerShapes(t *testing.T) {
+	w := newWorkspace(t)
+	seccomp := fixture(t, "seccomp-strict.json")
+	limits := fixture(t, "limits-conservative.json")
+	for name, args := range map[string][]string{
+		"manager": {"--sandbox-policy-cwd", w.root, "--sandbox-policy", roPolicy, "--seccomp-profile", seccomp, "--resource-limits", limits, "--", "/bin/echo", "--sandbox-policy", "--"},
+		"cwd":     {"--sandbox-policy-cwd", w.root, "--sandbox-policy", roPolicy, "--", "/bin/echo", "--sandbox-policy", "--"},
+		"legacy":  {"--sandbox-policy", roPolicy, "echo", "--sandbox-policy", "--"},
+	} {
+		r := run(t, runOpts{env: w.env(), dir: w.root}, args...)
+		if r.code != 0 || r.stdout != "--sandbox-policy --\n" || r.stderr != "" {
+			t.Errorf("%s: %v", name, r)
+		}
+	}
+}

@@ -1,0 +1,220 @@
+// Package integration runs the built sandbox-executable on the real kernel
+// and watches real operations succeed or fail inside it.
+//
+// The binary comes from $SANDBOX_EXECUTABLE (make integration sets it) or is
+// built here; the probe program (probes/probe.c) from $SANDBOX_PROBE or is
+// compiled here with gcc -static.
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	binary string // sandbox-executable
+	probe  string // the static probe
+)
+
+func TestMain(m *testing.M) {
+	code, err := setup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration setup:", err)
+		os.Exit(2)
+	}
+	if code >= 0 {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+func setup() (int, error) {
+	dir, err := os.MkdirTemp("", "se-integration-")
+	if err != nil {
+		return 0, err
+	}
+	// Tools built here are removed when the process exits normally.
+	_, file, _, _ := runtime.Caller(0)
+	here := filepath.Dir(file)
+	binary = os.Getenv("SANDBOX_EXECUTABLE")
+	if binary == "" {
+		binary = filepath.Join(dir, "sandbox-executable")
+		cmd := exec.Command("go", "build", "-o", binary, "./cmd/sandbox-executable")
+		cmd.Dir = filepath.Dir(here)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	}
+	probe = os.Getenv("SANDBOX_PROBE")
+	if probe == "" {
+		probe = filepath.Join(dir, "probe")
+		cmd := exec.Command("gcc", "-static", "-O2", "-o", probe, filepath.Join(here, "probes", "probe.c"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("gcc probe: %v\n%s", err, out)
+		}
+	}
+	// Binaries in the temp dir must be readable and runnable by an
+	// unprivileged user too (the nobody tests).
+	_ = os.Chmod(dir, 0o755)
+	return -1, nil
+}
+
+// result is one run of the helper.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+}
+
+// runOpts tune a run.
+type runOpts struct {
+	stdin   io.Reader
+	env     []string // added to a minimal environment
+	dir     string
+	extra   []*os.File
+	timeout time.Duration
+	cred    *syscall.Credential
+}
+
+// run runs the helper with args and waits for it.
+func run(t *testing.T, o runOpts, args ...string) result {
+	t.Helper()
+	timeout := o.timeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdin = o.stdin
+	cmd.Dir = o.dir
+	cmd.ExtraFiles = o.extra
+	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + os.Getenv("HOME"), "LANG=C"}, o.env...)
+	cmd.WaitDelay = 5 * time.Second
+	if o.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: o.cred}
+	}
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("running %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("helper did not finish within %s: %v", timeout, args)
+	}
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// workspace is a writable root with a fake HOME beside it holding secrets.
+type workspace struct {
+	root string // the writable root
+	home string // HOME for the run, with .ssh/id_rsa, .aws/credentials, .netrc
+	out  string // a directory outside every root
+}
+
+func newWorkspace(t *testing.T) *workspace {
+	t.Helper()
+	base := t.TempDir()
+	// Let an unprivileged user reach it (the nobody tests).
+	_ = os.Chmod(base, 0o755)
+	w := &workspace{root: filepath.Join(base, "ws"), home: filepath.Join(base, "home"), out: filepath.Join(base, "outside")}
+	for _, d := range []string{w.root, w.out, filepath.Join(w.root, "src"), filepath.Join(w.home, ".ssh"), filepath.Join(w.home, ".aws"), filepath.Join(w.home, "docs")} {
+		mustMkdir(t, d)
+	}
+	write(t, filepath.Join(w.home, ".ssh", "id_rsa"), "PRIVATE KEY\n")
+	write(t, filepath.Join(w.home, ".aws", "credentials"), "aws secret\n")
+	write(t, filepath.Join(w.home, ".netrc"), "machine x password y\n")
+	write(t, filepath.Join(w.home, "docs", "notes.txt"), "readable notes\n")
+	write(t, filepath.Join(w.root, "src", "main.c"), "int main(void){return 0;}\n")
+	write(t, filepath.Join(w.out, "victim"), "original\n")
+	return w
+}
+
+// env is the environment of a run over w.
+func (w *workspace) env() []string { return []string{"HOME=" + w.home} }
+
+func mustMkdir(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// policyJSON renders a policy value with Go's encoder.
+func policyJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// wsPolicy is a workspace_write policy over roots, no network, the default
+// sensitive paths and limits unless sensitive or limits are given.
+func wsPolicy(t *testing.T, roots ...string) string {
+	t.Helper()
+	rs := make([]map[string]string, len(roots))
+	for i, r := range roots {
+		rs[i] = map[string]string{"root": r}
+	}
+	return policyJSON(t, map[string]any{"type": "workspace_write", "writable_roots": rs, "exclude_slash_tmp": true, "exclude_tmpdir_env_var": true})
+}
+
+const roPolicy = `{"type":"read_only","network_access":false,"network_allowlist":[]}`
+
+// sandbox runs PROGRAM ARGS under policy with the workspace's HOME and cwd
+// set to the root; extra helper options go before "--".
+func (w *workspace) sandbox(t *testing.T, policy string, helperOpts []string, argv ...string) result {
+	t.Helper()
+	args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", policy}, helperOpts...)
+	args = append(append(args, "--"), argv...)
+	return run(t, runOpts{env: w.env(), dir: w.root}, args...)
+}
+
+// probeResult is the probe's verdict: "ok" or an errno name.
+func probeResult(r result) string {
+	return strings.Fields(r.stdout + " ?")[0]
+}
+
+// fsModes are the filesystem modes every filesystem test runs in.
+var fsModes = []string{"exact", "landlock"}

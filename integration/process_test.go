@@ -1,0 +1,244 @@
+package integration
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// TestExitCodes: the program's own status, 128+N for a signal, 127 for a
+// program that is not there, 126 for one that cannot run, 125 for a bad
+// policy (and then nothing ran).
+func TestExitCodes(t *testing.T) {
+	w := newWorkspace(t)
+	noexec := filepath.Join(w.root, "src", "noexec.sh")
+	write(t, noexec, "#!/bin/sh\ntouch marker\n")
+	marker := filepath.Join(w.root, "src", "ran")
+	for _, tc := range []struct {
+		name   string
+		policy string
+		argv   []string
+		code   int
+		stderr string // substring expected on stderr ("" = stderr must be empty)
+	}{
+		{"own status", roPolicy, []string{"/bin/sh", "-c", "exit 7"}, 7, ""},
+		{"signal", roPolicy, []string{"/bin/sh", "-c", "kill -TERM $$"}, 143, ""},
+		{"not found", roPolicy, []string{"no-such-program-anywhere"}, 127, "no-such-program-anywhere"},
+		{"not found by path", roPolicy, []string{"/nonexistent/prog"}, 127, "/nonexistent/prog"},
+		{"not executable", roPolicy, []string{noexec}, 126, "noexec.sh"},
+		{"bad policy", `{"type":"workspace_read"}`, []string{"/bin/sh", "-c", "touch " + marker}, 125, "--sandbox-policy: "},
+		{"danger refused", `{"type":"danger_full_access"}`, []string{"/bin/sh", "-c", "touch " + marker}, 125, "danger_full_access"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := w.sandbox(t, tc.policy, nil, tc.argv...)
+			if r.code != tc.code {
+				t.Errorf("exit %d, want %d (%v)", r.code, tc.code, r)
+			}
+			if tc.stderr == "" && r.stderr != "" {
+				t.Errorf("stderr %q, want none", r.stderr)
+			}
+			if tc.stderr != "" {
+				if !strings.Contains(r.stderr, tc.stderr) || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "sandbox-executable: ") {
+					t.Errorf("stderr %q, want one line mentioning %q", r.stderr, tc.stderr)
+				}
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout %q, want none", r.stdout)
+			}
+		})
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("a refused policy ran the program")
+	}
+}
+
+// tag returns a unique word to find a test's processes by.
+func tag(t *testing.T) string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "se-tag-" + hex.EncodeToString(b)
+}
+
+// processesTagged lists the pids whose command line holds tag.
+func processesTagged(tag string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(b, []byte(tag)) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestTimeoutEndsTheWholeTree: on the wall-clock timeout the helper exits
+// 124 and no process of the tree is left, including a setsid'd, double-forked
+// one and one that ignores SIGTERM.
+func TestTimeoutEndsTheWholeTree(t *testing.T) {
+	w := newWorkspace(t)
+	id := tag(t)
+	limits := `{"max_memory_mb":0,"max_pids":0,"max_disk_mb":0,"cpu_time_secs":0,"timeout_secs":1}`
+	script := fmt.Sprintf(`"$0" daemon 1000 %[1]s; "$0" ignore-term-sleep 1000 %[1]s & "$0" sleep 1000 %[1]s`, id)
+	start := time.Now()
+	r := w.sandbox(t, roPolicy, []string{"--resource-limits", limits}, "/bin/sh", "-c", script, probe)
+	if r.code != 124 {
+		t.Fatalf("exit %d, want 124 (%v)", r.code, r)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %s to end a 1 s timeout", d)
+	}
+	if left := processesTagged(id); len(left) > 0 {
+		t.Errorf("processes of the tree left running: %v", left)
+	}
+}
+
+// TestLeftoverDaemonKilled: a daemon the program leaves behind does not
+// outlive the run; the helper returns the program's own status.
+func TestLeftoverDaemonKilled(t *testing.T) {
+	w := newWorkspace(t)
+	id := tag(t)
+	r := w.sandbox(t, roPolicy, nil, "/bin/sh", "-c", `"$0" daemon 1000 "$1"; exit 3`, probe, id)
+	if r.code != 3 {
+		t.Fatalf("exit %d, want 3 (%v)", r.code, r)
+	}
+	if left := processesTagged(id); len(left) > 0 {
+		t.Errorf("daemon left running: %v", left)
+	}
+}
+
+// TestSignalsReachTheProgram: SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to
+// the helper reach the program, and the helper returns after it.
+func TestSignalsReachTheProgram(t *testing.T) {
+	w := newWorkspace(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			ready := filepath.Join(w.root, "src", "ready-"+fmt.Sprint(int(sig)))
+			// The program reports the signal it got by its exit status.
+			script := fmt.Sprintf(`trap 'exit 100' %d; touch %s; while :; do sleep 0.05; done`, int(sig), ready)
+			cmd := exec.Command(binary, "--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--", "/bin/sh", "-c", script)
+			cmd.Env = append(os.Environ(), "HOME="+w.home)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				if _, err := os.Stat(ready); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatal("program never started")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("helper did not return after the signal")
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 100 {
+				t.Errorf("exit %d, want 100 (the program's trap ran)", code)
+			}
+		})
+	}
+}
+
+// TestStdioPassThrough: an MCP-style JSON-RPC exchange over stdio round
+// trips byte for byte, large and binary payloads included, and the helper
+// adds nothing to stdout or stderr.
+func TestStdioPassThrough(t *testing.T) {
+	w := newWorkspace(t)
+	var in bytes.Buffer
+	in.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}` + "\n")
+	payload := make([]byte, 1<<20)
+	_, _ = rand.Read(payload)
+	in.Write(payload)
+	in.WriteString("\n" + `{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n")
+	want := in.Bytes()
+	r := run(t, runOpts{env: w.env(), stdin: bytes.NewReader(want)}, "--sandbox-policy", roPolicy, "--", "cat")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("%d %q", r.code, r.stderr)
+	}
+	if !bytes.Equal([]byte(r.stdout), want) {
+		t.Errorf("stdout differs from stdin (%d vs %d bytes)", len(r.stdout), len(want))
+	}
+}
+
+// TestInteractiveTerminal: a shell on a PTY works interactively under the
+// helper: it sees a terminal, runs commands and exits cleanly.
+func TestInteractiveTerminal(t *testing.T) {
+	w := newWorkspace(t)
+	cmd := exec.Command(binary, "--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--", "/bin/sh", "-i")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + w.home, "PS1=$ ", "TERM=dumb"}
+	cmd.Dir = w.root
+	f, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := &syncBuffer{}
+	go func() { _, _ = io.Copy(out, f) }()
+	expect := func(s string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), s) {
+			if time.Now().After(deadline) {
+				t.Fatalf("never saw %q; terminal shows %q", s, out.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	io.WriteString(f, "tty; echo product=$((6*7))\n")
+	expect("product=42")
+	expect("/dev/pts/")
+	io.WriteString(f, "stty size >/dev/null && echo stty-ok; exit 5\n")
+	expect("stty-ok")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("shell did not exit")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 5 {
+		t.Errorf("exit %d, want 5", code)
+	}
+}
+
+// syncBuffer collects a terminal's output while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

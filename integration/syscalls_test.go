@@ -1,0 +1,161 @@
+package integration
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestBlockedSyscalls: what the strict profile and the strict model deny
+// fails inside the sandbox, in both policy kinds; what programs need works.
+func TestBlockedSyscalls(t *testing.T) {
+	w := newWorkspace(t)
+	for name, pol := range map[string]string{"read_only": roPolicy, "workspace_write": wsPolicy(t, w.root)} {
+		t.Run(name, func(t *testing.T) {
+			for _, tc := range []struct {
+				op   string
+				want string // exact verdict, or "" for any failure
+			}{
+				{"ptrace", "EPERM"},
+				{"mount", "EPERM"},
+				{"unshare-user", "EPERM"},
+				{"unshare-ns", "EPERM"},
+				{"clone-newuser", "EPERM"},
+				{"clone3", "ENOSYS"},
+				{"bpf", "EPERM"},
+				{"keyctl", "EPERM"},
+				{"perf_event_open", "EPERM"},
+				{"userfaultfd", "EPERM"},
+				{"io_uring_setup", "EPERM"},
+				{"process_vm_readv", "EPERM"},
+				{"open_by_handle_at", "EPERM"},
+				{"personality", "EPERM"},
+				// The request is refused whatever the fd is, by the filter.
+				{"tiocsti", "EPERM"},
+				{"tiocsti-high", "EPERM"},
+			} {
+				r := w.sandbox(t, pol, nil, probe, tc.op)
+				if v := probeResult(r); v != tc.want {
+					t.Errorf("%s: got %s, want %s (%v)", tc.op, v, tc.want, r)
+				}
+			}
+			// Plain fork (clone without namespace flags) and local IPC work.
+			for _, op := range []string{"fork", "socketpair"} {
+				if v := probeResult(w.sandbox(t, pol, nil, probe, op)); v != "ok" {
+					t.Errorf("%s: got %s, want ok", op, v)
+				}
+			}
+		})
+	}
+}
+
+// TestNoNetwork: with no network, only AF_UNIX sockets can be made, and a
+// TCP connect to a listener on 127.0.0.1 fails.
+func TestNoNetwork(t *testing.T) {
+	w := newWorkspace(t)
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	for _, pol := range []string{roPolicy, wsPolicy(t, w.root)} {
+		if v := probeResult(w.sandbox(t, pol, nil, probe, "connect", "127.0.0.1", port)); v == "ok" {
+			t.Errorf("TCP connect to a local listener succeeded")
+		}
+		for _, fam := range []string{"inet", "inet6", "netlink", "packet", "vsock"} {
+			if v := probeResult(w.sandbox(t, pol, nil, probe, "socket", fam)); v != "EPERM" {
+				t.Errorf("socket(%s): got %s, want EPERM", fam, v)
+			}
+		}
+		if v := probeResult(w.sandbox(t, pol, nil, probe, "socket", "unix")); v != "ok" {
+			t.Errorf("socket(unix): got %s, want ok", v)
+		}
+	}
+}
+
+// TestForeignArchitectureKilled: an i386 system call through int 0x80 and
+// an x32 one are killed by the filter (SIGSYS), not answered.
+func TestForeignArchitectureKilled(t *testing.T) {
+	w := newWorkspace(t)
+	// Unconfined, the i386 call works: the probe is sound.
+	if r := run(t, runOpts{}, "--explain", "--sandbox-policy", roPolicy); r.code != 0 {
+		t.Fatalf("explain: %v", r)
+	}
+	for _, op := range []string{"int80", "x32"} {
+		r := w.sandbox(t, roPolicy, nil, probe, op)
+		if r.code != 128+31 {
+			t.Errorf("%s: %v, want death by SIGSYS (159)", op, r)
+		}
+	}
+}
+
+// TestInheritedFDsClosed: an fd the caller leaked (fd 3, open on a file
+// outside every root) is closed in the program unless --keep-fd names it.
+func TestInheritedFDsClosed(t *testing.T) {
+	w := newWorkspace(t)
+	f, err := os.Open(w.out + "/victim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	args := []string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", roPolicy}
+	r := run(t, runOpts{env: w.env(), extra: []*os.File{f}}, append(args, "--", probe, "fdopen", "3")...)
+	if v := probeResult(r); v != "EBADF" {
+		t.Errorf("fd 3 in the program: %s, want EBADF (%v)", v, r)
+	}
+	r = run(t, runOpts{env: w.env(), extra: []*os.File{f}}, append(args, "--keep-fd", "3", "--", probe, "fdopen", "3")...)
+	if v := probeResult(r); v != "ok" {
+		t.Errorf("--keep-fd 3: %s, want ok (%v)", v, r)
+	}
+	r = run(t, runOpts{env: w.env()}, append(args, "--keep-fd", "9", "--", probe, "fdopen", "9")...)
+	if r.code != 125 || !strings.Contains(r.stderr, "--keep-fd 9") {
+		t.Errorf("--keep-fd of a closed fd: %v", r)
+	}
+}
+
+// TestProcessState: limits and flags the program starts with.
+func TestProcessState(t *testing.T) {
+	w := newWorkspace(t)
+	limits := `{"max_memory_mb":0,"max_pids":0,"max_disk_mb":5,"cpu_time_secs":30,"timeout_secs":60}`
+	get := func(argv ...string) string {
+		t.Helper()
+		r := w.sandbox(t, roPolicy, []string{"--resource-limits", limits}, append([]string{probe}, argv...)...)
+		return strings.TrimSpace(r.stdout)
+	}
+	if v := get("rlimit", "core"); v != "0 0" {
+		t.Errorf("RLIMIT_CORE %s, want 0 0", v)
+	}
+	if v := get("rlimit", "cpu"); v != "30 31" {
+		t.Errorf("RLIMIT_CPU %s, want 30 31", v)
+	}
+	if v := get("rlimit", "fsize"); v != strconv.Itoa(5<<20)+" "+strconv.Itoa(5<<20) {
+		t.Errorf("RLIMIT_FSIZE %s, want 5 MiB", v)
+	}
+	if v := get("nnp"); v != "1" {
+		t.Errorf("no_new_privs %s, want 1", v)
+	}
+	if v := get("sigmask"); v != "none" {
+		t.Errorf("signal mask %q, want none blocked", v)
+	}
+	// A signal the caller ignores stays ignored, as across a plain exec.
+	out, err := exec.Command("/bin/sh", "-c", `trap "" INT; exec "$0" --sandbox-policy "$1" -- "$2" sigign 2`, binary, roPolicy, probe).Output()
+	if err != nil || strings.TrimSpace(string(out)) != "ignored" {
+		t.Errorf("SIGINT ignored by the caller: program sees %q (%v), want ignored", out, err)
+	}
+	if v := get("sigign", "2"); v != "default" {
+		t.Errorf("SIGINT not ignored by the caller: program sees %q, want default", v)
+	}
+}
