@@ -34,11 +34,15 @@ type claim struct {
 	lock *os.File
 }
 
+// registryBase overrides the registry's location (tests).
+var registryBase string
+
 // registryDir is where lock files and records live: a directory only this
 // user can write.
 func registryDir() (string, error) {
-	var base string
+	base := registryBase
 	switch {
+	case base != "":
 	case os.Geteuid() == 0:
 		base = "/run/sandbox-executable"
 	case filepath.IsAbs(os.Getenv("XDG_RUNTIME_DIR")):

@@ -59,7 +59,7 @@ func For(l policy.Limits, o Options) []Limit {
 	}
 	if o.NofileCur != 0 || o.NofileMax != 0 {
 		cur := o.NofileCur
-		if cur > maxSaneNofile && cur != Infinity {
+		if cur > maxSaneNofile {
 			cur = maxSaneNofile
 		}
 		if cur > o.NofileMax {

@@ -1,0 +1,223 @@
+package landlock
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sandbox-executable/policy"
+)
+
+// tree makes directories and files (names ending in "/" are directories)
+// under a temp dir and returns it.
+func tree(t *testing.T, names ...string) string {
+	t.Helper()
+	base := t.TempDir()
+	for _, n := range names {
+		p := filepath.Join(base, n)
+		if strings.HasSuffix(n, "/") {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return base
+}
+
+func plan(roots []string, readDenied, writeDenied []string) *policy.Plan {
+	p := &policy.Plan{Network: policy.Network{Mode: policy.NetworkNone}}
+	for _, r := range roots {
+		p.Filesystem.WritableRoots = append(p.Filesystem.WritableRoots, policy.WritablePath{Path: r})
+	}
+	for _, d := range readDenied {
+		p.Filesystem.ReadDenied = append(p.Filesystem.ReadDenied, policy.DeniedPath{Path: d})
+	}
+	for _, d := range writeDenied {
+		p.Filesystem.WriteDenied = append(p.Filesystem.WriteDenied, policy.DeniedPath{Path: d})
+	}
+	return p
+}
+
+// grants reports the access the rules give to path (the union of the rules
+// on it and on its ancestors), as Landlock computes it.
+func grants(s *Spec, path string) AccessFS {
+	var a AccessFS
+	for _, r := range s.Rules {
+		if r.Path == path || isBeneath(path, r.Path) {
+			a |= r.Access
+		}
+	}
+	return a
+}
+
+func TestLandlockOnlySplitsAlongDeniedPaths(t *testing.T) {
+	base := tree(t, "home/.ssh/id_rsa", "home/docs/notes", "home/.bashrc", "ws/.git/config", "ws/src/main.c", "ws/README")
+	home, ws := filepath.Join(base, "home"), filepath.Join(base, "ws")
+	p := plan([]string{ws}, []string{filepath.Join(home, ".ssh")}, []string{filepath.Join(ws, ".git"), filepath.Join(ws, ".codex")})
+	s, err := Compute(p, Options{ABI: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := readRights | ReadDir
+	for _, c := range []struct {
+		path string
+		want AccessFS
+		none AccessFS
+	}{
+		{filepath.Join(home, ".ssh", "id_rsa"), 0, read | writeRights},
+		{filepath.Join(home, ".ssh"), 0, read},
+		{filepath.Join(home, "docs", "notes"), read, writeRights},
+		{filepath.Join(home, ".bashrc"), read, writeRights},
+		{"/usr/bin/true", read, writeRights},
+		{filepath.Join(ws, "src", "main.c"), read | writeRights, 0},
+		{filepath.Join(ws, ".git", "config"), read, writeRights},
+		// The root's top level is narrowed: entries can be written but not
+		// created or removed there.
+		{filepath.Join(ws, "README"), read | WriteFile | Truncate, 0},
+		{ws, read, writeRights},
+	} {
+		got := grants(s, c.path)
+		if got&c.want != c.want {
+			t.Errorf("%s: granted %s, missing %s", c.path, got, c.want&^got)
+		}
+		if got&c.none != 0 {
+			t.Errorf("%s: granted %s, must not have %s", c.path, got, got&c.none)
+		}
+	}
+	split := map[string]bool{}
+	for _, n := range s.Narrowed {
+		split[n.Dir] = true
+	}
+	for _, d := range []string{"/", home, ws} {
+		if !split[d] {
+			t.Errorf("%s not recorded as narrowed: %+v", d, s.Narrowed)
+		}
+	}
+	for _, r := range s.Rules {
+		if r.Access&(MakeChar|MakeBlock) != 0 {
+			t.Errorf("%s granted device creation", r.Path)
+		}
+	}
+}
+
+func TestExactModeGrantsWholeSubtrees(t *testing.T) {
+	base := tree(t, "home/.ssh/id_rsa", "ws/.git/config")
+	ws := filepath.Join(base, "ws")
+	p := plan([]string{ws}, []string{filepath.Join(base, "home", ".ssh")}, []string{filepath.Join(ws, ".git")})
+	s, err := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Narrowed) != 0 {
+		t.Errorf("exact mode narrowed: %+v", s.Narrowed)
+	}
+	if got := grants(s, "/anything"); got != readRights|ReadDir {
+		t.Errorf("/ grants %s", got)
+	}
+	if got := grants(s, filepath.Join(ws, "x")); got&writeRights != writeRights {
+		t.Errorf("root grants %s", got)
+	}
+}
+
+func TestGapsPerABI(t *testing.T) {
+	p := plan(nil, nil, nil)
+	for _, c := range []struct {
+		abi      int
+		opt      Options
+		rights   []string
+		boundary bool
+	}{
+		{0, Options{}, []string{"landlock"}, true},
+		{1, Options{}, []string{"refer", "truncate", "net", "ioctl_dev", "scope"}, true},
+		{2, Options{}, []string{"truncate", "net", "ioctl_dev", "scope"}, true},
+		{2, Options{ReadOnlyOutsideRoots: true}, []string{"truncate", "net", "ioctl_dev", "scope"}, false},
+		{3, Options{}, []string{"net", "ioctl_dev", "scope"}, false},
+		{6, Options{}, nil, false},
+		{7, Options{}, nil, false},
+	} {
+		c.opt.ABI = c.abi
+		s, err := Compute(p, c.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		boundary := false
+		for _, g := range s.Gaps {
+			names = append(names, g.Right)
+			boundary = boundary || g.WriteBoundary
+		}
+		if strings.Join(names, ",") != strings.Join(c.rights, ",") || boundary != c.boundary {
+			t.Errorf("ABI %d %+v: gaps %v boundary %v, want %v %v", c.abi, c.opt, names, boundary, c.rights, c.boundary)
+		}
+		if c.abi >= 1 && s.HandledFS != fsRightsAt(c.abi) {
+			t.Errorf("ABI %d handles %s", c.abi, s.HandledFS)
+		}
+		if c.abi < 2 && s.HandledFS&Refer != 0 {
+			t.Errorf("ABI %d handles refer", c.abi)
+		}
+	}
+}
+
+func TestNetworkAndScopes(t *testing.T) {
+	for _, c := range []struct {
+		mode  policy.NetworkMode
+		abi   int
+		net   uint64
+		ports int
+	}{
+		{policy.NetworkNone, 7, netBindTCP | netConnectTCP, 0},
+		{policy.NetworkFull, 7, 0, 0},
+		{policy.NetworkAllowlist, 7, netConnectTCP, 1},
+		{policy.NetworkNone, 3, 0, 0},
+	} {
+		p := plan(nil, nil, nil)
+		p.Network.Mode = c.mode
+		s, err := Compute(p, Options{ABI: c.abi, ConnectPorts: []uint16{3128}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.HandledNet != c.net || len(s.Ports) != c.ports {
+			t.Errorf("%s ABI %d: net %x ports %v", c.mode, c.abi, s.HandledNet, s.Ports)
+		}
+		if (c.abi >= 6) != (s.Scoped == scopeAbstractUnix|scopeSignal) {
+			t.Errorf("ABI %d scoped %x", c.abi, s.Scoped)
+		}
+	}
+}
+
+// TestBuildOnThisKernel builds a real ruleset (no enforcement: the test
+// process is never restricted).
+func TestBuildOnThisKernel(t *testing.T) {
+	abi := ABI()
+	if abi < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	base := tree(t, "ws/a", "home/.ssh/k", "home/f")
+	p := plan([]string{filepath.Join(base, "ws")}, []string{filepath.Join(base, "home", ".ssh")}, nil)
+	p.Filesystem.WritableDevices = []string{"/dev/null", "/dev/does-not-exist"}
+	s, err := Compute(p, Options{ABI: abi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := s.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fd < 0 {
+		t.Fatal("no ruleset fd")
+	}
+	os.NewFile(uintptr(fd), "ruleset").Close()
+	// A required rule on a vanished path is an error.
+	s.Rules = append(s.Rules, Rule{Path: filepath.Join(base, "gone"), Access: writeRights, Required: true})
+	if _, err := s.Build(); err == nil || !strings.Contains(err.Error(), "gone") {
+		t.Errorf("missing required path: err %v", err)
+	}
+}

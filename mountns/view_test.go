@@ -1,0 +1,216 @@
+package mountns
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/policy"
+	"sandbox-executable/spawn"
+)
+
+func mk(t *testing.T, base string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		p := filepath.Join(base, n)
+		if strings.HasSuffix(n, "/") {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// describe renders ops as "kind target" lines for comparison.
+func describe(ops []spawn.Op) []string {
+	var out []string
+	for _, o := range ops {
+		out = append(out, o.Desc)
+	}
+	return out
+}
+
+func index(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestBuildOrdersOperations(t *testing.T) {
+	base := t.TempDir()
+	mk(t, base, "home/.ssh/id_rsa", "home/.netrc", "ws/.git/config", "ws/src/", "ws/sub/")
+	ws, home := filepath.Join(base, "ws"), filepath.Join(base, "home")
+	p := &policy.Plan{}
+	p.Filesystem.WritableRoots = []policy.WritablePath{{Path: filepath.Join(ws, "sub")}, {Path: ws}}
+	p.Filesystem.ReadDenied = []policy.DeniedPath{
+		{Path: filepath.Join(home, ".ssh")}, {Path: filepath.Join(home, ".netrc")},
+		{Path: filepath.Join(home, ".aws")},           // missing, outside roots: nothing to do
+		{Path: filepath.Join(ws, "secrets", "token")}, // missing inside a root: placeholder at ws/secrets
+	}
+	p.Filesystem.WriteDenied = []policy.DeniedPath{
+		{Path: filepath.Join(ws, ".git")}, {Path: filepath.Join(ws, ".codex")}, {Path: filepath.Join(home, ".ssh")},
+		{Path: "/etc/passwd"}, // outside every root: read-only already
+	}
+	v, err := Build(p, Options{Privileged: true, Cwd: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.NamespaceFlags != unix.CLONE_NEWNS {
+		t.Errorf("privileged flags %x", v.NamespaceFlags)
+	}
+	d := describe(v.Ops)
+	order := []string{
+		"make / private",
+		"clone writable root " + ws,
+		"make everything read-only",
+		"writable root " + ws,
+		"writable root " + filepath.Join(ws, "sub"),
+		"mask " + filepath.Join(home, ".ssh"),
+		"mask " + filepath.Join(home, ".netrc"),
+		"mask " + filepath.Join(ws, "secrets"),
+		"bind " + filepath.Join(ws, ".git"),
+		"bind " + filepath.Join(ws, ".codex"),
+		"re-enter working directory " + ws,
+	}
+	last := -1
+	for _, s := range order {
+		i := index(d, s)
+		if i < 0 || i < last {
+			t.Fatalf("op %q missing or out of order in\n%s", s, strings.Join(d, "\n"))
+		}
+		last = i
+	}
+	if d[len(d)-1] != "re-enter working directory "+ws {
+		t.Errorf("the working directory must be re-entered last: %s", d[len(d)-1])
+	}
+	for _, s := range d {
+		if strings.Contains(s, ".aws") || strings.Contains(s, "/etc/passwd") {
+			t.Errorf("needless op %q", s)
+		}
+	}
+	if strings.Join(v.Placeholders, " ") != filepath.Join(ws, "secrets")+" "+filepath.Join(ws, ".codex") {
+		t.Errorf("placeholders %v", v.Placeholders)
+	}
+	if len(v.Narrowed) != 1 || v.Narrowed[0].Path != filepath.Join(ws, "secrets") {
+		t.Errorf("narrowed %+v", v.Narrowed)
+	}
+	// A file is masked with a nodev bind of /dev/null, a directory with an
+	// empty read-only tmpfs.
+	for _, o := range v.Ops {
+		if o.Desc == "mask "+filepath.Join(home, ".netrc") && (o.Kind != spawn.OpMount || o.A != "/dev/null" || o.Flags != unix.MS_BIND) {
+			t.Errorf("file mask %+v", o)
+		}
+		if o.Desc == "mask "+filepath.Join(home, ".ssh") && (o.C != "tmpfs" || o.Flags&unix.MS_RDONLY == 0) {
+			t.Errorf("dir mask %+v", o)
+		}
+	}
+}
+
+func TestBuildUnprivilegedMapsItself(t *testing.T) {
+	v, err := Build(&policy.Plan{}, Options{UID: 1000, GID: 1001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.NamespaceFlags != unix.CLONE_NEWNS|unix.CLONE_NEWUSER {
+		t.Errorf("flags %x", v.NamespaceFlags)
+	}
+	want := map[string]string{"/proc/self/setgroups": "deny", "/proc/self/uid_map": "1000 1000 1", "/proc/self/gid_map": "1001 1001 1"}
+	for i, o := range v.Ops[:3] {
+		if o.Kind != spawn.OpWrite || want[o.A] != o.B {
+			t.Errorf("op %d %+v", i, o)
+		}
+	}
+	if v.Ops[0].A != "/proc/self/setgroups" {
+		t.Errorf("setgroups must be denied before gid_map is written")
+	}
+}
+
+func TestPlaceholdersAreSharedAndRemovedByTheLastUser(t *testing.T) {
+	registryBase = t.TempDir()
+	t.Cleanup(func() { registryBase = "" })
+	ws := t.TempDir()
+	ph := filepath.Join(ws, ".codex")
+	real := filepath.Join(ws, ".git")
+	mk(t, ws, ".git/")
+
+	a, err := ClaimPlaceholders([]string{ph, real})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(ph); err != nil || !st.IsDir() {
+		t.Fatalf("placeholder not created: %v", err)
+	}
+	b, err := ClaimPlaceholders([]string{ph})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Release()
+	if _, err := os.Stat(ph); err != nil {
+		t.Fatalf("placeholder removed while another sandbox still uses it")
+	}
+	b.Release()
+	if _, err := os.Stat(ph); err == nil {
+		t.Errorf("placeholder left behind after the last user")
+	}
+	if _, err := os.Stat(real); err != nil {
+		t.Errorf("a real .git was removed: %v", err)
+	}
+
+	// Something put into a placeholder from outside keeps it.
+	c, err := ClaimPlaceholders([]string{ph})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk(t, ws, ".codex/config.toml")
+	c.Release()
+	if _, err := os.Stat(filepath.Join(ph, "config.toml")); err != nil {
+		t.Errorf("a placeholder someone wrote into was removed")
+	}
+}
+
+func TestPlaceholdersUnderConcurrency(t *testing.T) {
+	registryBase = t.TempDir()
+	t.Cleanup(func() { registryBase = "" })
+	ws := t.TempDir()
+	ph := filepath.Join(ws, ".agents")
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := ClaimPlaceholders([]string{ph})
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			// While claimed, the placeholder must exist.
+			if _, err := os.Stat(ph); err != nil {
+				errs <- "placeholder missing while claimed"
+			}
+			c.Release()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if _, err := os.Stat(ph); err == nil {
+		t.Errorf("placeholder left behind")
+	}
+}

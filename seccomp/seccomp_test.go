@@ -1,0 +1,52 @@
+package seccomp
+
+import (
+	"strings"
+	"testing"
+
+	"sandbox-executable/policy"
+)
+
+func TestTableLookup(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		native, known bool
+	}{
+		{"ptrace", true, true},
+		{"umount", false, true}, // i386, arm... but not x86_64
+		{"custom_syscall", false, false},
+		{"", false, false},
+	} {
+		n, k := Table{}.Lookup(c.name)
+		if n != c.native || k != c.known {
+			t.Errorf("%q: native %v known %v, want %v %v", c.name, n, k, c.native, c.known)
+		}
+	}
+}
+
+func TestCompile(t *testing.T) {
+	s := &policy.Seccomp{Rules: []policy.SyscallRule{
+		{Syscall: "ptrace", Action: policy.ActionErrno, Errno: "EPERM"},
+		{Syscall: "clone3", Action: policy.ActionErrno, Errno: "ENOSYS"},
+		{Syscall: "keyctl", Action: policy.ActionLog},
+		{Syscall: "socket", Action: policy.ActionErrno, Errno: "EPERM", Args: []policy.ArgCondition{{Index: 0, Op: "ge", Value: 2}}},
+		{Syscall: "ioctl", Action: policy.ActionErrno, Errno: "EPERM", Args: []policy.ArgCondition{{Index: 1, Op: "masked_eq", Mask: 0xffffffff, Value: 0x5412}}},
+	}}
+	p, err := Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Rules != 5 || len(p.BPF) == 0 || len(p.BPF)%8 != 0 {
+		t.Errorf("program %d rules, %d bytes", p.Rules, len(p.BPF))
+	}
+	for _, bad := range []policy.SyscallRule{
+		{Syscall: "ptrace", Action: policy.ActionErrno, Errno: "EWHATEVER"},
+		{Syscall: "ptrace", Action: "allow"},
+		{Syscall: "no_such_call", Action: policy.ActionLog},
+		{Syscall: "socket", Action: policy.ActionLog, Args: []policy.ArgCondition{{Index: 0, Op: "between"}}},
+	} {
+		if _, err := Compile(&policy.Seccomp{Rules: []policy.SyscallRule{bad}}); err == nil || !strings.Contains(err.Error(), "seccomp: rule 0") {
+			t.Errorf("%+v: err %v", bad, err)
+		}
+	}
+}
