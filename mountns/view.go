@@ -120,9 +120,10 @@ func Build(p *policy.Plan, o Options) (*View, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch kind {
-		case targetNone:
+		if kind == targetNone || masked[target] || coveredBy(target, masked) {
 			continue
+		}
+		switch kind {
 		case targetPlaceholder:
 			v.addPlaceholder(target, d.Path)
 			fallthrough

@@ -214,3 +214,29 @@ func TestPlaceholdersUnderConcurrency(t *testing.T) {
 		t.Errorf("placeholder left behind")
 	}
 }
+
+func TestBuildMasksEachTargetOnce(t *testing.T) {
+	base := t.TempDir()
+	mk(t, base, "home/.ssh/", "home/.config/gh/")
+	home := filepath.Join(base, "home")
+	missing := filepath.Join(base, "nohome")
+	p := &policy.Plan{}
+	p.Filesystem.WritableRoots = []policy.WritablePath{{Path: base}}
+	for _, d := range []string{home, filepath.Join(home, ".ssh"), filepath.Join(home, ".config", "gh"),
+		filepath.Join(missing, ".ssh"), filepath.Join(missing, ".aws"), filepath.Join(missing, ".config", "gh")} {
+		p.Filesystem.ReadDenied = append(p.Filesystem.ReadDenied, policy.DeniedPath{Path: d})
+	}
+	v, err := Build(p, Options{Privileged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, o := range v.Ops {
+		if strings.HasPrefix(o.Desc, "mask ") {
+			seen[o.B]++
+		}
+	}
+	if len(seen) != 2 || seen[home] != 1 || seen[missing] != 1 {
+		t.Errorf("masks %v, want %s and %s once each", seen, home, missing)
+	}
+}
