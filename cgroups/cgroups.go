@@ -6,6 +6,15 @@
 // One interface, three hosts: a unified cgroup v2 hierarchy; a hybrid host
 // (v2 for placement, tracking and cgroup.kill, v1 controllers for the limits);
 // a v1-only host (v1 controllers, the v1 freezer for the kill).
+//
+// Use: Detect once per process; New per run (limits set, nothing inside
+// yet); start the child with clone3 CLONE_INTO_CGROUP on CloneIntoFD (when
+// it is not -1) and have it write "0" to every JoinFDs fd before its exec;
+// on timeout Kill then WaitEmpty; Stats for the report; Remove at the end.
+// CleanupStale at start-up (or from a guardian) removes what supervisors
+// killed with SIGKILL left behind. The package writes cgroupfs directly (no
+// containerd/cgroups: its package init alone broke the start-up budget) and
+// does no work at package init.
 package cgroups
 
 import (
@@ -85,7 +94,9 @@ type Group interface {
 type Options struct {
 	// Parent is the cgroup under which the group is made, as a path inside
 	// the hierarchy ("/sandboxes" or "/user.slice/.../app.scope"); empty picks
-	// the host default (see New).
+	// the host default (see New). On hybrid and v1 hosts the same path is
+	// used in every hierarchy the group needs. Missing directories are
+	// created, and removed with the group when they are then empty.
 	Parent string
 	// Name is the group's directory name; empty generates a unique one with
 	// the prefix NamePrefix.

@@ -1,0 +1,174 @@
+package cgroups
+
+import (
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestCPUQuota(t *testing.T) {
+	for _, c := range []struct {
+		cores float64
+		want  string
+	}{
+		{1, "100000 100000"},
+		{0.5, "50000 100000"},
+		{2.25, "225000 100000"},
+		{0.001, "1000 100000"}, // the kernel's minimum
+		{0.333333, "33334 100000"},
+	} {
+		if got := cpuMax(c.cores); got != c.want {
+			t.Errorf("cpuMax(%v) = %q, want %q", c.cores, got, c.want)
+		}
+	}
+	if q := cpuQuotaUs(1e30, cpuPeriodUs); q != math.MaxInt64/1000 {
+		t.Errorf("huge quota = %d", q)
+	}
+}
+
+func TestKeyValue(t *testing.T) {
+	text := "usage_usec 1200\nuser_usec 1000\nsystem_usec 200\nnr_periods 0\n"
+	if v, ok := keyValue(text, "user_usec"); !ok || v != 1000 {
+		t.Fatalf("user_usec = %d, %v", v, ok)
+	}
+	if _, ok := keyValue(text, "usage"); ok {
+		t.Fatal("a key prefix must not match")
+	}
+	if v, ok := keyValue("oom_kill_disable 0\nunder_oom 0\noom_kill 3", "oom_kill"); !ok || v != 3 {
+		t.Fatalf("oom_kill = %d, %v", v, ok)
+	}
+	if v, ok := keyValue("max 7\n", "max"); !ok || v != 7 {
+		t.Fatalf("max = %d", v)
+	}
+}
+
+func TestNames(t *testing.T) {
+	n := formatName(1234, 98765, 0xabc)
+	if n != NamePrefix+"1234-98765-000000000abc" {
+		t.Fatalf("name = %q", n)
+	}
+	pid, start, ok := parseName(n)
+	if !ok || pid != 1234 || start != 98765 {
+		t.Fatalf("parse = %d %d %v", pid, start, ok)
+	}
+	if pid, start, ok := parseName(NamePrefix + "77-deadbeef"); !ok || pid != 77 || start != 0 {
+		t.Fatalf("short form = %d %d %v", pid, start, ok)
+	}
+	for _, bad := range []string{
+		"sandbox-executable", NamePrefix, NamePrefix + "supervisor", NamePrefix + "12", NamePrefix + "x-ab",
+		NamePrefix + "12-zz", NamePrefix + "12-1-2-3", NamePrefix + "-1-ab", NamePrefix + "+1-ab", NamePrefix + "12-",
+		NamePrefix + "0-ab", NamePrefix + "12-0-ab", "other-12-ab",
+	} {
+		if _, _, ok := parseName(bad); ok {
+			t.Errorf("parseName(%q) accepted", bad)
+		}
+	}
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		n := newName()
+		if seen[n] {
+			t.Fatalf("duplicate name %q", n)
+		}
+		seen[n] = true
+		if p, _, ok := parseName(n); !ok || p != os.Getpid() {
+			t.Fatalf("newName %q does not parse back", n)
+		}
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	stat := "4242 (a) b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 100 18446744073709551615\n"
+	state, start, err := parseStat(stat)
+	if err != nil || state != 'S' || start != 123456 {
+		t.Fatalf("got %c %d %v", state, start, err)
+	}
+	if _, _, err := parseStat("12 (x) S 1 2"); err == nil {
+		t.Fatal("short stat accepted")
+	}
+}
+
+func TestSupervisorAlive(t *testing.T) {
+	pid, start := selfID()
+	if start == 0 {
+		t.Fatal("no start time for this process")
+	}
+	if !supervisorAlive(pid, start) || !supervisorAlive(pid, 0) {
+		t.Fatal("this process is taken for dead")
+	}
+	if supervisorAlive(pid, start+1) {
+		t.Fatal("a reused pid (other start time) is taken for the supervisor")
+	}
+	if dead := deadPid(t); supervisorAlive(dead, 0) {
+		t.Fatalf("exited pid %d is taken for alive", dead)
+	}
+}
+
+// deadPid returns the pid of a process that has exited and been reaped.
+func deadPid(t *testing.T) int {
+	t.Helper()
+	for i := 0; i < 10; i++ {
+		cmd := exec.Command("/bin/true")
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
+		}
+		p := cmd.Process.Pid
+		if _, err := os.Stat("/proc/" + strconv.Itoa(p)); errors.Is(err, os.ErrNotExist) {
+			return p
+		}
+	}
+	t.Fatal("no dead pid found")
+	return 0
+}
+
+func TestRoute(t *testing.T) {
+	hy := host(hybridMountinfo, hybridCgroup)
+	hy.V2.Controllers = []string{"hugetlb"}
+	p, err := route(hy, Limits{MemoryBytes: 1 << 26, Pids: 32})
+	if err != nil || len(p.v2ctrls) != 0 || len(p.v1) != 2 || !p.v1[0].hier.Has("memory") || !p.v1[1].hier.Has("pids") {
+		t.Fatalf("hybrid: %+v, %v", p, err)
+	}
+	if p, _ := route(hy, Limits{}); len(p.v1) != 0 {
+		t.Fatalf("hybrid without limits needs no v1 group: %+v", p)
+	}
+
+	un := host(unifiedMountinfo, unifiedCgroup)
+	un.V2.Controllers = []string{"cpu", "memory", "pids"}
+	p, err = route(un, Limits{MemoryBytes: 1, Pids: 1, CPUQuotaCores: 1})
+	if err != nil || strings.Join(p.v2ctrls, " ") != "memory pids cpu" || len(p.v1) != 0 {
+		t.Fatalf("unified: %+v, %v", p, err)
+	}
+	un.V2.Controllers = []string{"pids"}
+	_, err = route(un, Limits{MemoryBytes: 1})
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "memory controller") {
+		t.Fatalf("missing memory controller: %v", err)
+	}
+
+	lg := host(legacyMountinfo, legacyCgroup)
+	p, err = route(lg, Limits{CPUQuotaCores: 0.5})
+	if err != nil || len(p.v1) != 2 {
+		t.Fatalf("legacy: %+v, %v", p, err)
+	}
+	// cpu and cpuacct share one directory; the freezer is always there.
+	if !p.v1[0].hier.Has("cpu") || strings.Join(p.v1[0].ctrls, " ") != "cpu" || !p.v1[1].hier.Has("freezer") {
+		t.Fatalf("legacy plan: %+v", p)
+	}
+}
+
+func TestNewUnavailable(t *testing.T) {
+	_, err := New(&Host{Mode: Unavailable}, Limits{Pids: 1}, Options{})
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "cgroup filesystem") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := New(&Host{Mode: Unified}, Limits{CPUQuotaCores: math.NaN()}, Options{}); err == nil {
+		t.Fatal("NaN cores accepted")
+	}
+	if _, err := New(&Host{Mode: Unified, V2: &Hierarchy{}}, Limits{}, Options{Name: "../x"}); err == nil {
+		t.Fatal("a name with a slash accepted")
+	}
+}

@@ -1,0 +1,165 @@
+package cgroups
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// staleWait bounds how long CleanupStale waits for killed processes to go.
+const staleWait = 2 * time.Second
+
+// CleanupStale removes the groups that supervisors which are gone left
+// behind (a supervisor killed with SIGKILL cannot remove its own). It looks
+// in the default parents New uses (the cgroup2 one, and this process's own
+// cgroup in each v1 hierarchy with a controller New uses) for directories
+// named NamePrefix<pid>-...; a group is stale when no process has that pid,
+// the process is a zombie, or (when the name records it) the process has a
+// different start time, i.e. the pid was reused. Stale groups are killed
+// (cgroup.kill; on v1 freeze, SIGKILL, thaw), waited for (about 2 s at most
+// in all) and removed; removed lists their directories.
+//
+// Limits: it assumes supervisors share this process's pid namespace, and it
+// finds v1 groups only under this process's own v1 cgroups (a supervisor
+// that ran in another v1 cgroup left them elsewhere; on a hybrid host its
+// cgroup2 group, which holds every process, is still found and killed).
+// Groups created under Options.Parent or with Options.Name are not looked
+// for.
+func CleanupStale(h *Host) (removed []string, err error) {
+	if h == nil || h.Mode == Unavailable {
+		return nil, nil
+	}
+	var errs []error
+	var v2dirs, v1dirs []string
+	var freezers map[string]bool
+	if h.V2 != nil {
+		if parent, err := defaultV2Parent(h.V2); err == nil {
+			d, err := staleIn(parent)
+			errs = append(errs, err)
+			v2dirs = d
+		}
+	}
+	for i := range h.V1 {
+		hier := &h.V1[i]
+		if !hier.Has("memory") && !hier.Has("pids") && !hier.Has("cpu") && !hier.Has("cpuacct") && !hier.Has("freezer") {
+			continue
+		}
+		parent, err := hier.Dir(hier.Own)
+		if err != nil {
+			continue
+		}
+		d, err := staleIn(parent)
+		errs = append(errs, err)
+		v1dirs = append(v1dirs, d...)
+		if hier.Has("freezer") {
+			if freezers == nil {
+				freezers = map[string]bool{}
+			}
+			for _, x := range d {
+				freezers[x] = true
+			}
+		}
+	}
+	if len(v2dirs)+len(v1dirs) == 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	// Kill: cgroup2 first (it holds every process on a hybrid host), then
+	// the v1 freezer groups, then anything left in other v1 groups.
+	for _, d := range v2dirs {
+		errs = append(errs, v2Kill(d))
+	}
+	for _, d := range v1dirs {
+		if freezers[d] {
+			errs = append(errs, freezeKill(d))
+		}
+	}
+	for _, d := range v1dirs {
+		if !freezers[d] {
+			errs = append(errs, killOnce([]string{d}))
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), staleWait)
+	defer cancel()
+	for _, d := range v2dirs {
+		if werr := v2WaitEmpty(ctx, d); werr != nil {
+			errs = append(errs, errors.New("cgroups: wait for "+d+" to empty: "+werr.Error()))
+		}
+	}
+	for _, d := range v1dirs {
+		werr := pollWait(ctx, func() (bool, error) {
+			if !freezers[d] {
+				// No freezer here: keep killing until it is empty.
+				if err := killOnce([]string{d}); err != nil {
+					return false, err
+				}
+			}
+			p, err := treePids(d)
+			return len(p) == 0, err
+		})
+		if werr != nil {
+			errs = append(errs, errors.New("cgroups: wait for "+d+" to empty: "+werr.Error()))
+		}
+	}
+	for _, d := range append(v1dirs, v2dirs...) {
+		if rerr := removeTree(d); rerr != nil {
+			errs = append(errs, rerr)
+			continue
+		}
+		removed = append(removed, d)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// defaultV2Parent is where New puts cgroup2 groups without Options.Parent.
+func defaultV2Parent(hier *Hierarchy) (string, error) {
+	if os.Geteuid() == 0 {
+		return hier.Mount + "/" + DefaultV2Parent, nil
+	}
+	own := hier.Own
+	if path.Base(own) == supervisorLeaf {
+		own = path.Dir(own)
+	}
+	return hier.Dir(own)
+}
+
+// staleIn lists the stale groups directly under parent.
+func staleIn(parent string) ([]string, error) {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, pathErr("list", parent, unwrapPathErr(err))
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		pid, start, ok := parseName(e.Name())
+		if ok && !supervisorAlive(pid, start) {
+			out = append(out, parent+"/"+e.Name())
+		}
+	}
+	return out, nil
+}
+
+// supervisorAlive reports whether the supervisor named in a group's name
+// still runs: its pid exists, is not a zombie, and (when recorded) started
+// at the recorded time. Unreadable /proc entries count as alive.
+func supervisorAlive(pid int, start uint64) bool {
+	state, st, err := procStat(pid)
+	if err != nil {
+		return !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ESRCH)
+	}
+	if state == 'Z' || state == 'X' {
+		return false
+	}
+	return start == 0 || st == start
+}
