@@ -88,6 +88,19 @@ type Group interface {
 	// Remove removes every cgroup directory this Group created. It fails if a
 	// process is still inside. Idempotent.
 	Remove() error
+	// Cleanup describes, as plain paths, how to end the group without this
+	// process: for a guardian that outlives a supervisor killed with
+	// SIGKILL.
+	Cleanup() Cleanup
+}
+
+// Cleanup is what a process with no other knowledge does to end a group:
+// write "1" to KillFile (cgroup.kill) when there is one, SIGKILL every pid
+// listed in ProcsFiles until they are empty, then rmdir Dirs in order.
+type Cleanup struct {
+	KillFile   string
+	ProcsFiles []string
+	Dirs       []string
 }
 
 // Options choose where a Group goes.

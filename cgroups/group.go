@@ -3,6 +3,7 @@ package cgroups
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"sync"
 
@@ -178,4 +179,26 @@ func (g *group) Remove() error {
 		g.made = nil
 	}
 	return errors.Join(errs...)
+}
+
+// Cleanup lists the group's kill file, its cgroup.procs files and its
+// directories, deepest first (a nested child left by the program is not
+// listed: the guardian's rmdir of its parent then fails, and CleanupStale
+// takes over).
+func (g *group) Cleanup() Cleanup {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var c Cleanup
+	if g.v2 != nil {
+		if _, err := os.Stat(g.v2.path + "/cgroup.kill"); err == nil {
+			c.KillFile = g.v2.path + "/cgroup.kill"
+		}
+		c.ProcsFiles = append(c.ProcsFiles, g.v2.path+"/cgroup.procs")
+	}
+	for _, d := range g.v1 {
+		c.ProcsFiles = append(c.ProcsFiles, d.path+"/cgroup.procs")
+	}
+	c.Dirs = append(c.Dirs, g.pending...)
+	c.Dirs = append(c.Dirs, g.made...)
+	return c
 }

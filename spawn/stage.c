@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -34,7 +35,6 @@
 #define SE_NR_mount_setattr 442
 #define SE_OPEN_TREE_CLONE 1
 #define SE_AT_RECURSIVE 0x8000
-#define SE_AT_EMPTY_PATH 0x1000
 #define SE_MOVE_MOUNT_F_EMPTY_PATH 0x4
 
 struct se_mount_attr {
@@ -403,4 +403,118 @@ void se_initial_state(sigset_t *mask, int *ignored, int max, int *nignored,
 	*nignored = n;
 	*nofile_cur = se_init_nofile.rlim_cur;
 	*nofile_max = se_init_nofile.rlim_max;
+}
+
+/*
+ * The guardian. It shares the supervisor's memory (CLONE_VM, so starting it
+ * costs no page-table copy) but not its file table, leaves the caller's
+ * process group and session (a killpg aimed at the supervisor must not take
+ * it along), blocks every signal, and waits on a pipe whose write end only
+ * the supervisor holds. A 'D' means the run ended cleanly; EOF without it
+ * means the supervisor is gone, and the guardian kills what is left in the
+ * cgroup and removes it. It touches only its own stack and struct se_guard,
+ * both in memory mapped for it and never unmapped, so it may keep running
+ * after the supervisor's exit.
+ */
+static void se_sleep_ms(long ms)
+{
+	struct { long sec, nsec; } ts = {0, ms * 1000000L};
+	SYS2(SYS_nanosleep, &ts, 0);
+}
+
+/* se_kill_listed SIGKILLs every pid in a cgroup.procs file; returns how
+ * many it found. */
+static int se_kill_listed(const char *procs)
+{
+	char buf[4096];
+	long fd = SYS4(SYS_openat, AT_FDCWD, procs, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	int found = 0;
+	long pid = 0, n;
+	int have = 0;
+	while ((n = SYS3(SYS_read, fd, buf, sizeof buf)) > 0) {
+		for (long i = 0; i < n; i++) {
+			char c = buf[i];
+			if (c >= '0' && c <= '9') {
+				pid = pid * 10 + (c - '0');
+				have = 1;
+			} else if (have) {
+				SYS2(SYS_kill, pid, SIGKILL);
+				found++;
+				pid = 0;
+				have = 0;
+			}
+		}
+	}
+	if (have) {
+		SYS2(SYS_kill, pid, SIGKILL);
+		found++;
+	}
+	SYS1(SYS_close, fd);
+	return found;
+}
+
+static int se_guard_main(void *arg)
+{
+	struct se_guard *g = arg;
+	char c = 0;
+	long n;
+
+	SYS0(SYS_setsid);
+	if (g->pipe_fd > 0)
+		SYS3(SE_NR_close_range, 0, g->pipe_fd - 1, 0);
+	SYS3(SE_NR_close_range, g->pipe_fd + 1, ~0U, 0);
+	do
+		n = SYS3(SYS_read, g->pipe_fd, &c, 1);
+	while (n == -EINTR);
+	if (n == 1 && c == 'D')
+		return 0;
+
+	if (g->kill_file) {
+		long fd = SYS4(SYS_openat, AT_FDCWD, g->kill_file, O_WRONLY | O_CLOEXEC, 0);
+		if (fd >= 0) {
+			SYS3(SYS_write, fd, "1", 1);
+			SYS1(SYS_close, fd);
+		}
+	}
+	/* Until every cgroup is empty, for ten seconds at most. */
+	for (int round = 0; round < 500; round++) {
+		int found = 0;
+		for (int i = 0; i < g->nprocs; i++)
+			found += se_kill_listed(g->procs[i]);
+		if (!found)
+			break;
+		se_sleep_ms(20);
+	}
+	for (int i = 0; i < g->ndirs; i++)
+		SYS1(SYS_rmdir, g->dirs[i]);
+	return 0;
+}
+
+long se_guardian(struct se_guard *g, void *stack, size_t stack_size)
+{
+	sigset_t all, old;
+	uintptr_t top = ((uintptr_t)stack + stack_size) & ~(uintptr_t)15;
+	struct se_clone_args args;
+	long pid;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	memset(&args, 0, sizeof args);
+	args.flags = CLONE_VM | SE_CLONE_CLEAR_SIGHAND;
+	args.exit_signal = SIGCHLD;
+	args.stack = (uint64_t)(uintptr_t)stack;
+	args.stack_size = (uint64_t)(top - (uintptr_t)stack);
+	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_guard_main, g);
+	if (pid == -ENOSYS)
+		pid = se_clone_call(SYS_clone, CLONE_VM | SIGCHLD, (long)top, 0, 0, 0, se_guard_main, g);
+	pthread_sigmask(SIG_SETMASK, &old, 0);
+	return pid;
+}
+
+void *se_guard_alloc(size_t size)
+{
+	void *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? 0 : p;
 }

@@ -114,6 +114,24 @@ struct se_req {
 	int used_clone3;
 };
 
+/* A guardian outlives a supervisor killed with SIGKILL and ends its
+ * sandbox's cgroup: see se_guardian in stage.c. Everything it reads lives
+ * in memory the guardian owns (mapped, never freed). */
+struct se_guard {
+	int pipe_fd;          /* read end; EOF without 'D' means the supervisor died */
+	const char *kill_file; /* cgroup.kill, or NULL */
+	const char *const *procs;
+	int nprocs;
+	const char *const *dirs;
+	int ndirs;
+};
+
+/* se_guard_alloc maps memory that is never unmapped, for a guardian. */
+void *se_guard_alloc(size_t size);
+
+/* se_guardian starts the guardian and returns its pid, or -errno. */
+long se_guardian(struct se_guard *g, void *stack, size_t stack_size);
+
 /* se_spawn starts the child. It returns its pid, or -errno when the clone
  * itself failed. When it returns a pid, the child has either execed the
  * program or exited after setting fail_step. */

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"sandbox-executable/cgroups"
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
 	"sandbox-executable/policy"
@@ -40,6 +41,15 @@ type Config struct {
 	FSMode string
 	// Cwd is the program's working directory (the helper's own).
 	Cwd string
+	// CgroupParent is where the run's cgroup goes (see cgroups.Options);
+	// empty picks the host's default.
+	CgroupParent string
+	// CPUQuota, in CPUs, caps the tree's CPU bandwidth (cpu.max); 0 sets
+	// no cap.
+	CPUQuota float64
+	// Warn, when set, receives one line for each degradation decided while
+	// the run is set up (they are also in the Result).
+	Warn func(string)
 }
 
 // Filesystem modes.
@@ -73,7 +83,16 @@ type Prepared struct {
 	Degradations []string    `json:"degradations,omitempty"`
 	Enforcement  Enforcement `json:"enforcement"`
 
-	cfg Config
+	cfg        Config
+	cgroupPlan cgroupPlan
+	nofile     spawn.Rlimit
+}
+
+// cgroupPlan is the decided cgroup of a run.
+type cgroupPlan struct {
+	host   *cgroups.Host // nil: no cgroup filesystem to use
+	why    string        // why not, when host is nil
+	limits cgroups.Limits
 }
 
 // Enforcement summarizes how each part of the Plan is enforced on this host.
@@ -81,6 +100,7 @@ type Enforcement struct {
 	Filesystem FilesystemReport `json:"filesystem"`
 	Landlock   LandlockReport   `json:"landlock"`
 	Seccomp    SeccompReport    `json:"seccomp"`
+	Cgroup     CgroupReport     `json:"cgroup"`
 	Timeout    string           `json:"timeout"`
 }
 
@@ -111,6 +131,18 @@ type FilesystemReport struct {
 	PrivateTmp bool `json:"private_tmp"`
 	// NotEnforced lists what this mode cannot stop.
 	NotEnforced []string `json:"not_enforced,omitempty"`
+}
+
+// CgroupReport is the planned cgroup: where and what limits. Whether it
+// could be made is known only when the run starts (the report says).
+type CgroupReport struct {
+	HostMode         cgroups.Mode `json:"host_mode"`
+	MemoryBytes      uint64       `json:"memory_bytes,omitempty"`
+	Pids             uint32       `json:"pids,omitempty"`
+	CPUQuotaCores    float64      `json:"cpu_quota_cores,omitempty"`
+	CPUBudgetSeconds uint64       `json:"cpu_budget_seconds,omitempty"`
+	Parent           string       `json:"parent,omitempty"`
+	Why              string       `json:"why,omitempty"`
 }
 
 // SeccompReport is the seccomp part of Enforcement.
@@ -178,8 +210,25 @@ func Prepare(cfg Config) (*Prepared, error) {
 	}
 	pr.Seccomp = prog
 
-	_, _, nofile := spawn.InitialState()
-	pr.Rlimits = rlimit.For(p.Limits, rlimit.Options{NofileCur: nofile.Cur, NofileMax: nofile.Max})
+	_, _, pr.nofile = spawn.InitialState()
+	pr.Rlimits = rlimit.For(p.Limits, rlimit.Options{NofileCur: pr.nofile.Cur, NofileMax: pr.nofile.Max})
+
+	pr.cgroupPlan.limits = cgroups.Limits{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUQuotaCores: cfg.CPUQuota}
+	cgReport := CgroupReport{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUQuotaCores: cfg.CPUQuota,
+		CPUBudgetSeconds: p.Limits.CPUSeconds, Parent: cfg.CgroupParent}
+	if host, err := cgroups.Detect(); err != nil {
+		pr.cgroupPlan.why = err.Error()
+	} else if host.Mode == cgroups.Unavailable {
+		pr.cgroupPlan.why = "no cgroup filesystem is mounted"
+	} else {
+		pr.cgroupPlan.host = host
+	}
+	cgReport.Why = pr.cgroupPlan.why
+	if pr.cgroupPlan.host != nil {
+		cgReport.HostMode = pr.cgroupPlan.host.Mode
+	} else {
+		cgReport.HostMode = cgroups.Unavailable
+	}
 
 	pr.Enforcement = Enforcement{
 		Filesystem: fs.FilesystemReport,
@@ -199,6 +248,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 			Library:         seccomp.LibraryVersion(),
 			NoNewPrivileges: true,
 		},
+		Cgroup:  cgReport,
 		Timeout: fmt.Sprintf("%d s wall clock for the whole tree (SIGTERM, %s grace, SIGKILL; exit 124)", p.Limits.TimeoutSeconds, grace(cfg)),
 	}
 	return pr, nil

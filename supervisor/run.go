@@ -1,17 +1,21 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/cgroups"
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
+	"sandbox-executable/rlimit"
 	"sandbox-executable/spawn"
 )
 
@@ -36,6 +40,9 @@ const (
 	ExitSetup         = 125
 	ExitNotExecutable = 126
 	ExitNotFound      = 127
+	// ExitCPUBudget is 128+SIGXCPU, what a single process gets from
+	// RLIMIT_CPU: the tree's budget ends it the same way.
+	ExitCPUBudget = 128 + int(unix.SIGXCPU)
 )
 
 // Result is how a run ended.
@@ -49,6 +56,17 @@ type Result struct {
 	// Started is true once the program's exec succeeded.
 	Started bool
 	Wall    time.Duration
+	// Cgroup figures, when the run had a cgroup.
+	Cgroup *CgroupResult
+	// Degradations that were decided while setting up (besides Prepare's).
+	Degradations []string
+}
+
+// CgroupResult is what the run's cgroup saw.
+type CgroupResult struct {
+	Mode  cgroups.Mode  `json:"mode"`
+	Path  string        `json:"path"`
+	Stats cgroups.Stats `json:"stats"`
 }
 
 // forwarded are the signals passed on to the program.
@@ -58,49 +76,156 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 // it until it and everything it started are gone.
 func Run(pr *Prepared) Result {
 	start := time.Now()
-	res := run(pr)
+	s := &session{pr: pr, cfg: pr.cfg, rulesetFD: -1}
+	res := s.run()
+	s.cleanup(&res)
 	res.Wall = time.Since(start)
+	res.Degradations = s.degradations
 	return res
 }
 
-func run(pr *Prepared) Result {
-	cfg := pr.cfg
-	p := pr.Plan
+// session is one run's state.
+type session struct {
+	pr  *Prepared
+	cfg Config
 
-	env := p.Env.Vars
-	spec := pr.Landlock
-	view := pr.View
-	if pr.Enforcement.Filesystem.PrivateTmp {
-		dir, err := os.MkdirTemp("", "sandbox-executable-tmp-")
-		if err != nil {
-			return setupFailed(fmt.Errorf("private temp dir: %w", err))
-		}
-		defer os.RemoveAll(dir)
-		env = withEnv(env, "TMPDIR", dir)
-		// A fresh private directory: reading it is as safe as writing it.
-		spec = spec.WithRule(landlock.Rule{Path: dir, Access: landlock.ReadWrite, Required: true})
-		if view != nil {
-			if view, err = mountns.Build(p, mountns.Options{Privileged: view.Privileged, UID: os.Getuid(), GID: os.Getgid(),
-				Cwd: cfg.Cwd, ExtraWritable: []string{dir}}); err != nil {
-				return setupFailed(err)
-			}
-		}
-	}
-	if view != nil {
-		claims, err := mountns.ClaimPlaceholders(view.Placeholders)
-		if err != nil {
-			return setupFailed(err)
-		}
-		defer claims.Release()
-	}
+	env       []string
+	spec      *landlock.Spec
+	view      *mountns.View
+	rlimits   []rlimit.Limit
+	rulesetFD int
+	group     cgroups.Group
+	guardian  *spawn.Guardian
+	undo      []func() // run in reverse by cleanup
 
-	rulesetFD, err := spec.Build()
-	if err != nil {
+	degradations []string
+}
+
+func (s *session) run() Result {
+	if err := s.setup(); err != nil {
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			return Result{Ending: Refused, ExitCode: ExitSetup, Err: err}
+		}
 		return setupFailed(err)
 	}
-	if rulesetFD >= 0 {
-		defer unix.Close(rulesetFD)
+	return s.supervise()
+}
+
+// setup makes every kernel object and host-side artifact of the run.
+func (s *session) setup() error {
+	p := s.pr.Plan
+	s.env = p.Env.Vars
+	s.spec = s.pr.Landlock
+	s.view = s.pr.View
+	s.rlimits = s.pr.Rlimits
+
+	if s.pr.Enforcement.Filesystem.PrivateTmp {
+		dir, err := makePrivateTmp()
+		if err != nil {
+			return err
+		}
+		s.undo = append(s.undo, func() { os.RemoveAll(dir) })
+		s.env = withEnv(s.env, "TMPDIR", dir)
+		// A fresh private directory: reading it is as safe as writing it.
+		s.spec = s.spec.WithRule(landlock.Rule{Path: dir, Access: landlock.ReadWrite, Required: true})
+		if s.view != nil {
+			v, err := mountns.Build(p, mountns.Options{Privileged: s.view.Privileged, UID: os.Getuid(), GID: os.Getgid(),
+				Cwd: s.cfg.Cwd, ExtraWritable: []string{dir}})
+			if err != nil {
+				return err
+			}
+			s.view = v
+		}
 	}
+	if s.view != nil {
+		claims, err := mountns.ClaimPlaceholders(s.view.Placeholders)
+		if err != nil {
+			return err
+		}
+		s.undo = append(s.undo, claims.Release)
+	}
+	if err := s.makeCgroup(); err != nil {
+		return err
+	}
+	fd, err := s.spec.Build()
+	if err != nil {
+		return err
+	}
+	s.rulesetFD = fd
+	if fd >= 0 {
+		s.undo = append(s.undo, func() { unix.Close(fd) })
+	}
+	return nil
+}
+
+// makeCgroup gives the run its cgroup and the guardian that ends it should
+// the supervisor be killed. Without one, the limits that need it fall back
+// to rlimits only where degradation was allowed.
+func (s *session) makeCgroup() error {
+	c := s.pr.cgroupPlan
+	if c.host == nil {
+		return s.noCgroup(c.why)
+	}
+	g, err := cgroups.New(c.host, c.limits, cgroups.Options{Parent: s.cfg.CgroupParent})
+	if err != nil {
+		var un *cgroups.UnavailableError
+		if errors.As(err, &un) {
+			return s.noCgroup(err.Error())
+		}
+		return err
+	}
+	s.group = g
+	cl := g.Cleanup()
+	gd, err := spawn.StartGuardian(cl.KillFile, cl.ProcsFiles, cl.Dirs)
+	if err != nil {
+		return err
+	}
+	s.guardian = gd
+	return nil
+}
+
+// noCgroup decides what a run without a cgroup may do.
+func (s *session) noCgroup(why string) error {
+	l := s.pr.Plan.Limits
+	if l.MemoryBytes == 0 && l.Pids == 0 && l.CPUSeconds == 0 && s.cfg.CPUQuota == 0 {
+		return nil // nothing needs one; the subreaper tracks the tree
+	}
+	msg := "no cgroup for the memory, pids and CPU limits of the whole tree (" + why + ")"
+	if !s.cfg.AllowDegraded {
+		return &RefusedError{Reason: "refusing to run: " + msg + "; run as root, or inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes ...), or pass --allow-degraded to fall back to per-process rlimits"}
+	}
+	s.degradations = append(s.degradations, msg+": per-process RLIMIT_AS, RLIMIT_NPROC and RLIMIT_CPU instead")
+	if s.cfg.Warn != nil {
+		s.cfg.Warn(s.degradations[len(s.degradations)-1])
+	}
+	s.rlimits = rlimit.For(s.pr.Plan.Limits, rlimit.Options{NofileCur: s.pr.nofile.Cur, NofileMax: s.pr.nofile.Max, TreeFallback: true})
+	return nil
+}
+
+// cleanup undoes setup, in reverse, after the tree is gone.
+func (s *session) cleanup(res *Result) {
+	if s.group != nil {
+		if st, err := s.group.Stats(); err == nil && res != nil {
+			res.Cgroup = &CgroupResult{Mode: s.group.Mode(), Path: s.group.Path(), Stats: st}
+		}
+		if err := s.group.Remove(); err != nil {
+			// The guardian was not released: it takes over.
+			s.guardian = nil
+		}
+	}
+	if s.guardian != nil {
+		s.guardian.Release()
+	}
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		s.undo[i]()
+	}
+}
+
+// supervise starts the program and waits until it and its tree are gone.
+func (s *session) supervise() Result {
+	cfg := s.cfg
+	p := s.pr.Plan
 
 	// Signals that arrive from here on are queued and forwarded once the
 	// program exists.
@@ -115,23 +240,27 @@ func run(pr *Prepared) Result {
 	}
 
 	req := &spawn.Request{
-		Paths:         pr.Candidates,
-		Argv:          pr.Argv,
-		Env:           env,
+		Paths:         s.pr.Candidates,
+		Argv:          s.pr.Argv,
+		Env:           s.env,
 		ShellFallback: true,
 		CgroupFD:      -1,
 		CgroupProcsFD: -1,
 		Pdeathsig:     unix.SIGKILL,
 		KeepFDs:       cfg.KeepFDs,
-		RulesetFD:     rulesetFD,
-		RulesetFlags:  spec.RestrictFlags,
-		BPF:           pr.Seccomp.BPF,
+		RulesetFD:     s.rulesetFD,
+		RulesetFlags:  s.spec.RestrictFlags,
+		BPF:           s.pr.Seccomp.BPF,
 	}
-	if view != nil {
-		req.NamespaceFlags = view.NamespaceFlags
-		req.Ops = view.Ops
+	if s.group != nil {
+		req.CgroupFD = s.group.CloneIntoFD()
+		req.JoinFDs = s.group.JoinFDs()
 	}
-	for _, l := range pr.Rlimits {
+	if s.view != nil {
+		req.NamespaceFlags = s.view.NamespaceFlags
+		req.Ops = s.view.Ops
+	}
+	for _, l := range s.rlimits {
 		req.Rlimits = append(req.Rlimits, spawn.Rlimit{Resource: l.Resource, Cur: l.Cur, Max: l.Max})
 	}
 
@@ -142,14 +271,18 @@ func run(pr *Prepared) Result {
 	if proc.PidFD >= 0 {
 		defer unix.Close(proc.PidFD)
 	}
-
+	exclude := map[int]bool{}
+	if s.guardian != nil {
+		exclude[s.guardian.Pid] = true
+	}
 	reaper := newReaper(proc.Pid)
 	go reaper.loop()
+	t := &tree{self: os.Getpid(), group: s.group, exclude: exclude, reaped: reaper.done}
 
 	if err != nil {
-		// The child exited before its program ran; reap it.
+		// The child exited before its program ran.
 		<-reaper.main
-		<-reaper.done
+		t.end()
 		var se *spawn.Error
 		if errors.As(err, &se) {
 			return Result{Ending: SetupFailed, ExitCode: se.ExitCode(), Err: err}
@@ -157,43 +290,66 @@ func run(pr *Prepared) Result {
 		return setupFailed(err)
 	}
 
-	t := &tree{self: os.Getpid()}
 	timeout := time.NewTimer(time.Duration(p.Limits.TimeoutSeconds) * time.Second)
 	defer timeout.Stop()
+	budget := newCPUWatch(s.group, p.Limits.CPUSeconds)
 	var killTimer <-chan time.Time
 	var ending Ending
 	var status unix.WaitStatus
-	mainDone := false
 
-	for !mainDone {
+	for mainDone := false; !mainDone; {
 		select {
 		case status = <-reaper.main:
 			mainDone = true
-		case s := <-sigs:
-			forward(proc.Pid, s.(syscall.Signal))
+		case sig := <-sigs:
+			forward(proc.Pid, sig.(syscall.Signal))
 		case <-timeout.C:
-			ending = Timeout
-			t.signal(unix.SIGTERM)
-			killTimer = time.After(grace(cfg))
+			if ending == "" {
+				ending = Timeout
+				t.signal(unix.SIGTERM)
+				killTimer = time.After(grace(cfg))
+			}
+		case <-budget.tick():
+			if budget.spent() && ending == "" {
+				ending = CPUBudget
+				t.signal(unix.SIGXCPU)
+				killTimer = time.After(time.Second)
+			}
 		case <-killTimer:
-			t.signal(unix.SIGKILL)
+			t.kill()
 			killTimer = time.After(50 * time.Millisecond)
 		}
 	}
 
 	// The program is gone: nothing it started may run on.
-	t.killUntilEmpty(reaper.done)
+	t.end()
 
 	res := Result{Started: true}
 	switch {
 	case ending == Timeout:
 		res.Ending, res.ExitCode = Timeout, ExitTimeout
+	case ending == CPUBudget:
+		res.Ending, res.ExitCode = CPUBudget, ExitCPUBudget
 	case status.Signaled():
 		res.Ending, res.Signal, res.ExitCode = Signaled, status.Signal(), 128+int(status.Signal())
 	default:
 		res.Ending, res.ExitCode = Exited, status.ExitStatus()
 	}
+	if s.group != nil && (res.Ending == Signaled || res.Ending == Exited) {
+		if st, err := s.group.Stats(); err == nil {
+			switch {
+			case st.OOMKills > 0 && res.Signal == unix.SIGKILL:
+				res.Ending = OOM
+			case st.PidsLimitHits > 0 && res.ExitCode != 0:
+				res.Ending = PidsLimitHit
+			}
+		}
+	}
 	return res
+}
+
+func setupFailed(err error) Result {
+	return Result{Ending: SetupFailed, ExitCode: ExitSetup, Err: err}
 }
 
 // withEnv returns env with key set to value (replacing any earlier value).
@@ -208,8 +364,13 @@ func withEnv(env []string, key, value string) []string {
 	return append(out, key+"="+value)
 }
 
-func setupFailed(err error) Result {
-	return Result{Ending: SetupFailed, ExitCode: ExitSetup, Err: err}
+// makePrivateTmp creates the program's private temp dir.
+func makePrivateTmp() (string, error) {
+	dir, err := os.MkdirTemp("", "sandbox-executable-tmp-")
+	if err != nil {
+		return "", fmt.Errorf("private temp dir: %w", err)
+	}
+	return dir, nil
 }
 
 // forward passes a signal the supervisor received on to the program. SIGINT
@@ -263,28 +424,100 @@ func (r *reaper) loop() {
 	}
 }
 
-// tree is the sandbox's process tree as seen without a cgroup: the
-// supervisor's descendants.
-type tree struct{ self int }
+// tree is the sandbox's process tree: its cgroup where it has one, else the
+// supervisor's descendants (as a child subreaper it inherits every orphan).
+type tree struct {
+	self    int
+	group   cgroups.Group
+	exclude map[int]bool    // the guardian
+	reaped  <-chan struct{} // closed when the supervisor has no child left
+}
 
-func (t *tree) signal(sig unix.Signal) { signalAll(descendants(t.self, nil), sig) }
+// signal sends sig to every process of the tree.
+func (t *tree) signal(sig unix.Signal) { signalAll(descendants(t.self, t.exclude), sig) }
 
-// killUntilEmpty SIGKILLs the tree until the reaper has no child left. A
-// subreaper with no child has no descendant either (every orphan is
-// reparented to it), so an empty tree needs no look at /proc.
-func (t *tree) killUntilEmpty(done <-chan struct{}) {
-	// The reaper usually sees ECHILD right after the program's status.
+// kill SIGKILLs the whole tree.
+func (t *tree) kill() {
+	if t.group != nil && t.group.Kill() == nil {
+		return
+	}
+	t.signal(unix.SIGKILL)
+}
+
+// end kills whatever is left of the tree and returns once it is gone: the
+// cgroup empty, or (without one) no child left to reap. A subreaper with no
+// child has no descendant either, so an empty tree needs no look at /proc.
+func (t *tree) end() {
+	if t.group != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for ctx.Err() == nil {
+			_ = t.group.Kill()
+			wctx, wcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			err := t.group.WaitEmpty(wctx)
+			wcancel()
+			if err == nil {
+				return
+			}
+		}
+		return
+	}
 	select {
-	case <-done:
+	case <-t.reaped:
 		return
 	case <-time.After(2 * time.Millisecond):
 	}
 	for {
 		t.signal(unix.SIGKILL)
 		select {
-		case <-done:
+		case <-t.reaped:
 			return
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// cpuWatch ends the run when the tree has used its CPU budget, checking the
+// cgroup's usage more often as the budget runs out.
+type cpuWatch struct {
+	group  cgroups.Group
+	budget time.Duration
+	next   *time.Timer
+	used   time.Duration
+}
+
+func newCPUWatch(g cgroups.Group, seconds uint64) *cpuWatch {
+	w := &cpuWatch{group: g, budget: time.Duration(seconds) * time.Second}
+	if g != nil && seconds > 0 {
+		w.next = time.NewTimer(w.interval())
+	}
+	return w
+}
+
+// tick fires when the usage should be read again; never without a budget.
+func (w *cpuWatch) tick() <-chan time.Time {
+	if w.next == nil {
+		return nil
+	}
+	return w.next.C
+}
+
+// spent reads the usage and re-arms the timer.
+func (w *cpuWatch) spent() bool {
+	if st, err := w.group.Stats(); err == nil {
+		w.used = st.CPUUsage
+	}
+	if w.used >= w.budget {
+		return true
+	}
+	w.next.Reset(w.interval())
+	return false
+}
+
+// interval is what is left of the budget over twice the CPUs (a tree
+// running on every CPU spends at most half of it before the next look),
+// between 20 ms and 1 s.
+func (w *cpuWatch) interval() time.Duration {
+	d := (w.budget - w.used) / time.Duration(2*runtime.NumCPU())
+	return min(max(d, 20*time.Millisecond), time.Second)
 }

@@ -13,6 +13,8 @@ type options struct {
 	seccompProfile string
 	resourceLimits string
 	fsMode         string
+	cgroupParent   string
+	cpuQuota       string
 	set            map[string]bool // which value options were given
 
 	keepEnv       bool
@@ -55,6 +57,8 @@ var optionSpecs = map[string]optSpec{
 	"--seccomp-profile":    {kind: optString, str: func(o *options) *string { return &o.seccompProfile }},
 	"--resource-limits":    {kind: optString, str: func(o *options) *string { return &o.resourceLimits }},
 	"--fs-mode":            {kind: optString, str: func(o *options) *string { return &o.fsMode }},
+	"--cgroup-parent":      {kind: optString, str: func(o *options) *string { return &o.cgroupParent }},
+	"--cpu-quota":          {kind: optString, str: func(o *options) *string { return &o.cpuQuota }},
 	"--keep-env":           {kind: optBool, flag: func(o *options) *bool { return &o.keepEnv }},
 	"--keep-fd":            {kind: optRepeatInt, ints: func(o *options) *[]int { return &o.keepFDs }},
 	"--allow-degraded":     {kind: optBool, flag: func(o *options) *bool { return &o.allowDegraded }},

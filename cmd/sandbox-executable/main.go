@@ -10,8 +10,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/user"
+	"runtime"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -70,10 +73,17 @@ func run(args []string) int {
 	if err != nil {
 		return fail(supervisor.ExitSetup, fmt.Errorf("working directory: %w", err))
 	}
+	quota, err := parseCPUQuota(o)
+	if err != nil {
+		return fail(supervisor.ExitSetup, err)
+	}
 	cfg := supervisor.Config{
 		Plan:          plan,
 		Cwd:           cwd,
 		FSMode:        o.fsMode,
+		CgroupParent:  o.cgroupParent,
+		CPUQuota:      quota,
+		Warn:          func(msg string) { fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, msg) },
 		Argv:          o.argv,
 		KeepFDs:       o.keepFDs,
 		AllowDegraded: o.allowDegraded,
@@ -110,6 +120,22 @@ func run(args []string) int {
 		fail(res.ExitCode, res.Err)
 	}
 	return res.ExitCode
+}
+
+// parseCPUQuota reads --cpu-quota CORES: a positive number of CPUs
+// ("0.5", "2"), at most the machine's.
+func parseCPUQuota(o *options) (float64, error) {
+	if !o.set["--cpu-quota"] {
+		return 0, nil
+	}
+	q, err := strconv.ParseFloat(o.cpuQuota, 64)
+	if err != nil || q <= 0 || math.IsInf(q, 0) || math.IsNaN(q) {
+		return 0, fmt.Errorf("--cpu-quota: %s is not a positive number of CPUs", quoteArg(o.cpuQuota))
+	}
+	if n := float64(runtime.NumCPU()); q > n {
+		return 0, fmt.Errorf("--cpu-quota: %s CPUs is more than this machine's %d", quoteArg(o.cpuQuota), runtime.NumCPU())
+	}
+	return q, nil
 }
 
 // resolvePlan decodes the three JSON arguments and resolves them into a Plan.

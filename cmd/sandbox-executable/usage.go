@@ -33,6 +33,11 @@ Running:
                               read-only mounts under Landlock; landlock:
                               Landlock alone (narrower, and chmod/chown/utimes
                               outside the roots are not stopped)
+  --cgroup-parent PATH        put the run's cgroup under PATH (a path inside
+                              the cgroup hierarchy); default: a dedicated
+                              subtree as root, the delegated own cgroup else
+  --cpu-quota CORES           cap the tree's CPU bandwidth at CORES CPUs
+                              (cpu.max); not in the policy, so a flag
   --allow-degraded            run even when the kernel cannot enforce the
                               whole policy, and say on stderr what is missing
   --log-denials               ask the kernel to log Landlock denials

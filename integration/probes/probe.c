@@ -325,6 +325,75 @@ int main(int argc, char **argv)
 		printf("%d\n", (int)syscall(SYS_prctl, 39 /* PR_GET_NO_NEW_PRIVS */, 0, 0, 0, 0));
 		return 0;
 	}
+	/* Resource limits. */
+	if (!strcmp(op, "forkmax")) {
+		/* Fork children that wait until fork fails; report how many. */
+		static pid_t kids[100000];
+		int n = 0;
+		int cap = a ? atoi(a) : 100000;
+		while (n < cap) {
+			pid_t p = fork();
+			if (p == 0) {
+				pause();
+				_exit(0);
+			}
+			if (p < 0)
+				break;
+			kids[n++] = p;
+		}
+		printf("%d\n", n);
+		for (int i = 0; i < n; i++)
+			kill(kids[i], SIGKILL);
+		while (wait(NULL) > 0)
+			;
+		return 0;
+	}
+	if (!strcmp(op, "hog") && a) {
+		/* Allocate and touch A megabytes, then report. */
+		long mb = atol(a);
+		for (long i = 0; i < mb; i++) {
+			char *p = malloc(1 << 20);
+			if (!p)
+				return result(-1);
+			memset(p, 1, 1 << 20);
+		}
+		printf("survived\n");
+		return 0;
+	}
+	if (!strcmp(op, "hogs") && a && b) {
+		/* A children, each touching B megabytes and then lingering; the
+		 * parent reports how many the kernel killed. */
+		int n = atoi(a);
+		long mb = atol(b);
+		for (int i = 0; i < n; i++) {
+			if (fork() == 0) {
+				for (long j = 0; j < mb; j++) {
+					char *p = malloc(1 << 20);
+					if (p)
+						memset(p, 1, 1 << 20);
+				}
+				sleep(3);
+				_exit(0);
+			}
+		}
+		int killed = 0, st;
+		pid_t w;
+		while ((w = wait(&st)) > 0 || (w < 0 && errno == EINTR))
+			if (w > 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
+				killed++;
+		printf("killed %d\n", killed);
+		return 0;
+	}
+	if (!strcmp(op, "spin") && a) {
+		/* A processes (this one included) burning CPU until killed. */
+		int n = atoi(a);
+		for (int i = 1; i < n; i++)
+			if (fork() == 0)
+				break;
+		for (volatile unsigned long x = 0;; x++)
+			;
+	}
+
 	/* Benchmarks: the same work bare and sandboxed. */
 	if (!strcmp(op, "bench-open") && a && b) {
 		long n = atol(b);

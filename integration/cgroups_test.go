@@ -1,0 +1,179 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// needCgroups skips tests that need the helper to make cgroups.
+func needCgroups(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the helper makes cgroups")
+	}
+	if _, err := os.Stat("/sys/fs/cgroup"); err != nil {
+		t.Skip("no cgroup filesystem")
+	}
+}
+
+func limits(memMB, pids, cpu, timeout int) string {
+	return fmt.Sprintf(`{"max_memory_mb":%d,"max_pids":%d,"max_disk_mb":0,"cpu_time_secs":%d,"timeout_secs":%d}`, memMB, pids, cpu, timeout)
+}
+
+// leakedCgroups lists cgroups the helper left behind.
+func leakedCgroups(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), "sandbox-executable-") && d.Name() != "sandbox-executable-supervisor" {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestForkBombHitsPidsLimit: a fork bomb under max_pids 64 gets no more than
+// 64 processes, and the helper returns.
+func TestForkBombHitsPidsLimit(t *testing.T) {
+	needCgroups(t)
+	w := newWorkspace(t)
+	r := w.sandbox(t, roPolicy, []string{"--resource-limits", limits(0, 64, 0, 60)}, probe, "forkmax")
+	n, err := strconv.Atoi(strings.TrimSpace(r.stdout))
+	if err != nil || r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	// The probe itself is one of the 64.
+	if n+1 > 64 || n < 32 {
+		t.Errorf("forked %d children under max_pids 64", n)
+	}
+}
+
+// TestMemoryHogKilled: 2 GB under max_memory_mb 256 is killed (137).
+func TestMemoryHogKilled(t *testing.T) {
+	needCgroups(t)
+	w := newWorkspace(t)
+	r := w.sandbox(t, roPolicy, []string{"--resource-limits", limits(256, 0, 0, 60)}, probe, "hog", "2048")
+	if r.code != 137 || strings.Contains(r.stdout, "survived") {
+		t.Errorf("%v, want death by SIGKILL", r)
+	}
+}
+
+// TestMemoryLimitIsForTheTree: 8 processes of 64 MB each (512 MB) under
+// 256 MB: the kernel kills enough of them.
+func TestMemoryLimitIsForTheTree(t *testing.T) {
+	needCgroups(t)
+	w := newWorkspace(t)
+	r := w.sandbox(t, roPolicy, []string{"--resource-limits", limits(256, 0, 0, 60)}, probe, "hogs", "8", "64")
+	var killed int
+	if _, err := fmt.Sscanf(r.stdout, "killed %d", &killed); err != nil {
+		// With memory.oom.group the whole tree goes, the reporter too.
+		if r.code != 137 {
+			t.Fatalf("%v", r)
+		}
+		return
+	}
+	if killed < 1 {
+		t.Errorf("no process killed: 512 MB fit under 256 MB (%v)", r)
+	}
+}
+
+// TestCPUBudgetForTheTree: 4 processes spinning, cpu_time_secs 2: the run
+// ends on the tree's CPU budget (exit 152), long before its timeout.
+func TestCPUBudgetForTheTree(t *testing.T) {
+	needCgroups(t)
+	w := newWorkspace(t)
+	r := w.sandbox(t, roPolicy, []string{"--resource-limits", limits(0, 0, 2, 120)}, probe, "spin", "4")
+	if r.code != 152 {
+		t.Errorf("%v, want 152 (CPU budget spent)", r)
+	}
+}
+
+// TestNothingOutlivesARunAndNoCgroupLeaks: a daemon left behind is killed
+// and every cgroup is removed.
+func TestNothingOutlivesARunAndNoCgroupLeaks(t *testing.T) {
+	needCgroups(t)
+	w := newWorkspace(t)
+	id := tag(t)
+	r := w.sandbox(t, roPolicy, nil, "/bin/sh", "-c", `"$0" daemon 1000 "$1"`, probe, id)
+	if r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	if left := processesTagged(id); len(left) > 0 {
+		t.Errorf("daemon left running: %v", left)
+	}
+	if leaks := leakedCgroups(t); len(leaks) > 0 {
+		t.Errorf("cgroups left behind: %v", leaks)
+	}
+}
+
+// TestSupervisorKilledNothingRunsOn: kill -9 of the helper leaves no process
+// of the tree running after a short time, and no cgroup.
+func TestSupervisorKilledNothingRunsOn(t *testing.T) {
+	needCgroups(t)
+	w := newWorkspace(t)
+	id := tag(t)
+	cmd := exec.Command(binary, "--sandbox-policy-cwd", w.root, "--sandbox-policy", roPolicy, "--",
+		"/bin/sh", "-c", `"$0" daemon 1000 "$1"; exec "$0" sleep 1000 "$1"`, probe, id)
+	cmd.Env = append(os.Environ(), "HOME="+w.home)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(processesTagged(id)) < 2 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the tree never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline = time.Now().Add(10 * time.Second)
+	for len(processesTagged(id)) > 0 || len(leakedCgroups(t)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after kill -9 of the helper: processes %v, cgroups %v", processesTagged(id), leakedCgroups(t))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHundredInParallel: 100 sandboxes at once all finish, every limit
+// holds, and no cgroup is left.
+func TestHundredInParallel(t *testing.T) {
+	needCgroups(t)
+	w := newWorkspace(t)
+	var wg sync.WaitGroup
+	errs := make(chan string, 100)
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := w.sandbox(t, roPolicy, []string{"--resource-limits", limits(64, 16, 0, 60)}, probe, "forkmax")
+			n, err := strconv.Atoi(strings.TrimSpace(r.stdout))
+			if err != nil || r.code != 0 || n+1 > 16 {
+				errs <- r.String()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if leaks := leakedCgroups(t); len(leaks) > 0 {
+		t.Errorf("cgroups left behind: %v", leaks)
+	}
+}
