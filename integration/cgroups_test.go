@@ -27,7 +27,8 @@ func limits(memMB, pids, cpu, timeout int) string {
 	return fmt.Sprintf(`{"max_memory_mb":%d,"max_pids":%d,"max_disk_mb":0,"cpu_time_secs":%d,"timeout_secs":%d}`, memMB, pids, cpu, timeout)
 }
 
-// leakedCgroups lists cgroups the helper left behind.
+// leakedCgroups lists cgroups that helpers run by this test process left
+// behind (a group's name carries its supervisor's pid).
 func leakedCgroups(t *testing.T) []string {
 	t.Helper()
 	var out []string
@@ -35,8 +36,15 @@ func leakedCgroups(t *testing.T) []string {
 		if err != nil || !d.IsDir() {
 			return nil
 		}
-		if strings.HasPrefix(d.Name(), "sandbox-executable-") && d.Name() != "sandbox-executable-supervisor" {
-			out = append(out, p)
+		rest, ok := strings.CutPrefix(d.Name(), "sandbox-executable-")
+		if !ok {
+			return nil
+		}
+		pid, _, _ := strings.Cut(rest, "-")
+		if n, err := strconv.Atoi(pid); err == nil {
+			if _, ours := started.Load(n); ours {
+				out = append(out, p)
+			}
 		}
 		return nil
 	})
@@ -129,6 +137,7 @@ func TestSupervisorKilledNothingRunsOn(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	started.Store(cmd.Process.Pid, true)
 	deadline := time.Now().Add(10 * time.Second)
 	for len(processesTagged(id)) < 2 {
 		if time.Now().After(deadline) {

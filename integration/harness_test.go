@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +26,11 @@ import (
 var (
 	binary string // sandbox-executable
 	probe  string // the static probe
+
+	// started holds the pid of every helper this process ran, so that a
+	// cgroup left behind can be told from other processes' (their names
+	// carry the supervisor's pid).
+	started sync.Map
 )
 
 func TestMain(m *testing.M) {
@@ -64,9 +70,25 @@ func setup() (int, error) {
 			return 0, fmt.Errorf("gcc probe: %v\n%s", err, out)
 		}
 	}
-	// Binaries in the temp dir must be readable and runnable by an
-	// unprivileged user too (the nobody tests).
-	_ = os.Chmod(dir, 0o755)
+	// The tests also run them as an unprivileged user, who may not reach
+	// the checkout: use copies in a world-readable directory.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return 0, err
+	}
+	for _, p := range []*string{&binary, &probe} {
+		if filepath.Dir(*p) == dir {
+			continue
+		}
+		b, err := os.ReadFile(*p)
+		if err != nil {
+			return 0, err
+		}
+		c := filepath.Join(dir, filepath.Base(*p))
+		if err := os.WriteFile(c, b, 0o755); err != nil {
+			return 0, err
+		}
+		*p = c
+	}
 	return -1, nil
 }
 
@@ -110,7 +132,11 @@ func run(t *testing.T, o runOpts, args ...string) result {
 	if o.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: o.cred}
 	}
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		started.Store(cmd.Process.Pid, true)
+		err = cmd.Wait()
+	}
 	code := 0
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
@@ -138,8 +164,10 @@ type workspace struct {
 func newWorkspace(t *testing.T) *workspace {
 	t.Helper()
 	base := t.TempDir()
-	// Let an unprivileged user reach it (the nobody tests).
+	// Let an unprivileged user reach it (the nobody tests): the test's
+	// temp dir and its parent are private by default.
 	_ = os.Chmod(base, 0o755)
+	_ = os.Chmod(filepath.Dir(base), 0o755)
 	w := &workspace{root: filepath.Join(base, "ws"), home: filepath.Join(base, "home"), out: filepath.Join(base, "outside")}
 	for _, d := range []string{w.root, w.out, filepath.Join(w.root, "src"), filepath.Join(w.home, ".ssh"), filepath.Join(w.home, ".aws"), filepath.Join(w.home, "docs")} {
 		mustMkdir(t, d)

@@ -18,14 +18,20 @@ import (
 // and removes the directories. It starts in microseconds (it shares the
 // supervisor's memory, on a stack of its own that is never unmapped), leaves
 // the caller's process group so that a group kill does not take it along,
-// and exits as soon as Release tells it the run ended cleanly.
+// and exits as soon as Release tells it the run ended cleanly. It is not the
+// caller's child (an intermediate process starts it and exits), so a
+// subreaper that reaps until it has no child left is not kept waiting by it.
 type Guardian struct {
 	Pid int
 	w   int
 }
 
-// guardianStack is the guardian's stack: it calls nothing deep.
-const guardianStack = 32 << 10
+// guardianStack is the guardian's stack, bootStack its intermediate's: both
+// call nothing deep.
+const (
+	guardianStack = 32 << 10
+	bootStack     = 16 << 10
+)
 
 // StartGuardian starts a guardian for a cgroup described by killFile
 // (cgroup.kill, or ""), procs (cgroup.procs files) and dirs (to remove,
@@ -36,7 +42,7 @@ func StartGuardian(killFile string, procs, dirs []string) (*Guardian, error) {
 		return nil, fmt.Errorf("guardian: pipe: %w", err)
 	}
 	// Everything the guardian reads goes into one mapping it owns.
-	size := guardianStack + int(C.sizeof_struct_se_guard) + 16*(len(procs)+len(dirs)+2)
+	size := guardianStack + bootStack + int(C.sizeof_struct_se_guard) + 16*(len(procs)+len(dirs)+2)
 	size += len(killFile) + 1
 	for _, s := range append(append([]string(nil), procs...), dirs...) {
 		size += len(s) + 1
@@ -49,7 +55,7 @@ func StartGuardian(killFile string, procs, dirs []string) (*Guardian, error) {
 		return nil, fmt.Errorf("guardian: out of memory")
 	}
 	mem := unsafe.Slice((*byte)(base), size)
-	off := guardianStack
+	off := guardianStack + bootStack
 	take := func(n int) unsafe.Pointer {
 		off = (off + 7) &^ 7
 		ptr := unsafe.Pointer(&mem[off])
@@ -81,8 +87,26 @@ func StartGuardian(killFile string, procs, dirs []string) (*Guardian, error) {
 	g.dirs = list(dirs)
 	g.ndirs = C.int(len(dirs))
 
-	pid := C.se_guardian(g, base, guardianStack)
+	// Were this process a child subreaper, the orphaned guardian would be
+	// reparented right back to it.
+	var sub int
+	_ = unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&sub)), 0, 0, 0)
+	if sub != 0 {
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+		defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	}
+	var boot C.long
+	pid := C.se_guardian(g, base, guardianStack, unsafe.Add(base, guardianStack), bootStack, &boot)
 	unix.Close(p[0])
+	if boot > 0 {
+		// The intermediate has exited (the call waited for it): reap it.
+		var st unix.WaitStatus
+		for {
+			if _, err := unix.Wait4(int(boot), &st, unix.WALL, nil); err != unix.EINTR {
+				break
+			}
+		}
+	}
 	if pid < 0 {
 		unix.Close(p[1])
 		return nil, fmt.Errorf("guardian: clone: %w", unix.Errno(-pid))

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,10 +39,12 @@ func guardianFixture(t *testing.T) (kill, procs string, dirs []string, sleeper *
 	return kill, procs, dirs, sleeper
 }
 
+// waitGone waits until pid has exited (the guardian is not our child: its
+// reaper is init's side, so "exited" means gone or a zombie).
 func waitGone(pid int) bool {
 	for i := 0; i < 500; i++ {
-		var st unix.WaitStatus
-		if p, _ := unix.Wait4(pid, &st, unix.WNOHANG|unix.WALL, nil); p == pid {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil || strings.Contains(string(b), ") Z ") {
 			return true
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -103,6 +106,30 @@ func TestGuardianReleasedDoesNothing(t *testing.T) {
 			t.Errorf("%s removed", d)
 		}
 	}
+}
+
+// TestGuardianIsNotOurChild: a subreaper waiting for ECHILD must not wait
+// for the guardian.
+func TestGuardianIsNotOurChild(t *testing.T) {
+	kill, procs, dirs, _ := guardianFixture(t)
+	g, err := StartGuardian(kill, []string{procs}, dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { g.Release(); waitGone(g.Pid) }()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(g.Pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ppid, _ := parentField(string(b)); ppid == os.Getpid() {
+		t.Errorf("the guardian is our child")
+	}
+}
+
+func parentField(stat string) (int, error) {
+	i := strings.LastIndexByte(stat, ')')
+	f := strings.Fields(stat[i+2:])
+	return strconv.Atoi(f[1])
 }
 
 // TestGuardianLeavesTheProcessGroup: a group kill aimed at the supervisor

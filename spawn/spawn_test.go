@@ -50,7 +50,7 @@ func TestExitStatusAndOutput(t *testing.T) {
 	f, _ := os.CreateTemp(t.TempDir(), "x")
 	defer f.Close()
 	fd := int(f.Fd())
-	req := &Request{Paths: []string{"/bin/sh"}, Argv: []string{"sh", "-c", "echo hello >&" + strconv.Itoa(fd) + "; exit 7"}, Env: []string{"PATH=/bin"}, KeepFDs: []int{fd}}
+	req := &Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", "echo hello >&" + strconv.Itoa(fd) + "; exit 7"}, Env: []string{"PATH=/bin"}, KeepFDs: []int{fd}}
 	st, _, err := run(t, req)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestFDsAboveTwoAreClosedUnlessKept(t *testing.T) {
 	out, _ := os.Create(filepath.Join(dir, "out"))
 	defer out.Close()
 	script := "ls /proc/self/fd >&" + strconv.Itoa(int(out.Fd()))
-	_, _, err = run(t, &Request{Paths: []string{"/bin/sh"}, Argv: []string{"sh", "-c", script}, KeepFDs: []int{int(out.Fd())}})
+	_, _, err = run(t, &Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", script}, KeepFDs: []int{int(out.Fd())}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestRlimitAndNoNewPrivs(t *testing.T) {
 	out, _ := os.Create(filepath.Join(dir, "out"))
 	defer out.Close()
 	script := "ulimit -c; grep NoNewPrivs /proc/self/status >&" + strconv.Itoa(int(out.Fd()))
-	req := &Request{Paths: []string{"/bin/sh"}, Argv: []string{"sh", "-c", "{ " + script + "; } >&" + strconv.Itoa(int(out.Fd()))},
+	req := &Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", "{ " + script + "; } >&" + strconv.Itoa(int(out.Fd()))},
 		Rlimits: []Rlimit{{Resource: unix.RLIMIT_CORE, Cur: 0, Max: 0}}, KeepFDs: []int{int(out.Fd())}}
 	if _, _, err := run(t, req); err != nil {
 		t.Fatal(err)

@@ -297,9 +297,10 @@ static int se_child(void *arg)
 /*
  * clone3/clone with a child that starts in se_child on its own stack. The
  * child's registers are the parent's but for rax, rcx and r11, so fn and arg
- * travel in registers the compiler picked among the others; the kernel has
- * already switched the child to the new stack, 16-byte aligned, so the call
- * leaves it aligned as the ABI wants.
+ * travel in registers the compiler picked among the others (which may be
+ * any of them, rbp included: the asm touches no register it did not
+ * declare); the kernel has already switched the child to the new stack,
+ * 16-byte aligned, so the call leaves it aligned as the ABI wants.
  */
 static long se_clone_call(long nr, long a, long b, long c, long d, long e,
 			  int (*fn)(void *), void *arg)
@@ -310,7 +311,6 @@ static long se_clone_call(long nr, long a, long b, long c, long d, long e,
 	__asm__ volatile("syscall\n\t"
 			 "test %%rax, %%rax\n\t"
 			 "jnz 1f\n\t"
-			 "xor %%ebp, %%ebp\n\t"
 			 "mov %[arg], %%rdi\n\t"
 			 "call *%[fn]\n\t"
 			 "mov %%eax, %%edi\n\t"
@@ -492,25 +492,56 @@ static int se_guard_main(void *arg)
 	return 0;
 }
 
-long se_guardian(struct se_guard *g, void *stack, size_t stack_size)
+/* The guardian is started through a short-lived intermediate so that it is
+ * not the supervisor's child: the supervisor, a child subreaper, knows its
+ * tree is gone when it has no child left to reap, and the guardian must not
+ * count. The intermediate (CLONE_VFORK: the caller waits for it) clones the
+ * guardian and exits; the guardian is then reparented to the caller's
+ * reaper (or init), which reaps it when it ends. */
+struct se_guard_boot {
+	struct se_guard *g;
+	void *stack;
+	size_t stack_size;
+	long pid;
+};
+
+static int se_guard_boot_main(void *arg)
+{
+	struct se_guard_boot *b = arg;
+	uintptr_t top = ((uintptr_t)b->stack + b->stack_size) & ~(uintptr_t)15;
+	struct se_clone_args args;
+	memset(&args, 0, sizeof args);
+	args.flags = CLONE_VM | SE_CLONE_CLEAR_SIGHAND;
+	args.exit_signal = SIGCHLD;
+	args.stack = (uint64_t)(uintptr_t)b->stack;
+	args.stack_size = (uint64_t)(top - (uintptr_t)b->stack);
+	b->pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_guard_main, b->g);
+	if (b->pid == -ENOSYS)
+		b->pid = se_clone_call(SYS_clone, CLONE_VM | SIGCHLD, (long)top, 0, 0, 0, se_guard_main, b->g);
+	return 0;
+}
+
+long se_guardian(struct se_guard *g, void *stack, size_t stack_size, void *boot_stack, size_t boot_size, long *boot_pid)
 {
 	sigset_t all, old;
-	uintptr_t top = ((uintptr_t)stack + stack_size) & ~(uintptr_t)15;
+	uintptr_t top = ((uintptr_t)boot_stack + boot_size) & ~(uintptr_t)15;
+	struct se_guard_boot b = {g, stack, stack_size, -EINVAL};
 	struct se_clone_args args;
 	long pid;
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	memset(&args, 0, sizeof args);
-	args.flags = CLONE_VM | SE_CLONE_CLEAR_SIGHAND;
+	args.flags = CLONE_VM | CLONE_VFORK | SE_CLONE_CLEAR_SIGHAND;
 	args.exit_signal = SIGCHLD;
-	args.stack = (uint64_t)(uintptr_t)stack;
-	args.stack_size = (uint64_t)(top - (uintptr_t)stack);
-	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_guard_main, g);
+	args.stack = (uint64_t)(uintptr_t)boot_stack;
+	args.stack_size = (uint64_t)(top - (uintptr_t)boot_stack);
+	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_guard_boot_main, &b);
 	if (pid == -ENOSYS)
-		pid = se_clone_call(SYS_clone, CLONE_VM | SIGCHLD, (long)top, 0, 0, 0, se_guard_main, g);
+		pid = se_clone_call(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD, (long)top, 0, 0, 0, se_guard_boot_main, &b);
 	pthread_sigmask(SIG_SETMASK, &old, 0);
-	return pid;
+	*boot_pid = pid;
+	return pid < 0 ? pid : b.pid;
 }
 
 void *se_guard_alloc(size_t size)

@@ -129,8 +129,10 @@ struct se_guard {
 /* se_guard_alloc maps memory that is never unmapped, for a guardian. */
 void *se_guard_alloc(size_t size);
 
-/* se_guardian starts the guardian and returns its pid, or -errno. */
-long se_guardian(struct se_guard *g, void *stack, size_t stack_size);
+/* se_guardian starts the guardian through an intermediate process, so that
+ * the guardian is not the caller's child, and returns the guardian's pid or
+ * -errno. *boot_pid is the intermediate's pid, for the caller to reap. */
+long se_guardian(struct se_guard *g, void *stack, size_t stack_size, void *boot_stack, size_t boot_size, long *boot_pid);
 
 /* se_spawn starts the child. It returns its pid, or -errno when the clone
  * itself failed. When it returns a pid, the child has either execed the

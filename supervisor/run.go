@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -271,13 +270,9 @@ func (s *session) supervise() Result {
 	if proc.PidFD >= 0 {
 		defer unix.Close(proc.PidFD)
 	}
-	exclude := map[int]bool{}
-	if s.guardian != nil {
-		exclude[s.guardian.Pid] = true
-	}
 	reaper := newReaper(proc.Pid)
 	go reaper.loop()
-	t := &tree{self: os.Getpid(), group: s.group, exclude: exclude, reaped: reaper.done}
+	t := &tree{self: os.Getpid(), group: s.group, reaped: reaper.done}
 
 	if err != nil {
 		// The child exited before its program ran.
@@ -288,6 +283,13 @@ func (s *session) supervise() Result {
 			return Result{Ending: SetupFailed, ExitCode: se.ExitCode(), Err: err}
 		}
 		return setupFailed(err)
+	}
+
+	// Groups of supervisors that died with their guardians (a reboot
+	// does not count: cgroups do not survive it) are swept while the
+	// program runs, off its start-up path.
+	if h := s.pr.cgroupPlan.host; h != nil {
+		go func() { _, _ = cgroups.CleanupStale(h) }()
 	}
 
 	timeout := time.NewTimer(time.Duration(p.Limits.TimeoutSeconds) * time.Second)
@@ -424,17 +426,17 @@ func (r *reaper) loop() {
 	}
 }
 
-// tree is the sandbox's process tree: its cgroup where it has one, else the
-// supervisor's descendants (as a child subreaper it inherits every orphan).
+// tree is the sandbox's process tree: the supervisor's descendants (as a
+// child subreaper it inherits every orphan), all in its cgroup where it has
+// one.
 type tree struct {
-	self    int
-	group   cgroups.Group
-	exclude map[int]bool    // the guardian
-	reaped  <-chan struct{} // closed when the supervisor has no child left
+	self   int
+	group  cgroups.Group
+	reaped <-chan struct{} // closed when the supervisor has no child left
 }
 
 // signal sends sig to every process of the tree.
-func (t *tree) signal(sig unix.Signal) { signalAll(descendants(t.self, t.exclude), sig) }
+func (t *tree) signal(sig unix.Signal) { signalAll(descendants(t.self), sig) }
 
 // kill SIGKILLs the whole tree.
 func (t *tree) kill() {
@@ -445,30 +447,19 @@ func (t *tree) kill() {
 }
 
 // end kills whatever is left of the tree and returns once it is gone: the
-// cgroup empty, or (without one) no child left to reap. A subreaper with no
-// child has no descendant either, so an empty tree needs no look at /proc.
+// supervisor, a child subreaper, inherits every orphan of the tree, so the
+// tree is gone exactly when it has no child left to reap (the guardian is
+// not its child). Checking the cgroup alone is not enough: a killed process
+// leaves the cgroup before it is fully gone. An empty tree needs no look at
+// /proc.
 func (t *tree) end() {
-	if t.group != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for ctx.Err() == nil {
-			_ = t.group.Kill()
-			wctx, wcancel := context.WithTimeout(ctx, 500*time.Millisecond)
-			err := t.group.WaitEmpty(wctx)
-			wcancel()
-			if err == nil {
-				return
-			}
-		}
-		return
-	}
 	select {
 	case <-t.reaped:
 		return
 	case <-time.After(2 * time.Millisecond):
 	}
 	for {
-		t.signal(unix.SIGKILL)
+		t.kill()
 		select {
 		case <-t.reaped:
 			return

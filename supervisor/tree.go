@@ -10,9 +10,8 @@ import (
 
 // descendants returns every live descendant of root, read from /proc. As a
 // child subreaper the supervisor inherits every orphan of the sandbox, so
-// its descendants are exactly the sandbox's processes (minus any it excludes,
-// such as a guardian of its own). Used where no cgroup tracks the tree.
-func descendants(root int, exclude map[int]bool) []int {
+// its descendants are exactly the sandbox's processes.
+func descendants(root int) []int {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil
@@ -35,9 +34,6 @@ func descendants(root int, exclude map[int]bool) []int {
 		p := queue[0]
 		queue = queue[1:]
 		for _, c := range children[p] {
-			if exclude[c] {
-				continue
-			}
 			out = append(out, c)
 			queue = append(queue, c)
 		}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs Go test packages inside throwaway QEMU guests with a real unified
+# cgroup v2 (cpu, memory, pids): what CI and `make vm-test` call.
+#
+# Usage: integration/vm/run-tests.sh [go test flags] [packages]   (default ./...)
+#
+# 1. installs and caches what the guest needs (setup.sh);
+# 2. boots one guest with a tiny probe and prints its kernel, Landlock ABI and
+#    cgroup controllers (and stops right there if the guest does not work);
+# 3. runs `go test -count=1 -exec integration/vm/exec ARGS...`: each test
+#    binary runs in a fresh guest, go test prints its own ok/FAIL lines;
+# 4. prints a one-line summary; exits with go test's status.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname -- "$(readlink -f -- "${BASH_SOURCE[0]}")")/lib.sh"
+cd "$REPO_ROOT"
+t0=$(vm_now)
+
+setup_out=$("$VM_DIR/setup.sh") || vm_die "setup.sh failed"
+krel=$(sed -n 's/^KREL=//p' <<<"$setup_out")
+vm_log "guest kernel $krel ($(cat "$(sed -n 's/^KDIR=//p' <<<"$setup_out")/package")), setup $(vm_elapsed "$t0")s"
+
+mkdir -p "$VM_CACHE"
+go build -o "$VM_CACHE/probe" ./integration/vm/probe
+t1=$(vm_now)
+info=$("$VM_DIR/exec" "$VM_CACHE/probe") || vm_die "the guest does not work (probe failed, see above)"
+vm_log "guest: $info ($(vm_elapsed "$t1")s)"
+field() { sed -n "s/.*\\b$1=\\(\"[^\"]*\"\\|[^ ]*\\).*/\\1/p" <<<"$info" | tr -d '"'; }
+[[ $(field cgroup) == unified ]] || vm_die "guest cgroup mode is $(field cgroup), want unified"
+
+((${#@} > 0)) || set -- ./...
+timings=$(mktemp "$VM_CACHE/timings.XXXXXX")
+log=$(mktemp "$VM_CACHE/gotest.XXXXXX")
+trap 'rm -f "$timings" "$log"' EXIT
+t2=$(vm_now)
+set +e
+SE_VM_TIMING_FILE=$timings go test -count=1 -exec "$VM_DIR/exec" "$@" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+
+ok=$(grep -c '^ok ' "$log" || true)
+failed=$(grep -cE '^FAIL\s+\S+' "$log" || true)
+notests=$(grep -c '^?  ' "$log" || true)
+boots=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^boot=/) { sub("boot=", "", $i); if ($i + 0 > max) max = $i + 0; n++ } }
+	END { if (n) printf "%d guests, slowest boot-to-payload %.1fs", n, max; else printf "0 guests" }' "$timings")
+vm_log "summary: kernel $(field kernel), cgroup $(field cgroup) [$(field controllers)], Landlock ABI $(field landlock_abi);" \
+	"packages: $ok ok, $failed FAIL, $notests without tests; $boots; go test $(vm_elapsed "$t2")s, total $(vm_elapsed "$t0")s; exit $rc"
+exit "$rc"

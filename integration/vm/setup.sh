@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# Prepares everything the VM harness needs and prints where it is:
+#   - apt packages (qemu, busybox-static, cpio, xz, zstd) when missing;
+#   - the guest kernel, taken from the Debian kernel package WITHOUT installing it
+#     (apt-get download + dpkg-deb --fsys-tarfile | tar of just the files we use);
+#   - an uncompressed ELF vmlinux carved out of the bzImage (boots through PVH
+#     with qboot, about 3 s faster under TCG than the bzImage path);
+#   - the 9p/virtio/overlay modules and their dependencies, in load order;
+#   - the base initramfs (busybox, /init, those modules).
+# Everything is cached under $VM_CACHE keyed by package name and version; the
+# base initramfs is keyed by a hash of its inputs, so editing guest/init
+# rebuilds it on the next run. A warm call takes a few milliseconds.
+#
+# Usage: setup.sh [--refresh]
+#   --refresh  re-resolve the kernel package from apt (default: reuse the last
+#              resolved one for $SE_VM_KERNEL, so runs are reproducible).
+# Output (stdout): KEY=VALUE lines (KDIR, KERNEL, INITRD, KREL).
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
+
+refresh=${SE_VM_REFRESH:-0}
+case ${1:-} in
+--refresh) refresh=1 ;;
+"") ;;
+*) vm_die "usage: setup.sh [--refresh]" ;;
+esac
+
+KROOT=$VM_CACHE/kernel
+pointer=$KROOT/current-$VM_KERNEL
+
+# Modules the guest loads, roots only: dependencies come from each module's
+# own modinfo. Anything not shipped as a module is assumed built in.
+ROOT_MODULES=(virtio_pci 9pnet_virtio 9p overlay)
+
+base_key() {
+	# The base initramfs depends on exactly these inputs.
+	cat "$VM_DIR/guest/init" /bin/busybox "$1/load.order" | sha256sum | cut -c1-16
+}
+
+emit() {
+	local kdir=$1 key
+	key=$(base_key "$kdir")
+	printf 'KDIR=%s\nKERNEL=%s\nINITRD=%s\nKREL=%s\n' "$kdir" "$kdir/$(cat "$kdir/kernel.name")" \
+		"$kdir/initrd-base-$key.cpio" "$(cat "$kdir/release")"
+}
+
+# Fast path: everything already there, no lock, no apt.
+if [[ $refresh != 1 && -r $pointer ]]; then
+	kdir=$KROOT/$(cat "$pointer")
+	if [[ -e $kdir/ready && -x /bin/busybox ]] && command -v qemu-system-x86_64 >/dev/null &&
+		[[ -e $kdir/initrd-base-$(base_key "$kdir").cpio ]]; then
+		emit "$kdir"
+		exit 0
+	fi
+fi
+
+mkdir -p "$KROOT"
+# Parallel `go test -p N` runs start several wrappers at once: one prepares,
+# the others wait here and then take the fast path's result.
+exec 9>"$VM_CACHE/.setup.lock"
+flock 9
+# Work dirs of a setup that was killed (under the lock, so none is in use).
+rm -rf "$VM_CACHE"/tmp.*
+
+install_packages() {
+	local missing=()
+	command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
+	[[ -r /usr/share/qemu/qboot.rom ]] || missing+=(qemu-system-data)
+	# busybox-static, not busybox: the initramfs has no libc.
+	dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing+=(busybox-static)
+	command -v cpio >/dev/null || missing+=(cpio)
+	command -v xz >/dev/null || missing+=(xz-utils)
+	command -v zstd >/dev/null || missing+=(zstd)
+	((${#missing[@]} == 0)) && return 0
+	vm_log "installing ${missing[*]}"
+	# A fresh machine may have empty or stale lists.
+	apt-get -o DPkg::Lock::Timeout=300 update -qq >&2
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
+		--no-install-recommends "${missing[@]}" >&2
+}
+
+# apt configuration for the kernel: the machine's own sources for the default,
+# a private state directory for backports. The private state never touches
+# /etc/apt nor the machine's lists: its own sources.list, lists and caches.
+APT_OPTS=()
+apt_private_backports() {
+	local d=$VM_CACHE/apt-backports codename mirror
+	# shellcheck disable=SC1091
+	codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+	# Reuse the mirror the machine already uses for its main suite.
+	# shellcheck disable=SC2016 # $(...) is apt's own format syntax
+	mirror=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null |
+		awk -v s="$codename" '$2 == s { print $1; exit }')
+	[[ -n $mirror ]] || vm_die "no apt source for suite $codename found to derive a backports mirror from"
+	mkdir -p "$d/lists/partial" "$d/cache/archives/partial" "$d/parts"
+	printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s-backports main\n' \
+		"$mirror" "$codename" >"$d/sources.list"
+	APT_OPTS=(-o "Dir::Etc::SourceList=$d/sources.list" -o "Dir::Etc::SourceParts=$d/parts"
+		-o "Dir::State::Lists=$d/lists" -o "Dir::Cache=$d/cache" -o Acquire::Languages=none)
+	if ! compgen -G "$d/lists/*Packages*" >/dev/null; then
+		vm_log "fetching the $codename-backports package lists into a private apt state"
+		apt-get "${APT_OPTS[@]}" update -qq >&2
+	fi
+}
+
+apt_update() {
+	vm_log "apt-get update"
+	apt-get "${APT_OPTS[@]}" -o DPkg::Lock::Timeout=300 update -qq >&2
+}
+
+# Prints "package version" of the kernel image package to use.
+resolve_kernel() {
+	local meta=linux-image-amd64 pkg dep ver
+	[[ $VM_KERNEL == linux-image-* ]] && meta='' pkg=$VM_KERNEL
+	if [[ -n $meta ]]; then
+		dep=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions "$meta" 2>/dev/null | sed -n 's/^Depends: //p' | head -n1) || true
+		if [[ -z $dep ]]; then
+			apt_update
+			dep=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions "$meta" | sed -n 's/^Depends: //p' | head -n1)
+		fi
+		pkg=$(tr ',' '\n' <<<"$dep" | grep -o 'linux-image-[^ ]*' | head -n1)
+		[[ -n $pkg ]] || vm_die "cannot tell which kernel package $meta depends on ($dep)"
+	fi
+	ver=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions "$pkg" 2>/dev/null | sed -n 's/^Version: //p' | head -n1) || true
+	[[ -n $ver ]] || vm_die "apt knows no package $pkg"
+	echo "$pkg $ver"
+}
+
+# Writes the decompressed kernel proper of a bzImage to $2 (an ELF vmlinux,
+# bootable through its PVH note). Reads the x86 boot protocol header rather
+# than scanning for magic bytes: setup_sects at 0x1f1, payload_offset and
+# payload_length at 0x248/0x24c (boot protocol >= 2.08).
+extract_vmlinux() {
+	local bz=$1 out=$2 sects off len magic
+	sects=$(od -An -tu1 -j $((0x1f1)) -N1 "$bz" | tr -d ' ')
+	read -r off len < <(od -An -tu4 -j $((0x248)) -N8 "$bz")
+	off=$(((sects + 1) * 512 + off))
+	magic=$(tail -c +$((off + 1)) "$bz" | head -c 6 | od -An -tx1 | tr -d ' \n')
+	# The build appends the decompressed size (4 bytes) after the stream.
+	case $magic in
+	fd377a585a00*) tail -c +$((off + 1)) "$bz" | head -c "$len" | xz -dc --single-stream >"$out" ;;
+	28b52ffd*) tail -c +$((off + 1)) "$bz" | head -c $((len - 4)) | zstd -qdc >"$out" ;;
+	1f8b*) tail -c +$((off + 1)) "$bz" | head -c "$len" | gzip -dc >"$out" 2>/dev/null || [[ $? == 2 ]] ;;
+	*) return 1 ;;
+	esac
+	[[ $(head -c 4 "$out" | od -An -tx1 | tr -d ' \n') == 7f454c46 ]]
+}
+
+fetch_kernel() {
+	local pkg=$1 ver=$2 kdir=$3 tmp deb
+	tmp=$(mktemp -d "$VM_CACHE/tmp.XXXXXX")
+	# shellcheck disable=SC2064 # expand now: tmp is local
+	trap "rm -rf '$tmp'" EXIT
+	vm_log "downloading $pkg $ver"
+	# APT::Sandbox::User=root: the _apt user cannot write into our cache dir.
+	if ! (cd "$tmp" && apt-get "${APT_OPTS[@]}" -o APT::Sandbox::User=root -qq download "$pkg=$ver" >&2); then
+		apt_update # stale lists point at a file the mirror no longer has
+		(cd "$tmp" && apt-get "${APT_OPTS[@]}" -o APT::Sandbox::User=root -qq download "$pkg=$ver" >&2)
+	fi
+	deb=$(echo "$tmp"/*.deb)
+	mkdir -p "$tmp/x" "$tmp/k/modules"
+	# Decompress the payload once (3 s here): the listing and the one tar pass
+	# per dependency level below then read a plain tar instead of
+	# decompressing 70 MB of xz each time.
+	dpkg-deb --fsys-tarfile "$deb" >"$tmp/data.tar"
+	rm -f "$deb"
+	tar -tf "$tmp/data.tar" >"$tmp/list"
+
+	# Extract the boot files and the root modules together, then one pass per
+	# dependency level (usually two or three more).
+	local -A path_of=() seen=() deps_of=()
+	local line name want=() pass=() m d
+	while read -r line; do
+		[[ $line =~ /([^/]+)\.ko(\.xz|\.zst|\.gz)?$ ]] || continue
+		name=${BASH_REMATCH[1]//-/_}
+		path_of[$name]=$line
+	done <"$tmp/list"
+	mapfile -t pass < <(grep -E '^\./boot/(vmlinuz|config)-' "$tmp/list")
+	want=("${ROOT_MODULES[@]}")
+	while :; do
+		local next=()
+		for m in "${want[@]}"; do
+			[[ -n ${seen[$m]:-} ]] && continue
+			seen[$m]=1
+			if [[ -z ${path_of[$m]:-} ]]; then
+				vm_log "module $m is not in $pkg: assuming it is built in"
+				seen[$m]=builtin
+				continue
+			fi
+			pass+=("${path_of[$m]}")
+			next+=("$m")
+		done
+		((${#pass[@]} == 0)) && break
+		tar -x -f "$tmp/data.tar" -C "$tmp/x" "${pass[@]}"
+		pass=()
+		want=()
+		for m in "${next[@]}"; do
+			local src=$tmp/x/${path_of[$m]#./} ko=$tmp/k/modules/$m.ko
+			case $src in
+			*.xz) xz -dc "$src" >"$ko" ;;
+			*.zst) zstd -qdc "$src" >"$ko" ;;
+			*.gz) gzip -dc "$src" >"$ko" ;;
+			*) cp "$src" "$ko" ;;
+			esac
+			# .modinfo holds NUL-separated key=value strings; "depends=a,b".
+			deps_of[$m]=$(tr '\0' '\n' <"$ko" | sed -n 's/^depends=//p' | head -n1 | tr ',' ' ')
+			for d in ${deps_of[$m]}; do want+=("${d//-/_}"); done
+		done
+	done
+
+	# Load order: dependencies first (depth-first post-order from the roots).
+	local -A placed=()
+	place() {
+		local m=$1 d
+		[[ -n ${placed[$m]:-} || ${seen[$m]:-} == builtin ]] && return 0
+		placed[$m]=1
+		for d in ${deps_of[$m]:-}; do place "${d//-/_}"; done
+		echo "$m" >>"$tmp/k/load.order"
+	}
+	: >"$tmp/k/load.order"
+	for m in "${ROOT_MODULES[@]}"; do place "$m"; done
+
+	local bz
+	bz=$(echo "$tmp"/x/boot/vmlinuz-*)
+	[[ -f $bz ]] || vm_die "$pkg has no /boot/vmlinuz-*"
+	cp "$tmp"/x/boot/config-* "$tmp/k/config"
+	echo "${bz##*/vmlinuz-}" >"$tmp/k/release"
+	if extract_vmlinux "$bz" "$tmp/k/vmlinux"; then
+		echo vmlinux >"$tmp/k/kernel.name"
+	else
+		# Still bootable, just slower: QEMU's linuxboot path decompresses it.
+		vm_log "could not extract an ELF vmlinux from $bz: booting the bzImage"
+		rm -f "$tmp/k/vmlinux"
+		cp "$bz" "$tmp/k/vmlinuz"
+		echo vmlinuz >"$tmp/k/kernel.name"
+	fi
+	echo "$pkg $ver" >"$tmp/k/package"
+	rm -rf "$kdir"
+	mv "$tmp/k" "$kdir"
+	touch "$kdir/ready"
+	rm -rf "$tmp"
+	trap - EXIT
+}
+
+build_base_initrd() {
+	local kdir=$1 out=$2 st
+	st=$(mktemp -d "$VM_CACHE/tmp.XXXXXX")
+	mkdir -p "$st"/{bin,dev,proc,sys,newroot,rw,se-run,lib/modules}
+	cp /bin/busybox "$st/bin/busybox"
+	# Only sh here; /init links the other applets itself (one exec at boot
+	# instead of 400 forks of ln here).
+	ln -s busybox "$st/bin/sh"
+	cp "$VM_DIR/guest/init" "$st/init"
+	chmod 0755 "$st/init"
+	cp "$kdir"/modules/*.ko "$st/lib/modules/" 2>/dev/null || true
+	cp "$kdir/load.order" "$st/lib/modules/load.order"
+	# The kernel opens /dev/console for /init's stdio before /init can mount
+	# devtmpfs.
+	mknod "$st/dev/console" c 5 1
+	# Stored uncompressed: a few MB copied by QEMU beats decompressing them
+	# under TCG.
+	(cd "$st" && find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) >"$out.tmp"
+	mv "$out.tmp" "$out"
+	rm -rf "$st"
+}
+
+install_packages
+# ldd fails on a static binary; the initramfs has no libc for a dynamic one.
+! ldd /bin/busybox >/dev/null 2>&1 || vm_die "/bin/busybox is dynamically linked: install busybox-static"
+
+kdir=
+if [[ $refresh != 1 && -r $pointer && -e $KROOT/$(cat "$pointer")/ready ]]; then
+	kdir=$KROOT/$(cat "$pointer")
+else
+	case $VM_KERNEL in
+	bookworm | stable | default | linux-image-*) ;;
+	backports) apt_private_backports ;;
+	*) vm_die "SE_VM_KERNEL=$VM_KERNEL: want bookworm, backports or a linux-image-* package name" ;;
+	esac
+	read -r pkg ver < <(resolve_kernel)
+	[[ -n ${pkg:-} ]] || exit 125
+	kdir=$KROOT/${pkg}_$ver
+	if [[ ! -e $kdir/ready ]]; then
+		t0=$(vm_now)
+		fetch_kernel "$pkg" "$ver" "$kdir"
+		vm_log "kernel $(cat "$kdir/release") ready in $(vm_elapsed "$t0") s ($(wc -l <"$kdir/load.order") modules)"
+	fi
+	echo "${kdir##*/}" >"$pointer.tmp"
+	mv "$pointer.tmp" "$pointer"
+fi
+
+initrd=$kdir/initrd-base-$(base_key "$kdir").cpio
+if [[ ! -e $initrd ]]; then
+	rm -f "$kdir"/initrd-base-*.cpio # stale keys
+	build_base_initrd "$kdir" "$initrd"
+fi
+emit "$kdir"
