@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/doctor"
 	"sandbox-executable/policy"
 	"sandbox-executable/seccomp"
 	"sandbox-executable/supervisor"
@@ -40,6 +41,9 @@ func fail(code int, err error) int {
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "doctor" {
+		return doctorCmd(args[1:])
+	}
 	o, err := parseArgs(args)
 	if err != nil {
 		return fail(supervisor.ExitSetup, err)
@@ -120,6 +124,37 @@ func run(args []string) int {
 		fail(res.ExitCode, res.Err)
 	}
 	return res.ExitCode
+}
+
+// doctorCmd prints what this host can enforce: a screen for people, or JSON
+// with --json. It exits 0 when every part of the strict model is available.
+func doctorCmd(args []string) int {
+	asJSON := false
+	for _, a := range args {
+		switch a {
+		case "--json":
+			asJSON = true
+		case "--help", "-h":
+			fmt.Fprint(os.Stdout, "Usage: sandbox-executable doctor [--json]\n\nSays what this host can enforce of the strict model, what it cannot, and how\nto fix each gap. Exit status 0 when everything is available, 1 otherwise.\n")
+			return 0
+		default:
+			return fail(supervisor.ExitSetup, fmt.Errorf("doctor: unknown option %s", quoteArg(a)))
+		}
+	}
+	r := doctor.Check(doctor.Options{})
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return fail(supervisor.ExitSetup, err)
+		}
+	} else {
+		fmt.Fprint(os.Stdout, r.Text())
+	}
+	if !r.OK {
+		return 1
+	}
+	return 0
 }
 
 // parseCPUQuota reads --cpu-quota CORES: a positive number of CPUs

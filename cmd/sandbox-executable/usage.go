@@ -3,6 +3,7 @@ package main
 // usage is the --help text. The man page is generated from it.
 const usage = `Usage:
   sandbox-executable [OPTIONS] --sandbox-policy JSON [--] PROGRAM [ARGS...]
+  sandbox-executable doctor [--json]
 
 Runs PROGRAM under a sandbox: Landlock limits writes to the policy's writable
 roots and hides the denied paths, a seccomp filter blocks dangerous system
@@ -44,6 +45,8 @@ Running:
                               (Landlock ABI 7, audit log)
 
 Information:
+  doctor [--json]             say what this host can enforce and how to fix
+                              each gap (exit 0 when everything is available)
   --explain                   print the resolved plan and how this host will
                               enforce it, as JSON on stdout; run nothing
   --help, -h                  this text

@@ -1,0 +1,310 @@
+package doctor
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/cgroups"
+	"sandbox-executable/mountns"
+)
+
+func notes(it Item) string { return strings.Join(it.Notes, "\n") }
+
+func TestLandlockItem(t *testing.T) {
+	lsmHost := Host{LSMs: []string{"capability", "lockdown", "yama", "apparmor"}}
+
+	it := landlockItem(landlockFacts{abi: 7, errata: 0x7}, Host{})
+	if it.Status != StatusOK || !it.Strict || it.Fix != "" {
+		t.Errorf("ABI 7: %+v", it)
+	}
+	if want := "ABI 7 (errata 0x7): filesystem, refer, truncate, TCP, ioctl_dev, scoping, audit logging"; it.Detail != want {
+		t.Errorf("ABI 7 detail = %q, want %q", it.Detail, want)
+	}
+	if !strings.Contains(notes(it), "errata fixed: 1 TCP socket identification, 2 scoped signal handling, 3 disconnected directory handling") {
+		t.Errorf("ABI 7 notes: %s", notes(it))
+	}
+
+	it = landlockItem(landlockFacts{abi: 7, errata: 0x3 | 1<<5}, Host{})
+	if it.Status != StatusOK || !strings.Contains(notes(it), "erratum 3 (disconnected directory handling) NOT fixed") || !strings.Contains(notes(it), "also 6 (unknown to this helper)") {
+		t.Errorf("erratum 3 unfixed: %+v", it)
+	}
+
+	it = landlockItem(landlockFacts{abi: 3, errataErr: unix.EINVAL}, Host{})
+	if it.Status != StatusOK || !strings.HasPrefix(it.Detail, "ABI 3 (errata n/a): filesystem, refer, truncate") {
+		t.Errorf("ABI 3: %+v", it)
+	}
+	for _, want := range []string{"not reported by this kernel (EINVAL", "uses up to ABI 7 (Linux 6.15)", "ABI 4 TCP (Linux 6.7)", "ABI 7 audit logging (Linux 6.15): --log-denials"} {
+		if !strings.Contains(notes(it), want) {
+			t.Errorf("ABI 3 notes lack %q:\n%s", want, notes(it))
+		}
+	}
+	if strings.Contains(notes(it), "erratum 1") {
+		t.Errorf("erratum 1 concerns ABI 4+, not 3:\n%s", notes(it))
+	}
+
+	it = landlockItem(landlockFacts{abi: 2}, Host{})
+	if it.Status != StatusDegraded || !strings.Contains(it.Fix, "bookworm-backports") || !strings.Contains(it.Fix, "--fs-mode exact") {
+		t.Errorf("ABI 2: %+v", it)
+	}
+	if !strings.Contains(notes(it), "truncate(2) and O_TRUNC outside the writable roots are not stopped") {
+		t.Errorf("ABI 2 must say what truncate costs:\n%s", notes(it))
+	}
+
+	it = landlockItem(landlockFacts{abi: 9, errata: 0x7}, Host{})
+	if it.Status != StatusOK || !strings.Contains(notes(it), "offers ABI 9; the helper uses up to 7 (not used: tsync (8), unix sockets (9))") {
+		t.Errorf("ABI 9: %+v", it)
+	}
+
+	it = landlockItem(landlockFacts{abiErr: unix.EOPNOTSUPP}, lsmHost)
+	if it.Status != StatusMissing || !strings.Contains(it.Detail, "EOPNOTSUPP") || !strings.Contains(it.Fix, "lsm=landlock,lockdown,yama,apparmor") {
+		t.Errorf("disabled at boot: %+v", it)
+	}
+	it = landlockItem(landlockFacts{abiErr: unix.ENOSYS, filtered: true}, Host{})
+	if it.Status != StatusMissing || !strings.Contains(it.Fix, "landlock_restrict_self") {
+		t.Errorf("filtered: %+v", it)
+	}
+	it = landlockItem(landlockFacts{abiErr: unix.ENOSYS}, Host{WSL: WSL{Detected: true, Version: 2}})
+	if !strings.Contains(it.Fix, ".wslconfig") {
+		t.Errorf("WSL 2: %+v", it)
+	}
+	if !strings.Contains(notes(it), "not readable") {
+		t.Errorf("LSM note: %s", notes(it))
+	}
+}
+
+func TestSeccompItem(t *testing.T) {
+	f := seccompFacts{mode: 0, filters: 0, actions: seccompActions(), library: "2.5.4"}
+	it := seccompItem(f)
+	if it.Status != StatusOK || it.Detail != "filter mode available (this process not filtered); actions: KILL_PROCESS, ERRNO, LOG, USER_NOTIF; libseccomp 2.5.4" {
+		t.Errorf("all available: %+v", it)
+	}
+
+	f.mode, f.filters = 2, 3
+	f.actions = seccompActions()
+	f.actions[3].err = unix.EOPNOTSUPP
+	it = seccompItem(f)
+	if it.Status != StatusOK || !strings.Contains(it.Detail, "lacking USER_NOTIF (EOPNOTSUPP)") || !strings.Contains(notes(it), "under 3 seccomp filter(s)") {
+		t.Errorf("filtered, no USER_NOTIF: %+v", it)
+	}
+
+	f.actions = seccompActions()
+	f.actions[0].err = unix.EOPNOTSUPP
+	if it = seccompItem(f); it.Status != StatusDegraded || !strings.Contains(it.Fix, "4.14") {
+		t.Errorf("no KILL_PROCESS: %+v", it)
+	}
+	f.actions = seccompActions()
+	for i := range f.actions {
+		f.actions[i].err = unix.EPERM
+	}
+	if it = seccompItem(f); it.Status != StatusDegraded || !strings.Contains(it.Fix, "allows seccomp(2)") {
+		t.Errorf("seccomp(2) refused: %+v", it)
+	}
+	if it = seccompItem(seccompFacts{mode: -1}); it.Status != StatusMissing || !strings.Contains(it.Fix, "CONFIG_SECCOMP_FILTER") {
+		t.Errorf("no seccomp: %+v", it)
+	}
+}
+
+// cgroupTree makes dirs under a temporary directory and returns it.
+func cgroupTree(t *testing.T, dirs ...string) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func TestCgroupsUnified(t *testing.T) {
+	root := cgroupTree(t, "user.slice/app.scope/sandbox-executable-supervisor", "other")
+	own := filepath.Join(root, "user.slice/app.scope")
+	if err := os.WriteFile(own+"/cgroup.controllers", []byte("cpu memory pids\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(root+"/other/cgroup.kill", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := &cgroups.Host{Mode: cgroups.Unified, V2: &cgroups.Hierarchy{
+		Controllers: []string{"cpu", "memory", "pids"}, Mount: root, Root: "/",
+		Own: "/user.slice/app.scope/sandbox-executable-supervisor",
+	}}
+	var asked []string
+	allow := func(p string) error { asked = append(asked, strings.TrimPrefix(p, root)); return nil }
+	f := cgroupFactsOf(h, 1000, allow)
+	it := cgroupsItem(f, Host{Systemd: true})
+	if it.Status != StatusOK || !strings.Contains(notes(it), "delegated to uid 1000") || !strings.Contains(notes(it), "kill: cgroup.kill") {
+		t.Errorf("delegated unified: %+v", it)
+	}
+	want := "/user.slice/app.scope /user.slice/app.scope/cgroup.procs /user.slice/app.scope/cgroup.subtree_control"
+	if got := strings.Join(asked, " "); got != want {
+		t.Errorf("checked %q, want %q (the supervisor leaf's parent)", got, want)
+	}
+
+	deny := func(p string) error {
+		if strings.HasSuffix(p, "cgroup.procs") {
+			return unix.EACCES
+		}
+		return nil
+	}
+	it = cgroupsItem(cgroupFactsOf(h, 1000, deny), Host{})
+	if it.Status != StatusMissing || !strings.Contains(notes(it), "uid 1000 cannot create a group: not writable: "+own+"/cgroup.procs (EACCES)") {
+		t.Errorf("not delegated: %+v", it)
+	}
+	if !strings.Contains(it.Fix, "systemd-run --user --scope -p Delegate=yes sandbox-executable ...") || !strings.Contains(it.Fix, "systemd is not running here") {
+		t.Errorf("fix: %q", it.Fix)
+	}
+
+	rofs := func(string) error { return unix.EROFS }
+	if it = cgroupsItem(cgroupFactsOf(h, 0, rofs), Host{}); it.Status != StatusMissing || !strings.Contains(it.Fix, "read-only") {
+		t.Errorf("read-only cgroupfs: %+v", it)
+	}
+
+	h.V2.Controllers = []string{"cpu"}
+	if it = cgroupsItem(cgroupFactsOf(h, 0, allow), Host{}); it.Status != StatusMissing || !strings.Contains(notes(it), "memory and pids controller is in no mounted hierarchy") {
+		t.Errorf("no memory/pids: %+v", it)
+	}
+	if it = cgroupsItem(cgroupFactsOf(&cgroups.Host{Mode: cgroups.Unavailable}, 0, allow), Host{}); it.Status != StatusMissing || !strings.Contains(it.Fix, "mount -t cgroup2") {
+		t.Errorf("unavailable: %+v", it)
+	}
+}
+
+func TestCgroupsHybrid(t *testing.T) {
+	root := cgroupTree(t, "unified/sandbox-executable", "memory/process_api/x", "pids", "cpu", "cpuacct")
+	if err := os.WriteFile(root+"/unified/sandbox-executable/cgroup.kill", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := &cgroups.Host{
+		Mode: cgroups.Hybrid,
+		V2:   &cgroups.Hierarchy{Controllers: []string{"hugetlb"}, Mount: root + "/unified", Root: "/", Own: "/"},
+		V1: []cgroups.Hierarchy{
+			{ID: 8, Controllers: []string{"pids"}, Mount: root + "/pids", Root: "/", Own: "/"},
+			{ID: 4, Controllers: []string{"memory"}, Mount: root + "/memory", Root: "/", Own: "/process_api/x"},
+			{ID: 2, Controllers: []string{"cpuacct"}, Mount: root + "/cpuacct", Root: "/", Own: "/"},
+			{ID: 1, Controllers: []string{"cpu"}, Mount: root + "/cpu", Root: "/", Own: "/"},
+		},
+	}
+	var asked []string
+	allow := func(p string) error { asked = append(asked, strings.TrimPrefix(p, root)); return nil }
+	it := cgroupsItem(cgroupFactsOf(h, 0, allow), Host{})
+	if it.Status != StatusOK || !strings.HasPrefix(it.Detail, "hybrid: memory v1 "+root+"/memory, pids v1 "+root+"/pids, cpu v1 "+root+"/cpu") {
+		t.Errorf("hybrid as root: %+v", it)
+	}
+	if got := strings.Join(asked, " "); got != "/unified/sandbox-executable /pids /memory/process_api/x" {
+		t.Errorf("checked %q", got)
+	}
+	if !strings.Contains(notes(it), "CPU usage from v2 cpu.stat; kill: cgroup.kill") {
+		t.Errorf("notes: %s", notes(it))
+	}
+
+	deny := func(string) error { return unix.EACCES }
+	it = cgroupsItem(cgroupFactsOf(h, 65534, deny), Host{Systemd: true})
+	if it.Status != StatusMissing || !strings.Contains(it.Fix, "systemd.unified_cgroup_hierarchy=1") || !strings.Contains(it.Fix, "systemd-run --user --scope -p Delegate=yes") {
+		t.Errorf("hybrid, uid 65534: %+v", it)
+	}
+}
+
+func nsFake(privileged bool) nsFacts {
+	ok := nsAttempt{ok: true}
+	return nsFacts{
+		probes:    nsProbes{privileged: privileged, user: ok, mnt: ok, net: ok},
+		euid:      1000,
+		maxUserNS: 15000, maxMntNS: 15000, maxNetNS: 15000, unprivClone: -1, aaRestrict: -1,
+	}
+}
+
+func TestNamespaceItems(t *testing.T) {
+	f := nsFake(false)
+	for _, it := range []Item{mountnsItem(f), netnsItem(f), usernsItem(f)} {
+		if it.Status != StatusOK || !strings.Contains(it.Detail, "uid 1000 mapped to itself") {
+			t.Errorf("%s: %+v", it.ID, it)
+		}
+	}
+	if it := usernsItem(f); it.Strict {
+		t.Error("userns must be informational")
+	}
+
+	eperm := nsAttempt{flags: "CLONE_NEWUSER|CLONE_NEWNS", errno: unix.EPERM, err: "fork/exec /bin/true: operation not permitted"}
+	for _, c := range []struct {
+		name   string
+		set    func(*nsFacts)
+		detail string
+		fix    string
+	}{
+		{"apparmor", func(f *nsFacts) { f.aaRestrict = 1 }, "kernel.apparmor_restrict_unprivileged_userns is 1", "packaging/apparmor/sandbox-executable"},
+		{"max_user_namespaces", func(f *nsFacts) { f.maxUserNS = 0 }, "user.max_user_namespaces is 0", "sysctl -w user.max_user_namespaces=15000"},
+		{"debian switch", func(f *nsFacts) { f.unprivClone = 0 }, "kernel.unprivileged_userns_clone is 0", "sysctl -w kernel.unprivileged_userns_clone=1"},
+		{"max_mnt_namespaces", func(f *nsFacts) { f.maxMntNS = 0 }, "user.max_mnt_namespaces is 0", "sysctl -w user.max_mnt_namespaces=15000"},
+		{"container filter", func(f *nsFacts) { f.filtered = true }, "seccomp filter on this process", "--security-opt seccomp=unconfined"},
+		{"timeout", func(f *nsFacts) {
+			f.probes.mnt = nsAttempt{flags: "CLONE_NEWNS", timedOut: true, err: "no answer within 150ms"}
+		}, "no answer within 150ms: the clone did not finish in time", "doctor again"},
+	} {
+		f := nsFake(false)
+		f.probes.mnt = eperm
+		c.set(&f)
+		it := mountnsItem(f)
+		if it.Status != StatusMissing || !strings.Contains(it.Detail, c.detail) || !strings.Contains(it.Fix, c.fix) {
+			t.Errorf("%s: %+v", c.name, it)
+		}
+		if !strings.Contains(notes(it), "only --fs-mode landlock runs") {
+			t.Errorf("%s: the mode consequence is missing: %s", c.name, notes(it))
+		}
+	}
+	if it := mountnsItem(nsFacts{probes: nsProbes{mnt: eperm}}); !strings.HasPrefix(it.Detail, "clone(CLONE_NEWUSER|CLONE_NEWNS) of /bin/true failed: EPERM (operation not permitted)") {
+		t.Errorf("detail: %q", it.Detail)
+	}
+
+	p := nsFake(true)
+	p.probes.net = nsAttempt{flags: "CLONE_NEWNET", errno: unix.EPERM}
+	p.aaRestrict = 1 // does not concern a process with CAP_SYS_ADMIN
+	it := netnsItem(p)
+	if it.Status != StatusMissing || !strings.Contains(it.Detail, "despite CAP_SYS_ADMIN") || !strings.Contains(notes(it), "network allowlist cannot be enforced") {
+		t.Errorf("privileged netns refused: %+v", it)
+	}
+	if u := usernsItem(p); u.Status != StatusOK || !strings.Contains(notes(u), "kernel.apparmor_restrict_unprivileged_userns is 1") {
+		t.Errorf("privileged userns: %+v", u)
+	}
+
+	f = nsFake(false)
+	f.helper = mountns.Availability{OK: false, Why: "user namespaces are disabled"}
+	if it := mountnsItem(f); !strings.Contains(notes(it), "pre-check (mountns.Probe) says no") {
+		t.Errorf("disagreement not reported: %+v", it)
+	}
+}
+
+func TestNSFactsFromFakeProc(t *testing.T) {
+	e := fakeRoot(t, map[string]string{
+		"/proc/sys/user/max_user_namespaces":                     "0\n",
+		"/proc/sys/user/max_net_namespaces":                      "7\n",
+		"/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1\n",
+	})
+	f := e.nsFacts(nsProbes{}, procStatus{Seccomp: 2}, Host{EUID: 1000, Container: Container{Likely: true}})
+	if f.maxUserNS != 0 || f.maxNetNS != 7 || f.maxMntNS != -1 || f.unprivClone != -1 || f.aaRestrict != 1 || !f.filtered || !f.container || f.euid != 1000 {
+		t.Errorf("nsFacts = %+v", f)
+	}
+}
+
+func TestTryCloneBounds(t *testing.T) {
+	if a := tryClone("", 0, false, DefaultForkTimeout); a.ok || a.err == "" {
+		t.Errorf("no binary: %+v", a)
+	}
+	if a := tryClone("/bin/true", 0, false, 1); a.ok || !a.timedOut {
+		t.Errorf("1ns timeout: %+v", a)
+	}
+}
+
+func TestComputeOK(t *testing.T) {
+	items := []Item{{ID: "a", Strict: true, Status: StatusOK}, {ID: "b", Status: StatusMissing}}
+	if !computeOK(items) {
+		t.Error("an informational item must not decide OK")
+	}
+	items[0].Status = StatusDegraded
+	if computeOK(items) {
+		t.Error("a degraded strict item must make OK false")
+	}
+}

@@ -1,0 +1,263 @@
+package doctor
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/landlock"
+)
+
+// helperABI is the newest Landlock ABI whose features the helper uses.
+const helperABI = 7
+
+// strictABI is the oldest ABI the strict model accepts without a flag: ABI
+// 3 handles truncate.
+const strictABI = 3
+
+// abiFeature is what one Landlock ABI added.
+type abiFeature struct {
+	short  string // for the one-line summary
+	kernel string // first mainline release, "" when not recorded here
+	gap    string // what a sandbox lacks without it
+}
+
+// abiFeatures are indexed by ABI - 1.
+var abiFeatures = []abiFeature{
+	{"filesystem", "5.13", "no Landlock at all"},
+	{"refer", "5.19", "renames and links across directories are always refused (EXDEV) inside the sandbox"},
+	{"truncate", "6.2", "truncate(2) and O_TRUNC outside the writable roots are not stopped"},
+	{"TCP", "6.7", "no TCP bind/connect rules (the helper's network allowlist uses a network namespace instead)"},
+	{"ioctl_dev", "6.10", "ioctl(2) on device files is not restricted (seccomp still refuses TIOCSTI)"},
+	{"scoping", "6.12", "abstract UNIX sockets and signals to processes outside the sandbox are not scoped"},
+	{"audit logging", "6.15", "--log-denials has no effect (no Landlock audit records)"},
+	{"tsync", "", "restriction of all threads at once"},
+	{"unix sockets", "", "rules for pathname UNIX sockets"},
+	{"UDP", "", "UDP bind/send rules"},
+}
+
+// erratum is a Landlock fix reported by LANDLOCK_CREATE_RULESET_ERRATA:
+// bit N-1 of the mask set means erratum N is fixed in the running kernel.
+type erratum struct {
+	n      int
+	minABI int    // the erratum concerns kernels from this ABI on
+	name   string // the kernel's title
+	effect string // what an unfixed kernel does
+}
+
+// knownErrata are those documented in the kernel's
+// security/landlock/errata/abi-*.h.
+var knownErrata = []erratum{
+	{1, 4, "TCP socket identification", "TCP rules also restrict other IPv4/IPv6 stream protocols (SMC, MPTCP, SCTP)"},
+	{2, 6, "scoped signal handling", "signal scoping refuses signals between threads of one process in different domains"},
+	{3, 1, "disconnected directory handling", "rename or link through a directory moved out of a bind mount can widen access rights past refer restrictions"},
+}
+
+// landlockFacts are what the kernel said.
+type landlockFacts struct {
+	abi int
+	// abiErr is the errno of the version query when abi is 0.
+	abiErr unix.Errno
+	errata uint64
+	// errataErr is the errno of the errata query, 0 when it answered.
+	errataErr unix.Errno
+	// filtered: this process already runs under a seccomp filter.
+	filtered bool
+}
+
+func landlockLive(st procStatus) landlockFacts {
+	f := landlockFacts{abi: landlock.ABI(), filtered: st.Seccomp == 2}
+	if f.abi == 0 {
+		// ABI() hides the errno, which tells "disabled at boot" from "not
+		// built" and "filtered".
+		_, _, f.abiErr = unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+		return f
+	}
+	v, err := landlock.Errata()
+	f.errata = v
+	if err != nil {
+		var errno unix.Errno
+		if !errors.As(err, &errno) {
+			errno = unix.EINVAL
+		}
+		f.errataErr = errno
+	}
+	return f
+}
+
+// landlockSummary is "filesystem, refer, ..." up to abi.
+func landlockSummary(abi int) string {
+	var names []string
+	for i := 0; i < abi && i < len(abiFeatures); i++ {
+		names = append(names, abiFeatures[i].short)
+	}
+	if abi > len(abiFeatures) {
+		names = append(names, fmt.Sprintf("and ABI %d-%d features unknown to this helper", len(abiFeatures)+1, abi))
+	}
+	return strings.Join(names, ", ")
+}
+
+// upgradeFix is the kernel upgrade advice.
+const upgradeFix = "boot Linux 6.15 or later (Landlock ABI 7; 6.2 is the minimum for ABI 3). Debian 12: echo 'deb http://deb.debian.org/debian bookworm-backports main' > /etc/apt/sources.list.d/backports.list && apt update && apt install -t bookworm-backports linux-image-$(dpkg --print-architecture), then reboot"
+
+func landlockItem(f landlockFacts, h Host) Item {
+	it := Item{ID: "landlock", Title: "Landlock filesystem (and network) rules", Strict: true}
+	if f.abi == 0 {
+		it.Status = StatusMissing
+		it.Detail = "no Landlock: landlock_create_ruleset: " + errnoText(f.abiErr) + ": " + landlockWhy(f, h)
+		it.Fix = landlockFix(f, h)
+		it.Notes = append(it.Notes, lsmNote(h))
+		return it
+	}
+	errata := "n/a"
+	if f.errataErr == 0 {
+		errata = fmt.Sprintf("%#x", f.errata)
+	}
+	it.Detail = fmt.Sprintf("ABI %d (errata %s): %s", f.abi, errata, landlockSummary(f.abi))
+	it.Status = StatusOK
+	if f.abi < strictABI {
+		it.Status = StatusDegraded
+		it.Fix = upgradeFix + "; until then run with --fs-mode exact (a mount namespace) or accept the gap with --allow-degraded"
+		if h.WSL.Version == 2 {
+			it.Fix = wslKernelFix
+		}
+	}
+	it.Notes = append(it.Notes, errataNotes(f)...)
+	switch {
+	case f.abi < helperABI:
+		it.Notes = append(it.Notes, fmt.Sprintf("the helper uses up to ABI %d (Linux %s); missing here:", helperABI, abiFeatures[helperABI-1].kernel))
+		for v := f.abi + 1; v <= helperABI; v++ {
+			ft := abiFeatures[v-1]
+			it.Notes = append(it.Notes, fmt.Sprintf("  ABI %d %s (Linux %s): %s", v, ft.short, ft.kernel, ft.gap))
+		}
+	case f.abi > helperABI:
+		var unused []string
+		for v := helperABI + 1; v <= f.abi && v <= len(abiFeatures); v++ {
+			unused = append(unused, fmt.Sprintf("%s (%d)", abiFeatures[v-1].short, v))
+		}
+		it.Notes = append(it.Notes, fmt.Sprintf("the kernel offers ABI %d; the helper uses up to %d (not used: %s)", f.abi, helperABI, strings.Join(unused, ", ")))
+	}
+	it.Notes = append(it.Notes, lsmNote(h))
+	return it
+}
+
+// errataNotes says which known errata that concern this ABI are fixed.
+func errataNotes(f landlockFacts) []string {
+	if f.errataErr != 0 {
+		return []string{"errata: not reported by this kernel (" + errnoText(f.errataErr) + "; the query exists from Linux 6.15 and in backports)"}
+	}
+	var fixed []string
+	var notes []string
+	for _, e := range knownErrata {
+		if f.abi < e.minABI {
+			continue
+		}
+		if f.errata&(1<<(e.n-1)) != 0 {
+			fixed = append(fixed, fmt.Sprintf("%d %s", e.n, e.name))
+		} else {
+			notes = append(notes, fmt.Sprintf("erratum %d (%s) NOT fixed: %s; update to a kernel release that carries the fix", e.n, e.name, e.effect))
+		}
+	}
+	known := uint64(0)
+	for _, e := range knownErrata {
+		known |= 1 << (e.n - 1)
+	}
+	var unknown []string
+	for b := range 64 {
+		if f.errata&^known&(1<<b) != 0 {
+			unknown = append(unknown, fmt.Sprint(b+1))
+		}
+	}
+	head := "errata fixed: none"
+	if len(fixed) > 0 {
+		head = "errata fixed: " + strings.Join(fixed, ", ")
+	}
+	if len(unknown) > 0 {
+		head += "; also " + strings.Join(unknown, ", ") + " (unknown to this helper)"
+	}
+	return append([]string{head}, notes...)
+}
+
+// lsmNote says what the LSM list and lsm= say; informational only.
+func lsmNote(h Host) string {
+	var s string
+	switch {
+	case h.LSMs == nil:
+		s = "active LSMs: not readable (securityfs not mounted at /sys/kernel/security)"
+	case slices.Contains(h.LSMs, "landlock"):
+		s = "active LSMs: " + strings.Join(h.LSMs, ",")
+	default:
+		s = "active LSMs: " + strings.Join(h.LSMs, ",") + " (no landlock)"
+	}
+	if h.BootLSM != "" {
+		s += "; boot parameter lsm=" + h.BootLSM
+	} else {
+		s += "; no lsm= boot parameter (the kernel's CONFIG_LSM order applies)"
+	}
+	return s
+}
+
+func landlockWhy(f landlockFacts, h Host) string {
+	switch {
+	case h.WSL.Version == 1:
+		return "WSL 1 has no Linux kernel"
+	case f.abiErr == unix.EOPNOTSUPP:
+		return "Landlock is built into the kernel but not enabled at boot (not in the LSM list)"
+	case f.filtered && (f.abiErr == unix.ENOSYS || f.abiErr == unix.EPERM):
+		return "a seccomp filter on this process (a container's?) may be blocking the call, or the kernel has no Landlock"
+	case f.abiErr == unix.ENOSYS:
+		return "the kernel has no Landlock (before 5.13, or built without CONFIG_SECURITY_LANDLOCK)"
+	default:
+		return "unexpected answer"
+	}
+}
+
+const wslKernelFix = `WSL 2: build a kernel with CONFIG_SECURITY_LANDLOCK=y and landlock in CONFIG_LSM, set kernel=C:\\path\\to\\bzImage under [wsl2] in %UserProfile%\.wslconfig, then run wsl --shutdown`
+
+func landlockFix(f landlockFacts, h Host) string {
+	switch {
+	case h.WSL.Version == 1:
+		return "convert the distribution to WSL 2 (wsl --set-version <distro> 2), then see this check again"
+	case h.WSL.Detected:
+		return wslKernelFix
+	case f.abiErr == unix.EOPNOTSUPP:
+		list := "<the current list>"
+		if h.LSMs != nil {
+			var others []string
+			for _, m := range h.LSMs {
+				if m != "landlock" && m != "capability" {
+					others = append(others, m)
+				}
+			}
+			list = strings.Join(others, ",")
+		}
+		return "add lsm=landlock," + list + " to GRUB_CMDLINE_LINUX in /etc/default/grub, run update-grub, reboot"
+	case f.filtered && (f.abiErr == unix.ENOSYS || f.abiErr == unix.EPERM):
+		return "run the container with a seccomp profile that allows landlock_create_ruleset, landlock_add_rule and landlock_restrict_self (docker/podman run --security-opt seccomp=PROFILE.json), on a host kernel with Landlock"
+	default:
+		return upgradeFix
+	}
+}
+
+// errnoText is "EPERM (operation not permitted)".
+func errnoText(e unix.Errno) string {
+	if e == 0 {
+		return "no error"
+	}
+	if name := errnoName(e); name != "" {
+		return name + " (" + e.Error() + ")"
+	}
+	return e.Error()
+}
+
+// errnoName is unix.ErrnoName, but with the name the system call manuals
+// use for EOPNOTSUPP (ENOTSUP on Linux has the same number).
+func errnoName(e unix.Errno) string {
+	if e == unix.EOPNOTSUPP {
+		return "EOPNOTSUPP"
+	}
+	return unix.ErrnoName(e)
+}

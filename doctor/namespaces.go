@@ -1,0 +1,305 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/mountns"
+)
+
+// nsAttempt is one real namespace creation: a child running /bin/true with
+// the clone flags.
+type nsAttempt struct {
+	flags    string
+	ok       bool
+	errno    unix.Errno // when the clone (or the id mapping) failed
+	err      string     // any failure, as text
+	timedOut bool
+}
+
+// nsProbes are the attempts of one Check. Without CAP_SYS_ADMIN every
+// attempt goes through a user namespace that maps this user to itself, as
+// the helper's does.
+type nsProbes struct {
+	privileged bool
+	user       nsAttempt // unprivileged only
+	mnt, net   nsAttempt
+	elapsed    time.Duration
+}
+
+// trueBinaries are tried in order for the child.
+var trueBinaries = []string{"/bin/true", "/usr/bin/true"}
+
+func probeNamespaces(privileged bool, timeout time.Duration) nsProbes {
+	start := time.Now()
+	p := nsProbes{privileged: privileged}
+	bin := ""
+	for _, b := range trueBinaries {
+		if _, err := os.Stat(b); err == nil {
+			bin = b
+			break
+		}
+	}
+	var wg sync.WaitGroup
+	run := func(dst *nsAttempt, flags uintptr) {
+		wg.Go(func() { *dst = tryClone(bin, flags, !privileged, timeout) })
+	}
+	if privileged {
+		run(&p.mnt, unix.CLONE_NEWNS)
+		run(&p.net, unix.CLONE_NEWNET)
+	} else {
+		run(&p.user, unix.CLONE_NEWUSER)
+		run(&p.mnt, unix.CLONE_NEWUSER|unix.CLONE_NEWNS)
+		run(&p.net, unix.CLONE_NEWUSER|unix.CLONE_NEWNET)
+	}
+	wg.Wait()
+	p.elapsed = time.Since(start)
+	return p
+}
+
+func flagNames(flags uintptr) string {
+	s := ""
+	for _, f := range []struct {
+		bit  uintptr
+		name string
+	}{{unix.CLONE_NEWUSER, "CLONE_NEWUSER"}, {unix.CLONE_NEWNS, "CLONE_NEWNS"}, {unix.CLONE_NEWNET, "CLONE_NEWNET"}} {
+		if flags&f.bit != 0 {
+			if s != "" {
+				s += "|"
+			}
+			s += f.name
+		}
+	}
+	return s
+}
+
+// tryClone starts bin in new namespaces and waits at most timeout for the
+// exec: once the child has exec'd, its namespaces exist. Its exit is not
+// waited for: tearing a mount or network namespace down waits for RCU grace
+// periods, which on a small VM now and then take a hundred milliseconds or
+// more. A goroutine reaps the child, and the context kills it if it is
+// still there at the timeout.
+func tryClone(bin string, flags uintptr, userns bool, timeout time.Duration) nsAttempt {
+	a := nsAttempt{flags: flagNames(flags)}
+	if bin == "" {
+		a.err = "no /bin/true to run in the namespace"
+		return a
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags}
+	if userns {
+		uid, gid := os.Geteuid(), os.Getegid()
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	}
+	started := make(chan error, 1)
+	go func() {
+		defer cancel()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			_ = cmd.Wait()
+		}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err := <-started:
+		switch {
+		case err == nil:
+			a.ok = true
+		case ctx.Err() != nil:
+			a.timedOut = true
+			a.err = fmt.Sprintf("no answer within %v", timeout)
+		default:
+			a.err = err.Error()
+			errors.As(err, &a.errno)
+		}
+	case <-timer.C:
+		cancel()
+		a.timedOut = true
+		a.err = fmt.Sprintf("no answer within %v", timeout)
+	}
+	return a
+}
+
+// nsFacts are the attempts plus the settings that explain a failure.
+type nsFacts struct {
+	probes nsProbes
+	euid   int
+	// Sysctls, -1 when absent.
+	maxUserNS, maxMntNS, maxNetNS, unprivClone, aaRestrict int
+	filtered                                               bool
+	container                                              bool
+	// helper is what the helper's own pre-check (mountns.Probe) predicts.
+	helper mountns.Availability
+}
+
+func (e env) nsFacts(p nsProbes, st procStatus, h Host) nsFacts {
+	get := func(name string) int {
+		v, ok := e.readInt("/proc/sys/" + name)
+		if !ok {
+			return -1
+		}
+		return v
+	}
+	return nsFacts{
+		probes:      p,
+		euid:        h.EUID,
+		maxUserNS:   get("user/max_user_namespaces"),
+		maxMntNS:    get("user/max_mnt_namespaces"),
+		maxNetNS:    get("user/max_net_namespaces"),
+		unprivClone: get("kernel/unprivileged_userns_clone"),
+		aaRestrict:  get("kernel/apparmor_restrict_unprivileged_userns"),
+		filtered:    st.Seccomp == 2,
+		container:   h.Container.Likely,
+	}
+}
+
+const apparmorFix = "install the AppArmor profile shipped in packaging/apparmor/sandbox-executable (it must name the installed binary's path): sudo install -m 0644 packaging/apparmor/sandbox-executable /etc/apparmor.d/sandbox-executable && sudo apparmor_parser -r /etc/apparmor.d/sandbox-executable; or run as root"
+
+// usernsBlock says why the sysctls keep unprivileged users from user
+// namespaces, with the fix; empty when they do not.
+func usernsBlock(f nsFacts) (why, fix string) {
+	switch {
+	case f.maxUserNS == 0:
+		return "user.max_user_namespaces is 0", "sysctl -w user.max_user_namespaces=15000 && echo user.max_user_namespaces=15000 > /etc/sysctl.d/60-userns.conf; or run as root"
+	case f.unprivClone == 0:
+		return "kernel.unprivileged_userns_clone is 0 (Debian's switch)", "sysctl -w kernel.unprivileged_userns_clone=1 && echo kernel.unprivileged_userns_clone=1 > /etc/sysctl.d/60-userns.conf; or run as root"
+	case f.aaRestrict == 1:
+		return "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns is 1, Ubuntu 23.10+)", apparmorFix
+	}
+	return "", ""
+}
+
+// nsDiagnose explains a failed attempt; kind is "user", "mnt" or "net".
+func nsDiagnose(f nsFacts, a nsAttempt, kind string) (why, fix string) {
+	limit := map[string]string{"user": "user.max_user_namespaces", "mnt": "user.max_mnt_namespaces", "net": "user.max_net_namespaces"}[kind]
+	limitVal := map[string]int{"user": f.maxUserNS, "mnt": f.maxMntNS, "net": f.maxNetNS}[kind]
+	raise := fmt.Sprintf("sysctl -w %s=15000 && echo %s=15000 > /etc/sysctl.d/60-userns.conf", limit, limit)
+	if a.timedOut {
+		return "the clone did not finish in time", "run sandbox-executable doctor again on an idle host; a clone that keeps hanging points at the kernel or an LSM (journalctl -k)"
+	}
+	if !f.probes.privileged {
+		if why, fix := usernsBlock(f); why != "" {
+			return why, fix
+		}
+	}
+	switch {
+	case limitVal == 0:
+		return limit + " is 0", raise
+	case a.errno == unix.ENOSPC:
+		return "a namespace limit is reached (" + limit + " or user.max_user_namespaces)", raise
+	case a.errno == unix.EINVAL:
+		return "the kernel lacks this namespace type", "boot a kernel with CONFIG_USER_NS=y, CONFIG_NET_NS=y and CONFIG_NAMESPACES=y"
+	case a.errno == unix.EPERM && f.filtered:
+		return "a seccomp filter on this process (a container's) refuses namespace creation", "run the container with --security-opt seccomp=unconfined, or a profile that allows clone/unshare with CLONE_NEWUSER, CLONE_NEWNS and CLONE_NEWNET; or run on the host"
+	case a.errno == unix.EPERM && f.container:
+		return "the container refuses it (capabilities, LSM policy or user namespace nesting)", "run the container with --cap-add SYS_ADMIN --security-opt seccomp=unconfined --security-opt apparmor=unconfined, or run on the host"
+	case a.errno == unix.EPERM && f.probes.privileged:
+		return "refused despite CAP_SYS_ADMIN: an LSM policy (SELinux, AppArmor)", "find the denial with journalctl -k | grep -i denied and allow namespace creation for sandbox-executable in that policy"
+	case a.errno != 0:
+		return errnoText(a.errno), "run as root (sudo sandbox-executable ...)"
+	default:
+		return a.err, "run as root (sudo sandbox-executable ...)"
+	}
+}
+
+func attemptText(a nsAttempt) string {
+	msg := a.err
+	if a.errno != 0 {
+		msg = errnoText(a.errno)
+	}
+	return "clone(" + a.flags + ") of /bin/true failed: " + msg
+}
+
+func createdHow(f nsFacts) string {
+	if f.probes.privileged {
+		return "created with CAP_SYS_ADMIN (no user namespace needed)"
+	}
+	return fmt.Sprintf("created inside a user namespace (uid %d mapped to itself)", f.euid)
+}
+
+// helperNote flags a disagreement between the real attempt and the
+// helper's pre-check, which decides --fs-mode auto.
+func helperNote(f nsFacts, ok bool) []string {
+	if f.helper.Why == "" || f.helper.OK == ok {
+		return nil
+	}
+	if f.helper.OK {
+		return []string{"the helper's pre-check (mountns.Probe) expects a mount namespace here, but the kernel refused: runs in exact mode will fail at clone time"}
+	}
+	return []string{"the helper's pre-check (mountns.Probe) says no (" + f.helper.Why + "), though the kernel allowed it: --fs-mode auto will not use exact mode"}
+}
+
+func mountnsItem(f nsFacts) Item {
+	it := Item{ID: "mountns", Title: "mount namespace (exact filesystem mode)", Strict: true}
+	a := f.probes.mnt
+	if a.ok {
+		it.Status = StatusOK
+		it.Detail = createdHow(f) + ": exact filesystem mode available"
+	} else {
+		it.Status = StatusMissing
+		why, fix := nsDiagnose(f, a, "mnt")
+		it.Detail = attemptText(a) + ": " + why
+		it.Fix = fix
+		it.Notes = append(it.Notes, "without it only --fs-mode landlock runs (Landlock alone: narrower, and chmod/chown/utimes outside the roots are not stopped); --fs-mode auto refuses")
+	}
+	it.Notes = append(it.Notes, helperNote(f, a.ok)...)
+	return it
+}
+
+func netnsItem(f nsFacts) Item {
+	it := Item{ID: "netns", Title: "network namespace (network allowlist)", Strict: true}
+	a := f.probes.net
+	if a.ok {
+		it.Status = StatusOK
+		it.Detail = createdHow(f) + ": the network allowlist can be enforced (loopback-only namespace, proxy outside)"
+		return it
+	}
+	it.Status = StatusMissing
+	why, fix := nsDiagnose(f, a, "net")
+	it.Detail = attemptText(a) + ": " + why
+	it.Fix = fix
+	it.Notes = append(it.Notes, "policies with a network allowlist cannot be enforced; no-network policies still hold (seccomp allows only AF_UNIX sockets)")
+	return it
+}
+
+func usernsItem(f nsFacts) Item {
+	it := Item{ID: "userns", Title: "unprivileged user namespaces"}
+	if f.probes.privileged {
+		it.Status = StatusOK
+		it.Detail = "not needed here: CAP_SYS_ADMIN creates mount and network namespaces directly"
+		if why, _ := usernsBlock(f); why != "" {
+			it.Notes = append(it.Notes, "for users without CAP_SYS_ADMIN (not tried): "+why)
+		} else {
+			it.Notes = append(it.Notes, "for users without CAP_SYS_ADMIN (not tried): no sysctl forbids them")
+		}
+		return it
+	}
+	a := f.probes.user
+	if a.ok {
+		it.Status = StatusOK
+		it.Detail = fmt.Sprintf("created (uid %d mapped to itself)", f.euid)
+		if f.aaRestrict == 1 {
+			it.Notes = append(it.Notes, "AppArmor restricts unprivileged user namespaces, and allowed this process one")
+		}
+		return it
+	}
+	it.Status = StatusMissing
+	why, fix := nsDiagnose(f, a, "user")
+	it.Detail = attemptText(a) + ": " + why
+	it.Fix = fix
+	return it
+}

@@ -1,0 +1,32 @@
+// Package netproxy is the filtering proxy that enforces a network allowlist
+// (CONTRACT §6) for a sandboxed program.
+//
+// In allowlist mode the program runs in a network namespace with only
+// loopback; the supervisor runs a Proxy outside it, serving a listener that
+// was created inside the program's namespace, and points HTTP_PROXY,
+// HTTPS_PROXY and ALL_PROXY at it. The proxy resolves names itself and dials
+// from the host's namespace, so every destination it reaches has passed the
+// Matcher.
+//
+// One listener serves three protocols, told apart by the first byte:
+//
+//   - HTTP CONNECT host:port: a tunnel, spliced with splice(2) between TCP
+//     connections, half-close propagated; refusals get 403 with a one-line
+//     plain-text reason.
+//   - Plain HTTP with an absolute URI (GET http://host/path): forwarded in
+//     origin form with hop-by-hop and Proxy-* headers removed, one upstream
+//     connection per request; the client connection is kept alive when
+//     HTTP/1.1 framing allows, and each request on it is checked again.
+//     Other request targets get 400; https:// URIs must use CONNECT. A
+//     client that closes (even half-closes) its connection before the
+//     response arrives is taken as gone, as by net/http's server, and the
+//     upstream connection is closed.
+//   - SOCKS5 without authentication, CONNECT only (domain, IPv4 and IPv6
+//     targets); refusals get reply 0x02, BIND and UDP ASSOCIATE 0x07.
+//
+// Names that resolve to loopback, unspecified, link-local or 0.0.0.0/8
+// addresses are refused (they would reach the host's own services) unless
+// the matching entry is the exact name "localhost"; IP literals are allowed
+// only by an entry naming that address. The addresses checked are the ones
+// dialed: nothing is resolved twice.
+package netproxy
