@@ -12,7 +12,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /integration -e /bench)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build probe test lint unit integration fuzz-short bench clean
+.PHONY: all build probe test lint unit integration fuzz-short vm-test vm-selfcheck bench clean
 
 all: build
 
@@ -43,7 +43,16 @@ FUZZTIME ?= 15s
 fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodePolicy$$' -fuzztime $(FUZZTIME) ./policy/
 
-test: lint unit integration fuzz-short
+# The same suites in a throwaway QEMU guest with a real unified cgroup v2 and
+# another kernel (Debian 12's 6.1, Landlock ABI 2): integration/vm/README.md.
+VM_PKGS ?= ./integration/ ./cgroups/ ./spawn/
+vm-test: build probe
+	SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) SANDBOX_PROBE=$(CURDIR)/$(PROBE) integration/vm/run-tests.sh $(VM_PKGS)
+
+vm-selfcheck:
+	integration/vm/selfcheck.sh
+
+test: lint unit integration fuzz-short vm-test
 
 bench: build probe
 	$(GO) run ./bench -bin $(BIN) -probe $(PROBE)
