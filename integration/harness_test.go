@@ -246,3 +246,49 @@ func probeResult(r result) string {
 
 // fsModes are the filesystem modes every filesystem test runs in.
 var fsModes = []string{"exact", "landlock"}
+
+var (
+	abiOnce sync.Once
+	abi     int
+)
+
+// landlockABI is the running kernel's Landlock ABI, as the helper reports it.
+func landlockABI(t *testing.T) int {
+	t.Helper()
+	abiOnce.Do(func() {
+		r := run(t, runOpts{}, "--explain", "--sandbox-policy", roPolicy)
+		var out struct {
+			Enforcement struct {
+				Landlock struct{ ABI int } `json:"landlock"`
+			} `json:"enforcement"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+			t.Fatalf("explain: %v (%v)", err, r)
+		}
+		abi = out.Enforcement.Landlock.ABI
+	})
+	return abi
+}
+
+// truncateStopped reports whether truncate(2) outside the roots is stopped
+// in mode: by the read-only view in exact mode, by Landlock from ABI 3 on.
+func truncateStopped(t *testing.T, mode string) bool {
+	return mode == "exact" || landlockABI(t) >= 3
+}
+
+// fsOpts are the helper options for a filesystem mode. Landlock-only mode
+// on a kernel whose Landlock cannot stop truncate(2) (ABI < 3) is refused
+// unless degradation is allowed: that refusal is checked here, once, and
+// the tests then run with --allow-degraded, expecting what it reports.
+func fsOpts(t *testing.T, mode string) []string {
+	t.Helper()
+	opts := []string{"--fs-mode", mode}
+	if truncateStopped(t, mode) {
+		return opts
+	}
+	r := run(t, runOpts{}, append(opts, "--sandbox-policy", roPolicy, "--", "/bin/true")...)
+	if r.code != 125 || !strings.Contains(r.stderr, "truncate") {
+		t.Fatalf("Landlock ABI %d without truncate: helper did not refuse: %v", landlockABI(t), r)
+	}
+	return append(opts, "--allow-degraded")
+}

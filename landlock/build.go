@@ -25,6 +25,9 @@ func (s *Spec) Build() (int, error) {
 		}
 	}()
 	for _, r := range s.Rules {
+		// A rule may only grant what the ruleset handles: a right this
+		// kernel does not know would make the rule invalid.
+		r.Access &= s.HandledFS
 		if err := addPath(fd, r); err != nil {
 			return -1, err
 		}
