@@ -29,8 +29,9 @@ type Options struct {
 	// ExtraWritable are directories writable in addition to the Plan's roots
 	// (a private temp dir the supervisor made).
 	ExtraWritable []string
-	// ConnectPorts, in the allowlist network mode, are the only TCP ports
-	// the program may connect to (the proxy's).
+	// ConnectPorts, in the allowlist network mode without a network
+	// namespace, are the only TCP ports the program may connect to (the
+	// proxy's).
 	ConnectPorts []uint16
 	// LogDenials asks the kernel (ABI 7) to log denials of the program after
 	// its exec, for the audit log.
@@ -90,6 +91,17 @@ func (s *Spec) WithRule(r Rule) *Spec {
 	return &c
 }
 
+// WithPort returns a copy of s that restricts TCP connect to the ports
+// allowed so far and port (on ABI 4 and later).
+func (s *Spec) WithPort(port uint16) *Spec {
+	c := *s
+	if s.ABI >= 4 {
+		c.HandledNet |= netConnectTCP
+		c.Ports = append(append([]uint16(nil), s.Ports...), port)
+	}
+	return &c
+}
+
 // Compute turns the Plan into a Spec for the given kernel. It reads the
 // filesystem (to enumerate siblings in Landlock-only mode) but changes
 // nothing.
@@ -146,8 +158,14 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		case policy.NetworkNone:
 			s.HandledNet = netBindTCP | netConnectTCP
 		case policy.NetworkAllowlist:
-			s.HandledNet = netConnectTCP
-			s.Ports = append(s.Ports, opt.ConnectPorts...)
+			// In a namespace with only loopback, connect reaches nothing
+			// but the proxy and the program's own servers: restricting it
+			// there would only break the latter. Without one, connect is
+			// confined to the proxy's port.
+			if len(opt.ConnectPorts) > 0 {
+				s.HandledNet = netConnectTCP
+				s.Ports = append(s.Ports, opt.ConnectPorts...)
+			}
 		}
 	}
 	if opt.ABI >= 6 {

@@ -39,6 +39,21 @@ type Options struct {
 	// ExtraWritable are writable directories besides the Plan's roots (a
 	// private temp dir).
 	ExtraWritable []string
+	// Sockets are unix sockets to mask when they lie outside the writable
+	// roots (see UnixSockets).
+	Sockets []string
+	// Network asks for a network namespace of the program's own
+	// (CLONE_NEWNET) with its loopback up.
+	Network bool
+	// Proxy, with Network, asks the child to listen on 127.0.0.1:Port in
+	// that namespace and send the socket over the unix socket FD.
+	Proxy *ProxyListener
+}
+
+// ProxyListener is where the proxy's listener is made and where it goes.
+type ProxyListener struct {
+	FD   int
+	Port uint16
 }
 
 // View is the decided mount namespace.
@@ -50,10 +65,11 @@ type View struct {
 	// Placeholders are names to create on the host before the run (and
 	// remove after it) so that a mount can cover them.
 	Placeholders []string
-	// Masked, ReadOnly and Narrowed are for reports.
-	Masked   []string    `json:"masked"`
-	ReadOnly []string    `json:"read_only"`
-	Narrowed []Narrowing `json:"narrowed,omitempty"`
+	// Masked, MaskedSockets, ReadOnly and Narrowed are for reports.
+	Masked        []string    `json:"masked"`
+	MaskedSockets []string    `json:"masked_sockets,omitempty"`
+	ReadOnly      []string    `json:"read_only"`
+	Narrowed      []Narrowing `json:"narrowed,omitempty"`
 }
 
 // Narrowing is a name the program cannot create although the policy does
@@ -79,6 +95,13 @@ func Build(p *policy.Plan, o Options) (*View, error) {
 		op(spawn.Op{Kind: spawn.OpWrite, A: "/proc/self/setgroups", B: "deny", Desc: "user namespace: setgroups deny"})
 		op(spawn.Op{Kind: spawn.OpWrite, A: "/proc/self/uid_map", B: fmt.Sprintf("%d %d 1", o.UID, o.UID), Desc: "user namespace: uid map"})
 		op(spawn.Op{Kind: spawn.OpWrite, A: "/proc/self/gid_map", B: fmt.Sprintf("%d %d 1", o.GID, o.GID), Desc: "user namespace: gid map"})
+	}
+	if o.Network {
+		v.NamespaceFlags |= unix.CLONE_NEWNET
+		op(spawn.Op{Kind: spawn.OpLoUp, Desc: "bring up the loopback interface"})
+		if o.Proxy != nil {
+			op(spawn.Op{Kind: spawn.OpListenSend, FD: o.Proxy.FD, Flags: uintptr(o.Proxy.Port), Desc: "listen for the proxy on 127.0.0.1"})
+		}
 	}
 	// Nothing done here may propagate back to the host.
 	op(spawn.Op{Kind: spawn.OpMount, B: "/", Flags: unix.MS_REC | unix.MS_PRIVATE, Desc: "make / private"})
@@ -161,6 +184,22 @@ func Build(p *policy.Plan, o Options) (*View, error) {
 		op(spawn.Op{Kind: spawn.OpMount, A: target, B: target, Flags: unix.MS_BIND | unix.MS_REC, Desc: "bind " + target})
 		op(spawn.Op{Kind: spawn.OpSetAttr, A: target, FD: 1, Flags: mountAttrRdonly, Desc: "make " + target + " read-only"})
 		v.ReadOnly = append(v.ReadOnly, target)
+	}
+
+	// Daemons' sockets outside the roots: a nodev /dev/null over each, so
+	// that connect finds no socket there.
+	for _, sock := range o.Sockets {
+		if inRoot(sock) || masked[sock] || coveredBy(sock, masked) {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Lstat(sock, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			continue
+		}
+		masked[sock] = true
+		op(spawn.Op{Kind: spawn.OpMount, A: "/dev/null", B: sock, Flags: unix.MS_BIND, Desc: "mask socket " + sock})
+		op(spawn.Op{Kind: spawn.OpMount, B: sock, Flags: unix.MS_REMOUNT | unix.MS_BIND | maskFlags, Desc: "mask socket " + sock + " read-only"})
+		v.MaskedSockets = append(v.MaskedSockets, sock)
 	}
 
 	// The working directory was looked up before the mounts: look it up

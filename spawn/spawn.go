@@ -78,6 +78,13 @@ const (
 	// OPEN_TREE_CLONE|AT_RECURSIVE); OpMoveMount attaches slot FD at A.
 	OpOpenTree  OpKind = C.SE_OP_OPEN_TREE
 	OpMoveMount OpKind = C.SE_OP_MOVE_MOUNT
+	// OpLoUp brings the loopback interface of the child's network
+	// namespace up.
+	OpLoUp OpKind = C.SE_OP_LO_UP
+	// OpListenSend listens on 127.0.0.1:Flags (TCP) in the child's network
+	// namespace and sends the listening socket over the unix socket FD
+	// (see ReceiveFD): the supervisor serves it from outside.
+	OpListenSend OpKind = C.SE_OP_LISTEN_SEND
 )
 
 // MaxSlots is the number of mount trees Ops can hold at once.

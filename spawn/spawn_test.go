@@ -1,7 +1,9 @@
 package spawn
 
 import (
+	"bufio"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -167,5 +169,53 @@ func TestSetupFailureIsReportedWithStep(t *testing.T) {
 	var st unix.WaitStatus
 	if _, err := unix.Wait4(p.Pid, &st, 0, nil); err != nil || st.ExitStatus() != 125 {
 		t.Fatalf("wait: %v %v", err, st)
+	}
+}
+
+// TestListenerInTheChildsNetworkNamespace: the child brings up the loopback
+// of a fresh network namespace, listens there and hands the socket over; the
+// program, inside, reaches it, and the test, outside, accepts.
+func TestListenerInTheChildsNetworkNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs CAP_SYS_ADMIN for a network namespace")
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pair[0])
+	defer unix.Close(pair[1])
+	script := `exec 3<>/dev/tcp/127.0.0.1/3128 && echo hello-from-inside >&3 && read -r reply <&3 && test "$reply" = ok`
+	p, err := Start(&Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", script}, CgroupFD: -1, CgroupProcsFD: -1, RulesetFD: -1,
+		NamespaceFlags: unix.CLONE_NEWNET,
+		Ops:            []Op{{Kind: OpLoUp, Desc: "lo up"}, {Kind: OpListenSend, FD: pair[1], Flags: 3128, Desc: "proxy listener"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := ReceiveFD(pair[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	if line != "hello-from-inside\n" {
+		t.Errorf("read %q", line)
+	}
+	c.Write([]byte("ok\n"))
+	c.Close()
+	var st unix.WaitStatus
+	if _, err := unix.Wait4(p.Pid, &st, 0, nil); err != nil || st.ExitStatus() != 0 {
+		t.Errorf("program: %v %v", err, st)
+	}
+	if p.PidFD >= 0 {
+		unix.Close(p.PidFD)
 	}
 }

@@ -10,7 +10,11 @@
 #include <sched.h>
 #include <stddef.h>
 #include <string.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -129,6 +133,66 @@ static long se_exec(struct se_req *r, int *which)
 	return err;
 }
 
+/* se_lo_up sets IFF_UP on "lo" in the current network namespace. */
+static long se_lo_up(void)
+{
+	struct ifreq ifr;
+	long s = SYS3(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret;
+	if (s < 0)
+		return s;
+	memset(&ifr, 0, sizeof ifr);
+	memcpy(ifr.ifr_name, "lo", 3);
+	ret = SYS3(SYS_ioctl, s, SIOCGIFFLAGS, &ifr);
+	if (ret >= 0) {
+		ifr.ifr_flags |= IFF_UP;
+		ret = SYS3(SYS_ioctl, s, SIOCSIFFLAGS, &ifr);
+	}
+	SYS1(SYS_close, s);
+	return ret;
+}
+
+/* se_listen_send makes a listening TCP socket on 127.0.0.1:port in the
+ * current network namespace (a socket keeps the namespace it was made in)
+ * and sends it to the supervisor over the unix socket fd. */
+static long se_listen_send(int fd, unsigned short port)
+{
+	struct sockaddr_in sin;
+	int one = 1;
+	long s = SYS3(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ret;
+	if (s < 0)
+		return s;
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_port = (unsigned short)((port << 8) | (port >> 8));
+	sin.sin_addr.s_addr = 0x0100007f; /* 127.0.0.1, network order on little-endian */
+	ret = SYS5(SYS_setsockopt, s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (ret >= 0)
+		ret = SYS3(SYS_bind, s, &sin, sizeof sin);
+	if (ret >= 0)
+		ret = SYS2(SYS_listen, s, 512);
+	if (ret >= 0) {
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		char byte = 'L';
+		struct iovec iov = {&byte, 1};
+		struct msghdr msg;
+		memset(&msg, 0, sizeof msg);
+		memset(cbuf, 0, sizeof cbuf);
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = cbuf;
+		msg.msg_controllen = sizeof cbuf;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		int sfd = (int)s;
+		memcpy(CMSG_DATA(c), &sfd, sizeof sfd);
+		ret = SYS3(SYS_sendmsg, fd, &msg, 0);
+	}
+	SYS1(SYS_close, s);
+	return ret;
+}
+
 static int se_child(void *arg)
 {
 	struct se_req *r = arg;
@@ -211,6 +275,12 @@ static int se_child(void *arg)
 			ret = -EINVAL;
 			if (op->fd >= 0 && op->fd < SE_MAX_SLOTS)
 				ret = SYS5(SE_NR_move_mount, r->slots[op->fd], "", AT_FDCWD, op->a, SE_MOVE_MOUNT_F_EMPTY_PATH);
+			break;
+		case SE_OP_LO_UP:
+			ret = se_lo_up();
+			break;
+		case SE_OP_LISTEN_SEND:
+			ret = se_listen_send(op->fd, (unsigned short)op->flags);
 			break;
 		case SE_OP_CREATE: {
 			long fd = SYS4(SYS_openat, AT_FDCWD, op->a, O_CREAT | O_WRONLY | O_CLOEXEC, op->flags);
@@ -382,12 +452,14 @@ static struct rlimit se_init_nofile;
 
 __attribute__((constructor)) static void se_capture_initial_state(void)
 {
-	struct sigaction sa;
 	sigprocmask(SIG_SETMASK, 0, &se_init_mask);
 	for (int s = 1; s < 65; s++) {
 		if (s == SIGKILL || s == SIGSTOP)
 			continue;
-		if (sigaction(s, 0, &sa) == 0 && sa.sa_handler == SIG_IGN && se_init_nignored < 64)
+		/* The raw call: glibc's sigaction refuses 32 and 33, which it
+		 * keeps for itself, and a caller may have ignored them. */
+		struct se_kernel_sigaction sa;
+		if (SYS4(SYS_rt_sigaction, s, 0, &sa, 8) == 0 && sa.handler == (unsigned long)SIG_IGN && se_init_nignored < 64)
 			se_init_ignored[se_init_nignored++] = s;
 	}
 	getrlimit(RLIMIT_NOFILE, &se_init_nofile);

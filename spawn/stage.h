@@ -44,6 +44,8 @@ enum se_op_kind {
 	SE_OP_CLEARATTR,   /* mount_setattr(a, AT_RECURSIVE if fd, {attr_clr: flags}) */
 	SE_OP_OPEN_TREE,   /* slot[fd] = open_tree(a, OPEN_TREE_CLONE|AT_RECURSIVE|O_CLOEXEC) */
 	SE_OP_MOVE_MOUNT,  /* move_mount(slot[fd], "", a, MOVE_MOUNT_F_EMPTY_PATH) */
+	SE_OP_LO_UP,       /* bring the loopback interface of the child's network namespace up */
+	SE_OP_LISTEN_SEND, /* listen on 127.0.0.1:flags (TCP) and send the socket over the unix socket fd */
 };
 
 #define SE_MAX_SLOTS 64

@@ -15,6 +15,7 @@ import (
 	"sandbox-executable/cgroups"
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
+	"sandbox-executable/netproxy"
 	"sandbox-executable/policy"
 	"sandbox-executable/rlimit"
 	"sandbox-executable/seccomp"
@@ -50,6 +51,9 @@ type Config struct {
 	// Warn, when set, receives one line for each degradation decided while
 	// the run is set up (they are also in the Result).
 	Warn func(string)
+	// OnProxyEvent, when set, receives every request the allowlist proxy
+	// allowed or refused.
+	OnProxyEvent func(netproxy.Event)
 }
 
 // Filesystem modes.
@@ -84,6 +88,8 @@ type Prepared struct {
 	Enforcement  Enforcement `json:"enforcement"`
 
 	cfg        Config
+	fs         fsChoice
+	net        netChoice
 	cgroupPlan cgroupPlan
 	nofile     spawn.Rlimit
 }
@@ -98,6 +104,7 @@ type cgroupPlan struct {
 // Enforcement summarizes how each part of the Plan is enforced on this host.
 type Enforcement struct {
 	Filesystem FilesystemReport `json:"filesystem"`
+	Network    NetworkReport    `json:"network"`
 	Landlock   LandlockReport   `json:"landlock"`
 	Seccomp    SeccompReport    `json:"seccomp"`
 	Cgroup     CgroupReport     `json:"cgroup"`
@@ -152,6 +159,8 @@ type SeccompReport struct {
 	BadArch         string `json:"foreign_architecture"`
 	Library         string `json:"libseccomp"`
 	NoNewPrivileges bool   `json:"no_new_privs"`
+	// HostRules are rules this host's mode adds to the Plan's.
+	HostRules []policy.SyscallRule `json:"host_rules,omitempty"`
 }
 
 // RefusedError is returned when the host cannot enforce what the policy
@@ -173,14 +182,21 @@ func Prepare(cfg Config) (*Prepared, error) {
 		return nil, err
 	}
 	fs.PrivateTmp = needsPrivateTmp(p)
+	pr.fs = fs
 	exact := fs.Mode == FSExact
+	nw, err := chooseNetwork(p, exact, abi, cfg.AllowDegraded)
+	if err != nil {
+		return nil, err
+	}
+	pr.net = nw
 	if exact {
-		view, err := mountns.Build(p, mountns.Options{Privileged: fs.privileged, UID: os.Getuid(), GID: os.Getgid(), Cwd: cfg.Cwd})
+		view, err := mountns.Build(p, pr.viewOptions("", nil))
 		if err != nil {
 			return nil, err
 		}
 		pr.View = view
 		fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = view.Masked, view.ReadOnly, view.Placeholders, view.Narrowed
+		nw.MaskedSockets = view.MaskedSockets
 	}
 	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, LogDenials: cfg.LogDenials})
 	if err != nil {
@@ -203,8 +219,13 @@ func Prepare(cfg Config) (*Prepared, error) {
 		}
 		pr.Degradations = append(pr.Degradations, boundary...)
 	}
+	if nw.degraded != "" {
+		pr.Degradations = append(pr.Degradations, nw.degraded)
+	}
 
-	prog, err := seccomp.Compile(&p.Seccomp)
+	// The Plan's rules, plus what this host's mode adds.
+	rules := &policy.Seccomp{Rules: append(append([]policy.SyscallRule(nil), p.Seccomp.Rules...), nw.extraRules...)}
+	prog, err := seccomp.Compile(rules)
 	if err != nil {
 		return nil, err
 	}
@@ -215,23 +236,20 @@ func Prepare(cfg Config) (*Prepared, error) {
 
 	pr.cgroupPlan.limits = cgroups.Limits{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUQuotaCores: cfg.CPUQuota}
 	cgReport := CgroupReport{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUQuotaCores: cfg.CPUQuota,
-		CPUBudgetSeconds: p.Limits.CPUSeconds, Parent: cfg.CgroupParent}
+		CPUBudgetSeconds: p.Limits.CPUSeconds, Parent: cfg.CgroupParent, HostMode: cgroups.Unavailable}
 	if host, err := cgroups.Detect(); err != nil {
 		pr.cgroupPlan.why = err.Error()
 	} else if host.Mode == cgroups.Unavailable {
 		pr.cgroupPlan.why = "no cgroup filesystem is mounted"
 	} else {
 		pr.cgroupPlan.host = host
+		cgReport.HostMode = host.Mode
 	}
 	cgReport.Why = pr.cgroupPlan.why
-	if pr.cgroupPlan.host != nil {
-		cgReport.HostMode = pr.cgroupPlan.host.Mode
-	} else {
-		cgReport.HostMode = cgroups.Unavailable
-	}
 
 	pr.Enforcement = Enforcement{
 		Filesystem: fs.FilesystemReport,
+		Network:    nw.NetworkReport,
 		Landlock: LandlockReport{
 			ABI:         abi,
 			HandledFS:   spec.HandledFS.Names(),
@@ -247,11 +265,23 @@ func Prepare(cfg Config) (*Prepared, error) {
 			BadArch:         "kill_process",
 			Library:         seccomp.LibraryVersion(),
 			NoNewPrivileges: true,
+			HostRules:       nw.extraRules,
 		},
 		Cgroup:  cgReport,
 		Timeout: fmt.Sprintf("%d s wall clock for the whole tree (SIGTERM, %s grace, SIGKILL; exit 124)", p.Limits.TimeoutSeconds, grace(cfg)),
 	}
 	return pr, nil
+}
+
+// viewOptions are the mount namespace's options for this run: tmp is the
+// private temp dir (if any), proxy where the proxy's listener goes.
+func (pr *Prepared) viewOptions(tmp string, proxy *mountns.ProxyListener) mountns.Options {
+	o := mountns.Options{Privileged: pr.fs.privileged, UID: os.Getuid(), GID: os.Getgid(), Cwd: pr.cfg.Cwd,
+		Sockets: mountns.UnixSockets(), Network: pr.net.netns, Proxy: proxy}
+	if tmp != "" {
+		o.ExtraWritable = []string{tmp}
+	}
+	return o
 }
 
 // fsChoice is the filesystem mode decided for a run.

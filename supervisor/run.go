@@ -3,9 +3,11 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"sandbox-executable/cgroups"
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
+	"sandbox-executable/netproxy"
 	"sandbox-executable/rlimit"
 	"sandbox-executable/spawn"
 )
@@ -57,6 +60,8 @@ type Result struct {
 	Wall    time.Duration
 	// Cgroup figures, when the run had a cgroup.
 	Cgroup *CgroupResult
+	// Proxy figures, in the allowlist network mode.
+	Proxy *netproxy.Stats
 	// Degradations that were decided while setting up (besides Prepare's).
 	Degradations []string
 }
@@ -75,7 +80,7 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 // it until it and everything it started are gone.
 func Run(pr *Prepared) Result {
 	start := time.Now()
-	s := &session{pr: pr, cfg: pr.cfg, rulesetFD: -1}
+	s := &session{pr: pr, cfg: pr.cfg, rulesetFD: -1, proxySock: -1}
 	res := s.run()
 	s.cleanup(&res)
 	res.Wall = time.Since(start)
@@ -96,6 +101,12 @@ type session struct {
 	group     cgroups.Group
 	guardian  *spawn.Guardian
 	undo      []func() // run in reverse by cleanup
+
+	// The allowlist proxy: the socket its listener arrives on from the
+	// child (or the host listener, degraded), and the proxy once running.
+	proxySock  int
+	hostListen net.Listener
+	proxy      *proxyRun
 
 	degradations []string
 }
@@ -119,23 +130,46 @@ func (s *session) setup() error {
 	s.view = s.pr.View
 	s.rlimits = s.pr.Rlimits
 
+	var tmp string
 	if s.pr.Enforcement.Filesystem.PrivateTmp {
 		dir, err := makePrivateTmp()
 		if err != nil {
 			return err
 		}
+		tmp = dir
 		s.undo = append(s.undo, func() { os.RemoveAll(dir) })
 		s.env = withEnv(s.env, "TMPDIR", dir)
 		// A fresh private directory: reading it is as safe as writing it.
 		s.spec = s.spec.WithRule(landlock.Rule{Path: dir, Access: landlock.ReadWrite, Required: true})
-		if s.view != nil {
-			v, err := mountns.Build(p, mountns.Options{Privileged: s.view.Privileged, UID: os.Getuid(), GID: os.Getgid(),
-				Cwd: s.cfg.Cwd, ExtraWritable: []string{dir}})
-			if err != nil {
-				return err
-			}
-			s.view = v
+	}
+	var listener *mountns.ProxyListener
+	switch {
+	case s.pr.net.proxy && s.pr.net.hostProxy:
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("proxy: %w", err)
 		}
+		s.hostListen = l
+		s.undo = append(s.undo, func() { l.Close() })
+		port := l.Addr().(*net.TCPAddr).Port
+		s.spec = s.spec.WithPort(uint16(port))
+		s.env = proxyEnv(s.env, l.Addr().String())
+	case s.pr.net.proxy:
+		parent, child, err := proxyPair()
+		if err != nil {
+			return err
+		}
+		s.proxySock = parent
+		s.undo = append(s.undo, func() { unix.Close(parent); unix.Close(child) })
+		listener = &mountns.ProxyListener{FD: child, Port: ProxyPort}
+		s.env = proxyEnv(s.env, "127.0.0.1:"+strconv.Itoa(ProxyPort))
+	}
+	if s.view != nil {
+		v, err := mountns.Build(p, s.pr.viewOptions(tmp, listener))
+		if err != nil {
+			return err
+		}
+		s.view = v
 	}
 	if s.view != nil {
 		claims, err := mountns.ClaimPlaceholders(s.view.Placeholders)
@@ -202,8 +236,30 @@ func (s *session) noCgroup(why string) error {
 	return nil
 }
 
+// serveProxy starts the allowlist proxy on the listener the child made in
+// its namespace (before it execed) or on the host's.
+func (s *session) serveProxy() error {
+	l := s.hostListen
+	if s.proxySock >= 0 {
+		var err error
+		if l, err = receiveListener(s.proxySock); err != nil {
+			return err
+		}
+	}
+	if l != nil {
+		s.proxy = startProxy(s.pr.Plan, l, s.cfg.OnProxyEvent)
+	}
+	return nil
+}
+
 // cleanup undoes setup, in reverse, after the tree is gone.
 func (s *session) cleanup(res *Result) {
+	if s.proxy != nil {
+		st := s.proxy.stop()
+		if res != nil {
+			res.Proxy = &st
+		}
+	}
 	if s.group != nil {
 		if st, err := s.group.Stats(); err == nil && res != nil {
 			res.Cgroup = &CgroupResult{Mode: s.group.Mode(), Path: s.group.Path(), Stats: st}
@@ -274,8 +330,14 @@ func (s *session) supervise() Result {
 	go reaper.loop()
 	t := &tree{self: os.Getpid(), group: s.group, reaped: reaper.done}
 
+	if err == nil {
+		if err = s.serveProxy(); err != nil {
+			// The program runs without its proxy: end it.
+			t.kill()
+		}
+	}
 	if err != nil {
-		// The child exited before its program ran.
+		// The child exited before its program ran, or its proxy failed.
 		<-reaper.main
 		t.end()
 		var se *spawn.Error

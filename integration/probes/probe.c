@@ -32,6 +32,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <sys/un.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -268,6 +269,88 @@ int main(int argc, char **argv)
 			return result(-1);
 		char c;
 		return result(read(sv[1], &c, 1) == 1 && c == 'p' ? 0 : -1);
+	}
+
+	if (!strcmp(op, "httpserve") && a && b) {
+		/* Answer every connection on 0.0.0.0:A with an HTTP response
+		 * whose body is B, after reading the request's head. */
+		int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(atoi(a))};
+		if (bind(s, (struct sockaddr *)&sin, sizeof sin) < 0 || listen(s, 64) < 0)
+			return result(-1);
+		printf("listening\n");
+		for (;;) {
+			int c = accept(s, NULL, NULL);
+			if (c < 0)
+				continue;
+			char req[4096];
+			int n = 0;
+			while (n < (int)sizeof req - 1) {
+				ssize_t r = read(c, req + n, sizeof req - 1 - n);
+				if (r <= 0)
+					break;
+				n += r;
+				req[n] = 0;
+				if (strstr(req, "\r\n\r\n"))
+					break;
+			}
+			char resp[512];
+			int len = snprintf(resp, sizeof resp, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(b), b);
+			if (write(c, resp, len) < 0)
+				perror("write");
+			close(c);
+		}
+	}
+	if (!strcmp(op, "udprecv") && a && b) {
+		/* Receive datagrams on port A, append each to file B. */
+		int s = socket(AF_INET, SOCK_DGRAM, 0);
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(atoi(a))};
+		if (bind(s, (struct sockaddr *)&sin, sizeof sin) < 0)
+			return result(-1);
+		printf("listening\n");
+		for (;;) {
+			char buf[512];
+			ssize_t n = recv(s, buf, sizeof buf, 0);
+			if (n <= 0)
+				continue;
+			int f = open(b, O_WRONLY | O_CREAT | O_APPEND, 0644);
+			if (f >= 0) {
+				if (write(f, buf, n) < 0)
+					perror("write");
+				close(f);
+			}
+		}
+	}
+	if (!strcmp(op, "udpsend") && a && b) {
+		int s = socket(AF_INET, SOCK_DGRAM, 0);
+		if (s < 0)
+			return result(-1);
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(atoi(b))};
+		inet_pton(AF_INET, a, &sin.sin_addr);
+		return result(sendto(s, "datagram", 8, 0, (struct sockaddr *)&sin, sizeof sin));
+	}
+	if ((!strcmp(op, "unixserve") || !strcmp(op, "unixconnect")) && a) {
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+		snprintf(sun.sun_path, sizeof sun.sun_path, "%s", a);
+		int s = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (s < 0)
+			return result(-1);
+		if (!strcmp(op, "unixconnect"))
+			return result(connect(s, (struct sockaddr *)&sun, sizeof sun));
+		if (bind(s, (struct sockaddr *)&sun, sizeof sun) < 0 || listen(s, 16) < 0)
+			return result(-1);
+		printf("listening\n");
+		if (b) {
+			/* Serve one client from inside, then report. */
+			int c = accept(s, NULL, NULL);
+			return result(c);
+		}
+		for (;;) {
+			int c = accept(s, NULL, NULL);
+			if (c >= 0)
+				close(c);
+		}
 	}
 
 	/* Processes and signals. */

@@ -1,0 +1,165 @@
+package supervisor
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/mountns"
+	"sandbox-executable/netproxy"
+	"sandbox-executable/policy"
+	"sandbox-executable/spawn"
+)
+
+// ProxyPort is where the allowlist proxy listens inside the program's
+// network namespace (an empty namespace: every port is free).
+const ProxyPort = 3128
+
+// NetworkReport says how the Plan's network mode is enforced.
+type NetworkReport struct {
+	Mode      policy.NetworkMode `json:"mode"`
+	Mechanism []string           `json:"mechanism"`
+	// Allowlist mode: where the proxy listens, as the program sees it.
+	Proxy string `json:"proxy,omitempty"`
+	// DaemonSockets says how unix sockets of daemons outside the writable
+	// roots are kept out of reach.
+	DaemonSockets string   `json:"daemon_sockets"`
+	MaskedSockets []string `json:"masked_sockets,omitempty"`
+	// NotEnforced lists what this host cannot stop in this mode.
+	NotEnforced []string `json:"not_enforced,omitempty"`
+}
+
+// netChoice is the network decision of a run.
+type netChoice struct {
+	NetworkReport
+	netns      bool // the program gets a network namespace of its own
+	proxy      bool // an allowlist proxy runs
+	hostProxy  bool // ... on the host's loopback (degraded): no namespace
+	extraRules []policy.SyscallRule
+	degraded   string
+}
+
+// chooseNetwork decides how the network mode is enforced. exact says a
+// mount namespace (and so a network namespace) can be had.
+func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool) (netChoice, error) {
+	n := netChoice{NetworkReport: NetworkReport{Mode: p.Network.Mode}}
+	mech := func(s string) { n.Mechanism = append(n.Mechanism, s) }
+	switch p.Network.Mode {
+	case policy.NetworkNone:
+		mech("seccomp: no sockets but AF_UNIX")
+		if abi >= 4 {
+			mech("Landlock: no TCP bind or connect")
+		}
+		if exact {
+			n.netns = true
+			mech("an empty network namespace (loopback only)")
+		}
+	case policy.NetworkFull:
+		mech("the host's network; seccomp denies raw, packet, vsock and non-route netlink sockets")
+	case policy.NetworkAllowlist:
+		n.proxy = true
+		if exact {
+			n.netns = true
+			n.Proxy = "127.0.0.1:" + strconv.Itoa(ProxyPort)
+			mech("a network namespace with only loopback: no route out")
+			mech("a filtering proxy outside (HTTP CONNECT, plain HTTP, SOCKS5) listening at " + n.Proxy + " inside it, names resolved outside")
+			break
+		}
+		why := "the network allowlist needs a network namespace, and none can be had here (" + mountns.Probe().Why + ")"
+		if !allowDegraded {
+			return n, &RefusedError{Reason: "refusing to run: " + why + "; run as root or where user namespaces are allowed, or pass --allow-degraded to rely on Landlock's port rule alone"}
+		}
+		if abi < 4 {
+			return n, &RefusedError{Reason: "refusing to run: " + why + ", and Landlock ABI " + strconv.Itoa(abi) + " cannot restrict TCP at all: the allowlist would not be enforced even in part"}
+		}
+		n.hostProxy = true
+		n.Proxy = "127.0.0.1 (a port chosen at start)"
+		mech("a filtering proxy on the host's loopback; Landlock: TCP connect only to its port")
+		n.NotEnforced = append(n.NotEnforced, "any host's service on the proxy's port number is reachable directly", "UDP is not restricted")
+		n.degraded = "network allowlist without a network namespace: Landlock allows TCP connect to the proxy's port on any host, and UDP is not restricted"
+	}
+	if exact {
+		n.DaemonSockets = "masked: every daemon's unix socket outside the writable roots is covered by a file that is not a socket"
+	} else {
+		n.DaemonSockets = "socket(AF_UNIX) denied by seccomp (socketpair still works): Landlock-only mode cannot tell a daemon's socket from the program's own"
+		n.extraRules = append(n.extraRules, policy.SyscallRule{Syscall: "socket", Action: policy.ActionErrno, Errno: "EPERM",
+			Args: []policy.ArgCondition{{Index: 0, Op: "eq", Value: unix.AF_UNIX}},
+			Why:  "Landlock-only mode: no unix sockets, so no daemon's (D-Bus, docker.sock, ssh-agent) can be reached"})
+	}
+	if abi < 6 && !n.netns {
+		n.NotEnforced = append(n.NotEnforced, "abstract unix sockets outside the sandbox are reachable (Landlock scoping needs ABI 6)")
+	}
+	return n, nil
+}
+
+// proxyRun is a running allowlist proxy.
+type proxyRun struct {
+	proxy   *netproxy.Proxy
+	refused atomic.Int64
+	done    chan struct{}
+}
+
+// proxyEnv points the program's HTTP clients at the proxy, for every
+// destination: NO_PROXY is emptied, so an inherited list cannot send a
+// client around the proxy (into a namespace with no route), and "localhost"
+// means what the allowlist says (the host's, when an entry names it).
+func proxyEnv(env []string, addr string) []string {
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		env = withEnv(env, k, "http://"+addr)
+	}
+	for _, k := range []string{"ALL_PROXY", "all_proxy"} {
+		env = withEnv(env, k, "socks5h://"+addr)
+	}
+	for _, k := range []string{"NO_PROXY", "no_proxy"} {
+		env = withEnv(env, k, "")
+	}
+	return env
+}
+
+// startProxy serves the allowlist on l until stop.
+func startProxy(p *policy.Plan, l net.Listener, onEvent func(netproxy.Event)) *proxyRun {
+	r := &proxyRun{done: make(chan struct{})}
+	r.proxy = netproxy.New(netproxy.NewMatcher(p.Network.Allowlist), netproxy.Options{OnEvent: func(e netproxy.Event) {
+		if !e.Allowed {
+			r.refused.Add(1)
+		}
+		if onEvent != nil {
+			onEvent(e)
+		}
+	}})
+	go func() {
+		defer close(r.done)
+		_ = r.proxy.Serve(l)
+	}()
+	return r
+}
+
+func (r *proxyRun) stop() netproxy.Stats {
+	_ = r.proxy.Close()
+	<-r.done
+	return r.proxy.Stats()
+}
+
+// proxyPair makes the unix socket pair the child sends its listener over.
+func proxyPair() (parent, child int, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, -1, fmt.Errorf("proxy socket pair: %w", err)
+	}
+	return fds[0], fds[1], nil
+}
+
+// receiveListener takes the listener the child made in its namespace.
+func receiveListener(sock int) (net.Listener, error) {
+	fd, err := spawn.ReceiveFD(sock)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "proxy-listener")
+	defer f.Close()
+	return net.FileListener(f)
+}
