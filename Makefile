@@ -12,7 +12,9 @@ LDFLAGS  := -X main.version=$(VERSION)
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /integration -e /bench)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build probe test lint unit integration fuzz-short vm-test vm-selfcheck bench clean
+DIST     ?= dist
+
+.PHONY: all build probe test lint lint-packaging unit integration fuzz-short vm-test vm-selfcheck bench release test-release manpage clean
 
 all: build
 
@@ -52,7 +54,27 @@ vm-test: build probe
 vm-selfcheck:
 	integration/vm/selfcheck.sh
 
-test: lint unit integration fuzz-short vm-test
+test: lint lint-packaging unit integration fuzz-short vm-test
+
+# The static "install anywhere" binary and its .sha256 in $(DIST), checked
+# by the script (statically linked, no dynamic dependency, a sandboxed run).
+release:
+	GO=$(GO) packaging/release.sh '$(VERSION)' '$(DIST)'
+
+# The release binary through its checks and the integration suite (as root).
+test-release: release probe
+	GO=$(GO) packaging/test-release.sh '$(DIST)/sandbox-executable-$(VERSION)-linux-'"$$($(GO) env GOARCH)"
+
+# The man page, from --help; cmd/gen-manpage's test fails when it is stale.
+manpage:
+	$(GO) run ./cmd/gen-manpage -o packaging/sandbox-executable.1
+
+# Dockerfile.test (without Docker), the packaging scripts, and the AppArmor
+# profile (skipped where AppArmor 4 is not installed).
+lint-packaging:
+	GO=$(GO) packaging/lint-dockerfile.sh
+	shellcheck packaging/*.sh packaging/completion/sandbox-executable.bash
+	packaging/check-apparmor.sh
 
 bench: build probe
 	$(GO) run ./bench -bin $(BIN) -probe $(PROBE)

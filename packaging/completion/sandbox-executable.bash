@@ -1,0 +1,71 @@
+# bash completion for sandbox-executable(1).
+# Install: copy to /usr/local/share/bash-completion/completions/sandbox-executable
+# (bash-completion loads it on first use), or source it from ~/.bashrc.
+# cmd/gen-manpage's tests check that it offers every option of --help.
+
+_sandbox_executable() {
+	# Options that take a value, as one word or as --opt=VALUE.
+	local with_value="--sandbox-policy --sandbox-policy-cwd --seccomp-profile --resource-limits --keep-fd --fs-mode --cgroup-parent --cpu-quota"
+	local flags="--keep-env --allow-degraded --log-denials --explain --help -h --version"
+	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
+	local i w program_at=
+
+	# bash splits "--fs-mode=ex" at "=" (COMP_WORDBREAKS): complete the value.
+	if [[ $cur == = ]]; then
+		prev=${COMP_WORDS[COMP_CWORD - 1]} cur=
+	elif [[ $prev == = ]]; then
+		prev=${COMP_WORDS[COMP_CWORD - 2]}
+	fi
+
+	# Where does the program start? After "--", or at the first word that
+	# is not an option (skipping the options' values), as the helper reads it.
+	for ((i = 1; i < COMP_CWORD; i++)); do
+		w=${COMP_WORDS[i]}
+		if ((i == 1)) && [[ $w == doctor ]]; then
+			mapfile -t COMPREPLY < <(compgen -W "--json --help" -- "$cur")
+			return
+		fi
+		case $w in
+		--) program_at=$((i + 1)) && break ;;
+		=) ((i++)) ;;
+		-*) [[ " $with_value " == *" $w "* && ${COMP_WORDS[i + 1]} != = ]] && ((i++)) ;;
+		*) program_at=$i && break ;;
+		esac
+	done
+
+	if [[ -n $program_at ]]; then
+		# Hand over to the program's own completion where bash-completion
+		# is loaded; otherwise complete its name or files.
+		if ((program_at <= COMP_CWORD)) && declare -F _command_offset >/dev/null; then
+			_command_offset "$program_at"
+		elif ((program_at == COMP_CWORD)); then
+			mapfile -t COMPREPLY < <(compgen -c -- "$cur")
+		else
+			mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+		fi
+		return
+	fi
+
+	case $prev in
+	--fs-mode)
+		mapfile -t COMPREPLY < <(compgen -W "auto exact landlock" -- "$cur")
+		return
+		;;
+	--sandbox-policy-cwd)
+		mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+		return
+		;;
+	--sandbox-policy | --seccomp-profile | --resource-limits | --keep-fd | --cgroup-parent | --cpu-quota)
+		return # JSON, a number or a cgroup path: nothing sensible to offer
+		;;
+	esac
+
+	if [[ $cur == -* ]]; then
+		mapfile -t COMPREPLY < <(compgen -W "$with_value $flags --" -- "$cur")
+	elif ((COMP_CWORD == 1)); then
+		mapfile -t COMPREPLY < <(compgen -W "doctor" -c -- "$cur")
+	else
+		mapfile -t COMPREPLY < <(compgen -c -- "$cur")
+	fi
+}
+complete -F _sandbox_executable sandbox-executable
