@@ -51,7 +51,7 @@ func TestBadInputIsRefusedWithOneLine(t *testing.T) {
 	cases["missing root"] = []string{"--sandbox-policy", `{"type":"workspace_write","writable_roots":[{"root":"/nonexistent/root"}]}`}
 	cases["unknown option"] = []string{"--sandbox-policy", roPolicy, "--frobnicate"}
 	cases["no program"] = []string{"--sandbox-policy", roPolicy}
-	cases["no policy"] = []string{"--", "/bin/true"}
+	cases["policy file missing"] = []string{"--sandbox-policy", "@/nonexistent/policy.json"}
 	cases["bad fs mode"] = []string{"--sandbox-policy", roPolicy, "--fs-mode", "loose"}
 	if len(cases) < 14 {
 		t.Fatalf("only %d cases: fixtures missing?", len(cases))
@@ -158,5 +158,29 @@ func TestCallerShapes(t *testing.T) {
 		if r.code != 0 || r.stdout != "--sandbox-policy --\n" || r.stderr != "" {
 			t.Errorf("%s: %v", name, r)
 		}
+	}
+}
+
+// TestStandaloneDefault: with no policy at all the program runs under the
+// built-in default: workspace_write on the working directory, VT Code's
+// secrets denied, no network, the conservative limits. A policy can also come
+// from a file.
+func TestStandaloneDefault(t *testing.T) {
+	w := newWorkspace(t)
+	r := run(t, runOpts{env: w.env(), dir: w.root}, "--", "/bin/sh", "-c", "echo made > made.txt && cat made.txt; echo x > "+w.out+"/x")
+	if r.stdout != "made\n" || r.code == 0 {
+		t.Errorf("default policy: %v", r)
+	}
+	r = run(t, runOpts{env: w.env(), dir: w.root}, "--explain")
+	for _, want := range []string{`"policy": "workspace_write"`, `"path": "` + w.root + `"`, `"memory_bytes": 536870912`, `"mode": "none"`, filepath.Join(w.home, ".ssh")} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("default --explain lacks %s", want)
+		}
+	}
+	file := filepath.Join(w.out, "policy.json")
+	write(t, file, roPolicy)
+	r = run(t, runOpts{env: w.env(), dir: w.root}, "--sandbox-policy", "@"+file, "--explain")
+	if !strings.Contains(r.stdout, `"policy": "read_only"`) {
+		t.Errorf("policy from a file: %v", r)
 	}
 }

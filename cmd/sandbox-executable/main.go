@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/user"
@@ -175,12 +176,19 @@ func parseCPUQuota(o *options) (float64, error) {
 
 // resolvePlan decodes the three JSON arguments and resolves them into a Plan.
 func resolvePlan(o *options) (*policy.Plan, error) {
-	if !o.set["--sandbox-policy"] {
-		return nil, errors.New("--sandbox-policy is required")
-	}
-	pol, err := policy.DecodePolicy([]byte(o.policy))
+	cwd, err := os.Getwd()
 	if err != nil {
-		return nil, policy.WithArg(err, "--sandbox-policy")
+		return nil, fmt.Errorf("working directory: %w", err)
+	}
+	pol := policy.DefaultStandalone(cwd)
+	if o.set["--sandbox-policy"] {
+		data, err := argValue("--sandbox-policy", o.policy)
+		if err != nil {
+			return nil, err
+		}
+		if pol, err = policy.DecodePolicy(data); err != nil {
+			return nil, policy.WithArg(err, "--sandbox-policy")
+		}
 	}
 	in := policy.Input{
 		Policy:      *pol,
@@ -200,26 +208,56 @@ func resolvePlan(o *options) (*policy.Plan, error) {
 		in.SeccompFrom, in.LimitsFrom = "derived seccomp profile", "derived resource limits"
 	}
 	if o.set["--seccomp-profile"] {
-		s, err := policy.DecodeSeccompProfile([]byte(o.seccompProfile))
+		data, err := argValue("--seccomp-profile", o.seccompProfile)
+		if err != nil {
+			return nil, err
+		}
+		s, err := policy.DecodeSeccompProfile(data)
 		if err != nil {
 			return nil, policy.WithArg(err, "--seccomp-profile")
 		}
 		in.Seccomp, in.SeccompFrom = *s, "--seccomp-profile"
 	}
 	if o.set["--resource-limits"] {
-		l, err := policy.DecodeResourceLimits([]byte(o.resourceLimits))
+		data, err := argValue("--resource-limits", o.resourceLimits)
+		if err != nil {
+			return nil, err
+		}
+		l, err := policy.DecodeResourceLimits(data)
 		if err != nil {
 			return nil, policy.WithArg(err, "--resource-limits")
 		}
 		in.Limits, in.LimitsFrom = *l, "--resource-limits"
 	}
-	cwd, err := os.Getwd()
-	if err != nil {
-		return nil, fmt.Errorf("working directory: %w", err)
-	}
 	in.ProcessCwd = cwd
 	in.TerminalDevices = terminalDevices()
 	return policy.Resolve(in)
+}
+
+// maxArgFile bounds a JSON argument read from a file.
+const maxArgFile = 1 << 20
+
+// argValue is the JSON of a policy argument: the value itself, or, when it
+// starts with "@", the contents of the file it names (a JSON value cannot
+// start with "@").
+func argValue(name, v string) ([]byte, error) {
+	path, ok := strings.CutPrefix(v, "@")
+	if !ok {
+		return []byte(v), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxArgFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", name, path, err)
+	}
+	if len(data) > maxArgFile {
+		return nil, fmt.Errorf("%s: %s: larger than %d bytes", name, path, maxArgFile)
+	}
+	return data, nil
 }
 
 // terminalDevices lists the terminals on fds 0-2, so the program may reopen

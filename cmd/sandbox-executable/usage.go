@@ -3,6 +3,7 @@ package main
 // usage is the --help text. The man page is generated from it.
 const usage = `Usage:
   sandbox-executable [OPTIONS] --sandbox-policy JSON [--] PROGRAM [ARGS...]
+  sandbox-executable [OPTIONS] -- PROGRAM [ARGS...]
   sandbox-executable doctor [--json]
 
 Runs PROGRAM under a sandbox: Landlock limits writes to the policy's writable
@@ -15,9 +16,12 @@ Options end at "--" or at the first word that is not an option; everything
 after that belongs to the program. Every option takes "--opt VALUE" or
 "--opt=VALUE".
 
-Policy (the JSON shapes VT Code sends):
+Policy (the JSON shapes VT Code sends; @FILE reads the JSON from a file):
   --sandbox-policy JSON       the SandboxPolicy: {"type":"read_only",...} or
-                              {"type":"workspace_write","writable_roots":[...],...}
+                              {"type":"workspace_write","writable_roots":[...],...};
+                              without it: workspace_write on the working
+                              directory, VT Code's secrets denied, no network,
+                              the conservative limits
   --sandbox-policy-cwd DIR    the policy's working directory (default: the
                               current one); writable under workspace_write
   --seccomp-profile JSON      the SeccompProfile (default: derived from the
