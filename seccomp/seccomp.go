@@ -45,10 +45,23 @@ type Program struct {
 	BPF []byte
 	// Rules is the number of rules that went into it.
 	Rules int
+	// Notify is set when the errno rules were compiled to user
+	// notifications: Errnos then says, per native syscall number, which
+	// errno the supervisor must answer with.
+	Notify bool
+	Errnos map[int32]unix.Errno
+}
+
+// Options tune Compile.
+type Options struct {
+	// Notify compiles every errno rule to SECCOMP_RET_USER_NOTIF, so that
+	// the supervisor sees each denied call (syscall, pid) and answers it
+	// with the rule's errno: observed, and still denied.
+	Notify bool
 }
 
 // Compile builds the filter for s.
-func Compile(s *policy.Seccomp) (*Program, error) {
+func Compile(s *policy.Seccomp, opt Options) (*Program, error) {
 	f, err := libseccomp.NewFilter(libseccomp.ActAllow)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: new filter: %w", err)
@@ -63,8 +76,12 @@ func Compile(s *policy.Seccomp) (*Program, error) {
 	if err := f.SetNoNewPrivsBit(false); err != nil {
 		return nil, fmt.Errorf("seccomp: no_new_privs bit: %w", err)
 	}
+	p := &Program{Rules: len(s.Rules), Notify: opt.Notify}
+	if opt.Notify {
+		p.Errnos = map[int32]unix.Errno{}
+	}
 	for i, r := range s.Rules {
-		if err := addRule(f, r); err != nil {
+		if err := p.addRule(f, r); err != nil {
 			return nil, fmt.Errorf("seccomp: rule %d (%s): %w", i, r.Syscall, err)
 		}
 	}
@@ -72,10 +89,11 @@ func Compile(s *policy.Seccomp) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Program{BPF: bpf, Rules: len(s.Rules)}, nil
+	p.BPF = bpf
+	return p, nil
 }
 
-func addRule(f *libseccomp.ScmpFilter, r policy.SyscallRule) error {
+func (p *Program) addRule(f *libseccomp.ScmpFilter, r policy.SyscallRule) error {
 	nr, err := libseccomp.GetSyscallFromName(r.Syscall)
 	if err != nil {
 		return fmt.Errorf("unknown system call %q", r.Syscall)
@@ -83,6 +101,14 @@ func addRule(f *libseccomp.ScmpFilter, r policy.SyscallRule) error {
 	act, err := action(r)
 	if err != nil {
 		return err
+	}
+	if p.Notify && r.Action == policy.ActionErrno {
+		e := errnos[r.Errno]
+		if prev, ok := p.Errnos[int32(nr)]; ok && prev != e {
+			return fmt.Errorf("rules for %s answer both %s and %s: one errno per syscall when observing", r.Syscall, prev, e)
+		}
+		p.Errnos[int32(nr)] = e
+		act = libseccomp.ActNotify
 	}
 	if len(r.Args) == 0 {
 		return f.AddRule(nr, act)

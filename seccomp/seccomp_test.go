@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"sandbox-executable/policy"
 )
 
@@ -32,7 +34,7 @@ func TestCompile(t *testing.T) {
 		{Syscall: "socket", Action: policy.ActionErrno, Errno: "EPERM", Args: []policy.ArgCondition{{Index: 0, Op: "ge", Value: 2}}},
 		{Syscall: "ioctl", Action: policy.ActionErrno, Errno: "EPERM", Args: []policy.ArgCondition{{Index: 1, Op: "masked_eq", Mask: 0xffffffff, Value: 0x5412}}},
 	}}
-	p, err := Compile(s)
+	p, err := Compile(s, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +47,29 @@ func TestCompile(t *testing.T) {
 		{Syscall: "no_such_call", Action: policy.ActionLog},
 		{Syscall: "socket", Action: policy.ActionLog, Args: []policy.ArgCondition{{Index: 0, Op: "between"}}},
 	} {
-		if _, err := Compile(&policy.Seccomp{Rules: []policy.SyscallRule{bad}}); err == nil || !strings.Contains(err.Error(), "seccomp: rule 0") {
+		if _, err := Compile(&policy.Seccomp{Rules: []policy.SyscallRule{bad}}, Options{}); err == nil || !strings.Contains(err.Error(), "seccomp: rule 0") {
 			t.Errorf("%+v: err %v", bad, err)
 		}
+	}
+}
+
+func TestCompileForObservation(t *testing.T) {
+	s := &policy.Seccomp{Rules: []policy.SyscallRule{
+		{Syscall: "ptrace", Action: policy.ActionErrno, Errno: "EPERM"},
+		{Syscall: "clone3", Action: policy.ActionErrno, Errno: "ENOSYS"},
+		{Syscall: "keyctl", Action: policy.ActionLog},
+	}}
+	p, err := Compile(s, Options{Notify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Notify || len(p.Errnos) != 2 || p.Errnos[101] != unix.EPERM || p.Errnos[435] != unix.ENOSYS {
+		t.Errorf("errnos %v", p.Errnos)
+	}
+	// Two errnos for one syscall cannot be told apart when answering.
+	s.Rules = append(s.Rules, policy.SyscallRule{Syscall: "ptrace", Action: policy.ActionErrno, Errno: "EACCES",
+		Args: []policy.ArgCondition{{Index: 0, Op: "eq", Value: 1}}})
+	if _, err := Compile(s, Options{Notify: true}); err == nil {
+		t.Errorf("conflicting errnos accepted")
 	}
 }

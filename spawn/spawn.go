@@ -142,6 +142,10 @@ type Request struct {
 	RulesetFlags uint32
 	// BPF is a seccomp filter program (struct sock_filter[]), or nil.
 	BPF []byte
+	// NotifySock, when >= 0, is a unix socket the child sends the filter's
+	// user-notification listener over (see ReceiveFD): the filter's
+	// SECCOMP_RET_USER_NOTIF rules are then answered by the supervisor.
+	NotifySock int
 }
 
 // Process is a started child.
@@ -207,6 +211,13 @@ func Start(req *Request) (*Process, error) {
 	if len(req.Paths) == 0 || len(req.Argv) == 0 {
 		return nil, fmt.Errorf("spawn: no program")
 	}
+	// -1 means none; 0, 1 and 2 are the program's stdio, never ours (a
+	// zero value left in a Request would otherwise mean stdin).
+	for name, fd := range map[string]int{"CgroupFD": req.CgroupFD, "CgroupProcsFD": req.CgroupProcsFD, "RulesetFD": req.RulesetFD, "NotifySock": req.NotifySock} {
+		if fd >= 0 && fd <= 2 {
+			return nil, fmt.Errorf("spawn: %s is %d: -1 for none, or a descriptor above 2", name, fd)
+		}
+	}
 	a := &arena{}
 	defer a.free()
 
@@ -262,6 +273,7 @@ func Start(req *Request) (*Process, error) {
 		r.bpf = p
 		r.bpf_len = C.ushort(len(req.BPF) / 8)
 	}
+	r.notify_sock = C.int(req.NotifySock)
 
 	mask, ignored, _ := InitialState()
 	*(*unix.Sigset_t)(unsafe.Pointer(&r.mask)) = mask

@@ -31,6 +31,9 @@ func run(t *testing.T, req *Request) (status unix.WaitStatus, out string, err er
 	if req.RulesetFD == 0 {
 		req.RulesetFD = -1
 	}
+	if req.NotifySock == 0 {
+		req.NotifySock = -1
+	}
 	// The child's stdout is the temp file: dup it onto a kept fd and let a
 	// shell redirect, so the test process's own stdout is left alone.
 	req.KeepFDs = append(req.KeepFDs, int(f.Fd()))
@@ -160,7 +163,7 @@ func TestRlimitAndNoNewPrivs(t *testing.T) {
 
 func TestSetupFailureIsReportedWithStep(t *testing.T) {
 	// An op that must fail: chdir into a missing directory.
-	p, err := Start(&Request{Paths: []string{"/bin/true"}, Argv: []string{"true"}, CgroupFD: -1, CgroupProcsFD: -1, RulesetFD: -1,
+	p, err := Start(&Request{Paths: []string{"/bin/true"}, Argv: []string{"true"}, CgroupFD: -1, CgroupProcsFD: -1, RulesetFD: -1, NotifySock: -1,
 		Ops: []Op{{Kind: OpChdir, A: "/nonexistent/dir", Desc: "chdir /nonexistent/dir"}}})
 	var se *Error
 	if !errors.As(err, &se) || se.Step != StepOp || se.Errno != unix.ENOENT || se.Detail != "chdir /nonexistent/dir" || se.ExitCode() != 125 {
@@ -186,7 +189,7 @@ func TestListenerInTheChildsNetworkNamespace(t *testing.T) {
 	defer unix.Close(pair[0])
 	defer unix.Close(pair[1])
 	script := `exec 3<>/dev/tcp/127.0.0.1/3128 && echo hello-from-inside >&3 && read -r reply <&3 && test "$reply" = ok`
-	p, err := Start(&Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", script}, CgroupFD: -1, CgroupProcsFD: -1, RulesetFD: -1,
+	p, err := Start(&Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", script}, CgroupFD: -1, CgroupProcsFD: -1, RulesetFD: -1, NotifySock: -1,
 		NamespaceFlags: unix.CLONE_NEWNET,
 		Ops:            []Op{{Kind: OpLoUp, Desc: "lo up"}, {Kind: OpListenSend, FD: pair[1], Flags: 3128, Desc: "proxy listener"}}})
 	if err != nil {
@@ -217,5 +220,12 @@ func TestListenerInTheChildsNetworkNamespace(t *testing.T) {
 	}
 	if p.PidFD >= 0 {
 		unix.Close(p.PidFD)
+	}
+}
+
+func TestZeroValueDescriptorsRefused(t *testing.T) {
+	_, err := Start(&Request{Paths: []string{"/bin/true"}, Argv: []string{"true"}, CgroupFD: -1, CgroupProcsFD: -1, RulesetFD: -1})
+	if err == nil || !strings.Contains(err.Error(), "NotifySock is 0") {
+		t.Errorf("err %v", err)
 	}
 }

@@ -34,6 +34,7 @@
 #define SE_PR_SET_PDEATHSIG 1
 #define SE_PR_SET_NO_NEW_PRIVS 38
 #define SE_SECCOMP_SET_MODE_FILTER 1
+#define SE_SECCOMP_FILTER_FLAG_NEW_LISTENER (1U << 3)
 #define SE_NR_open_tree 428
 #define SE_NR_move_mount 429
 #define SE_NR_mount_setattr 442
@@ -133,6 +134,27 @@ static long se_exec(struct se_req *r, int *which)
 	return err;
 }
 
+/* se_send_fd sends fd over the unix socket sock with SCM_RIGHTS. */
+static long se_send_fd(int sock, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	char byte = 'F';
+	struct iovec iov = {&byte, 1};
+	struct msghdr msg;
+	memset(&msg, 0, sizeof msg);
+	memset(cbuf, 0, sizeof cbuf);
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cbuf;
+	msg.msg_controllen = sizeof cbuf;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	return SYS3(SYS_sendmsg, sock, &msg, 0);
+}
+
 /* se_lo_up sets IFF_UP on "lo" in the current network namespace. */
 static long se_lo_up(void)
 {
@@ -170,25 +192,8 @@ static long se_listen_send(int fd, unsigned short port)
 		ret = SYS3(SYS_bind, s, &sin, sizeof sin);
 	if (ret >= 0)
 		ret = SYS2(SYS_listen, s, 512);
-	if (ret >= 0) {
-		char cbuf[CMSG_SPACE(sizeof(int))];
-		char byte = 'L';
-		struct iovec iov = {&byte, 1};
-		struct msghdr msg;
-		memset(&msg, 0, sizeof msg);
-		memset(cbuf, 0, sizeof cbuf);
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		msg.msg_control = cbuf;
-		msg.msg_controllen = sizeof cbuf;
-		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		int sfd = (int)s;
-		memcpy(CMSG_DATA(c), &sfd, sizeof sfd);
-		ret = SYS3(SYS_sendmsg, fd, &msg, 0);
-	}
+	if (ret >= 0)
+		ret = se_send_fd(fd, (int)s);
 	SYS1(SYS_close, s);
 	return ret;
 }
@@ -336,9 +341,19 @@ static int se_child(void *arg)
 
 	if (r->bpf_len > 0) {
 		struct se_sock_fprog prog = {r->bpf_len, r->bpf};
-		ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, r->seccomp_flags, &prog);
+		unsigned int flags = r->seccomp_flags;
+		if (r->notify_sock >= 0)
+			flags |= SE_SECCOMP_FILTER_FLAG_NEW_LISTENER;
+		ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags, &prog);
 		if (ret < 0)
 			se_fail(r, SE_STEP_SECCOMP, 0, ret);
+		if (r->notify_sock >= 0) {
+			long listener = ret;
+			ret = se_send_fd(r->notify_sock, (int)listener);
+			SYS1(SYS_close, listener);
+			if (ret < 0)
+				se_fail(r, SE_STEP_SECCOMP, 1, ret);
+		}
 	}
 
 	/* Signal dispositions as the helper found them. clone3 cleared every

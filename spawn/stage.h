@@ -98,6 +98,10 @@ struct se_req {
 	const void *bpf; /* struct sock_filter[] */
 	unsigned short bpf_len;
 	unsigned int seccomp_flags;
+	/* A unix socket to send the filter's user-notification listener over
+	 * (the filter is then loaded with SECCOMP_FILTER_FLAG_NEW_LISTENER),
+	 * or -1. */
+	int notify_sock;
 
 	/* Signals to leave ignored in the program, and its signal mask. */
 	const int *ignored;

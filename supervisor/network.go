@@ -120,16 +120,15 @@ func proxyEnv(env []string, addr string) []string {
 	return env
 }
 
-// startProxy serves the allowlist on l until stop.
-func startProxy(p *policy.Plan, l net.Listener, onEvent func(netproxy.Event)) *proxyRun {
+// startProxy serves the allowlist on l until stop; refusals go to deny.
+func startProxy(p *policy.Plan, l net.Listener, deny func(Denial)) *proxyRun {
 	r := &proxyRun{done: make(chan struct{})}
 	r.proxy = netproxy.New(netproxy.NewMatcher(p.Network.Allowlist), netproxy.Options{OnEvent: func(e netproxy.Event) {
-		if !e.Allowed {
-			r.refused.Add(1)
+		if e.Allowed {
+			return
 		}
-		if onEvent != nil {
-			onEvent(e)
-		}
+		r.refused.Add(1)
+		deny(Denial{Time: e.Time, Kind: DenialNetwork, Method: e.Method, Host: e.Host, Port: int(e.Port), Reason: e.Reason, Client: e.Client})
 	}})
 	go func() {
 		defer close(r.done)
@@ -144,8 +143,9 @@ func (r *proxyRun) stop() netproxy.Stats {
 	return r.proxy.Stats()
 }
 
-// proxyPair makes the unix socket pair the child sends its listener over.
-func proxyPair() (parent, child int, err error) {
+// unixPair makes a unix socket pair the child sends a descriptor over (the
+// proxy's listener, the seccomp listener).
+func unixPair() (parent, child int, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, -1, fmt.Errorf("proxy socket pair: %w", err)

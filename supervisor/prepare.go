@@ -8,6 +8,7 @@ package supervisor
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"sandbox-executable/cgroups"
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
-	"sandbox-executable/netproxy"
 	"sandbox-executable/policy"
 	"sandbox-executable/rlimit"
 	"sandbox-executable/seccomp"
@@ -51,9 +51,13 @@ type Config struct {
 	// Warn, when set, receives one line for each degradation decided while
 	// the run is set up (they are also in the Result).
 	Warn func(string)
-	// OnProxyEvent, when set, receives every request the allowlist proxy
-	// allowed or refused.
-	OnProxyEvent func(netproxy.Event)
+	// Log receives the supervisor's structured log (nil: none).
+	Log *slog.Logger
+	// OnDenial, when set, receives every denied operation the supervisor
+	// can see: with LogDenials, the seccomp filter's refusals (through user
+	// notifications); always, the allowlist proxy's refusals. It is called
+	// from the supervisor's goroutines, one call at a time.
+	OnDenial func(Denial)
 }
 
 // Filesystem modes.
@@ -161,6 +165,9 @@ type SeccompReport struct {
 	NoNewPrivileges bool   `json:"no_new_privs"`
 	// HostRules are rules this host's mode adds to the Plan's.
 	HostRules []policy.SyscallRule `json:"host_rules,omitempty"`
+	// Observed is true when denied calls are answered through user
+	// notifications, so that each one is seen (--log-denials).
+	Observed bool `json:"observed"`
 }
 
 // RefusedError is returned when the host cannot enforce what the policy
@@ -225,7 +232,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 
 	// The Plan's rules, plus what this host's mode adds.
 	rules := &policy.Seccomp{Rules: append(append([]policy.SyscallRule(nil), p.Seccomp.Rules...), nw.extraRules...)}
-	prog, err := seccomp.Compile(rules)
+	prog, err := seccomp.Compile(rules, seccomp.Options{Notify: cfg.LogDenials})
 	if err != nil {
 		return nil, err
 	}
@@ -266,6 +273,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 			Library:         seccomp.LibraryVersion(),
 			NoNewPrivileges: true,
 			HostRules:       nw.extraRules,
+			Observed:        prog.Notify,
 		},
 		Cgroup:  cgReport,
 		Timeout: fmt.Sprintf("%d s wall clock for the whole tree (SIGTERM, %s grace, SIGKILL; exit 124)", p.Limits.TimeoutSeconds, grace(cfg)),

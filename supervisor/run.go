@@ -3,6 +3,7 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -18,6 +19,7 @@ import (
 	"sandbox-executable/mountns"
 	"sandbox-executable/netproxy"
 	"sandbox-executable/rlimit"
+	"sandbox-executable/seccomp"
 	"sandbox-executable/spawn"
 )
 
@@ -62,6 +64,8 @@ type Result struct {
 	Cgroup *CgroupResult
 	// Proxy figures, in the allowlist network mode.
 	Proxy *netproxy.Stats
+	// Denials counts what the supervisor saw refused.
+	Denials DenialCounts
 	// Degradations that were decided while setting up (besides Prepare's).
 	Degradations []string
 }
@@ -80,11 +84,13 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 // it until it and everything it started are gone.
 func Run(pr *Prepared) Result {
 	start := time.Now()
-	s := &session{pr: pr, cfg: pr.cfg, rulesetFD: -1, proxySock: -1}
+	s := &session{pr: pr, cfg: pr.cfg, rulesetFD: -1, proxySock: -1, notifySock: -1}
+	s.denials.out = pr.cfg.OnDenial
 	res := s.run()
 	s.cleanup(&res)
 	res.Wall = time.Since(start)
 	res.Degradations = s.degradations
+	res.Denials = s.denials.counts()
 	return res
 }
 
@@ -108,10 +114,29 @@ type session struct {
 	hostListen net.Listener
 	proxy      *proxyRun
 
+	// With LogDenials: the socket the seccomp listener arrives on, and the
+	// watcher answering it.
+	notifySock int
+	watchFrom  int
+	watcher    *seccomp.Watcher
+	denials    denials
+
 	degradations []string
 }
 
+// log is the run's logger (silent unless one was given).
+func (s *session) log() *slog.Logger {
+	if s.cfg.Log != nil {
+		return s.cfg.Log
+	}
+	return discard
+}
+
+var discard = slog.New(slog.DiscardHandler)
+
 func (s *session) run() Result {
+	s.log().Debug("prepared", "fs_mode", s.pr.Enforcement.Filesystem.Mode, "network", string(s.pr.Plan.Network.Mode),
+		"landlock_abi", s.pr.Enforcement.Landlock.ABI, "seccomp_rules", s.pr.Enforcement.Seccomp.Rules)
 	if err := s.setup(); err != nil {
 		var refused *RefusedError
 		if errors.As(err, &refused) {
@@ -155,7 +180,7 @@ func (s *session) setup() error {
 		s.spec = s.spec.WithPort(uint16(port))
 		s.env = proxyEnv(s.env, l.Addr().String())
 	case s.pr.net.proxy:
-		parent, child, err := proxyPair()
+		parent, child, err := unixPair()
 		if err != nil {
 			return err
 		}
@@ -180,6 +205,15 @@ func (s *session) setup() error {
 	}
 	if err := s.makeCgroup(); err != nil {
 		return err
+	}
+	if s.pr.Seccomp.Notify {
+		parent, child, err := unixPair()
+		if err != nil {
+			return err
+		}
+		s.notifySock = child
+		s.undo = append(s.undo, func() { unix.Close(parent); unix.Close(child) })
+		s.watchFrom = parent
 	}
 	fd, err := s.spec.Build()
 	if err != nil {
@@ -209,6 +243,7 @@ func (s *session) makeCgroup() error {
 		return err
 	}
 	s.group = g
+	s.log().Debug("cgroup", "mode", string(g.Mode()), "path", g.Path())
 	cl := g.Cleanup()
 	gd, err := spawn.StartGuardian(cl.KillFile, cl.ProcsFiles, cl.Dirs)
 	if err != nil {
@@ -236,6 +271,22 @@ func (s *session) noCgroup(why string) error {
 	return nil
 }
 
+// observe starts what watches the running program: the proxy, and the
+// seccomp listener's watcher.
+func (s *session) observe() error {
+	if s.notifySock >= 0 {
+		fd, err := spawn.ReceiveFD(s.watchFrom)
+		if err != nil {
+			return fmt.Errorf("seccomp listener: %w", err)
+		}
+		if s.watcher, err = seccomp.Watch(fd, s.pr.Seccomp, s.denials.fromSeccomp); err != nil {
+			unix.Close(fd)
+			return err
+		}
+	}
+	return s.serveProxy()
+}
+
 // serveProxy starts the allowlist proxy on the listener the child made in
 // its namespace (before it execed) or on the host's.
 func (s *session) serveProxy() error {
@@ -247,13 +298,16 @@ func (s *session) serveProxy() error {
 		}
 	}
 	if l != nil {
-		s.proxy = startProxy(s.pr.Plan, l, s.cfg.OnProxyEvent)
+		s.proxy = startProxy(s.pr.Plan, l, s.denials.record)
 	}
 	return nil
 }
 
 // cleanup undoes setup, in reverse, after the tree is gone.
 func (s *session) cleanup(res *Result) {
+	if s.watcher != nil {
+		s.watcher.Stop()
+	}
 	if s.proxy != nil {
 		st := s.proxy.stop()
 		if res != nil {
@@ -304,6 +358,7 @@ func (s *session) supervise() Result {
 		Pdeathsig:     unix.SIGKILL,
 		KeepFDs:       cfg.KeepFDs,
 		RulesetFD:     s.rulesetFD,
+		NotifySock:    s.notifySock,
 		RulesetFlags:  s.spec.RestrictFlags,
 		BPF:           s.pr.Seccomp.BPF,
 	}
@@ -326,13 +381,14 @@ func (s *session) supervise() Result {
 	if proc.PidFD >= 0 {
 		defer unix.Close(proc.PidFD)
 	}
+	s.log().Info("started", "pid", proc.Pid, "program", s.pr.Argv)
 	reaper := newReaper(proc.Pid)
 	go reaper.loop()
 	t := &tree{self: os.Getpid(), group: s.group, reaped: reaper.done}
 
 	if err == nil {
-		if err = s.serveProxy(); err != nil {
-			// The program runs without its proxy: end it.
+		if err = s.observe(); err != nil {
+			// The program runs without its proxy or its observer: end it.
 			t.kill()
 		}
 	}
@@ -366,15 +422,17 @@ func (s *session) supervise() Result {
 		case status = <-reaper.main:
 			mainDone = true
 		case sig := <-sigs:
-			forward(proc.Pid, sig.(syscall.Signal))
+			s.log().Info("signal", "signal", sig.String(), "forwarded", forward(proc.Pid, sig.(syscall.Signal)))
 		case <-timeout.C:
 			if ending == "" {
+				s.log().Warn("timeout", "seconds", p.Limits.TimeoutSeconds)
 				ending = Timeout
 				t.signal(unix.SIGTERM)
 				killTimer = time.After(grace(cfg))
 			}
 		case <-budget.tick():
 			if budget.spent() && ending == "" {
+				s.log().Warn("cpu budget spent", "used", budget.used, "budget", budget.budget)
 				ending = CPUBudget
 				t.signal(unix.SIGXCPU)
 				killTimer = time.After(time.Second)
@@ -437,14 +495,15 @@ func makePrivateTmp() (string, error) {
 	return dir, nil
 }
 
-// forward passes a signal the supervisor received on to the program. SIGINT
-// and SIGQUIT typed at a terminal reach the whole foreground process group,
-// the program included: passing them on again would deliver them twice.
-func forward(pid int, sig syscall.Signal) {
+// forward passes a signal the supervisor received on to the program, and
+// says whether it did. SIGINT and SIGQUIT typed at a terminal reach the
+// whole foreground process group, the program included: passing them on
+// again would deliver them twice.
+func forward(pid int, sig syscall.Signal) bool {
 	if (sig == unix.SIGINT || sig == unix.SIGQUIT) && inForeground() {
-		return
+		return false
 	}
-	_ = unix.Kill(pid, sig)
+	return unix.Kill(pid, sig) == nil
 }
 
 // inForeground reports whether this process's group is the foreground group

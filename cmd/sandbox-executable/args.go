@@ -15,13 +15,18 @@ type options struct {
 	fsMode         string
 	cgroupParent   string
 	cpuQuota       string
+	reportFile     string
+	reportFD       string
+	logDenials     string
+	logLevel       string
+	logFormat      string
+	logFile        string
 	set            map[string]bool // which value options were given
 
 	keepEnv       bool
 	keepFDs       []int
 	allowDegraded bool
 	explain       bool
-	logDenials    bool
 	help          bool
 	version       bool
 
@@ -63,7 +68,12 @@ var optionSpecs = map[string]optSpec{
 	"--keep-fd":            {kind: optRepeatInt, ints: func(o *options) *[]int { return &o.keepFDs }},
 	"--allow-degraded":     {kind: optBool, flag: func(o *options) *bool { return &o.allowDegraded }},
 	"--explain":            {kind: optBool, flag: func(o *options) *bool { return &o.explain }},
-	"--log-denials":        {kind: optBool, flag: func(o *options) *bool { return &o.logDenials }},
+	"--log-denials":        {kind: optString, str: func(o *options) *string { return &o.logDenials }},
+	"--report-file":        {kind: optString, str: func(o *options) *string { return &o.reportFile }},
+	"--report-fd":          {kind: optString, str: func(o *options) *string { return &o.reportFD }},
+	"--log-level":          {kind: optString, str: func(o *options) *string { return &o.logLevel }},
+	"--log-format":         {kind: optString, str: func(o *options) *string { return &o.logFormat }},
+	"--log-file":           {kind: optString, str: func(o *options) *string { return &o.logFile }},
 	"--help":               {kind: optBool, flag: func(o *options) *bool { return &o.help }},
 	"-h":                   {kind: optBool, flag: func(o *options) *bool { return &o.help }},
 	"--version":            {kind: optBool, flag: func(o *options) *bool { return &o.version }},
@@ -114,15 +124,24 @@ func parseArgs(args []string) (*options, error) {
 				*spec.str(o) = value
 				break
 			}
-			n, err := strconv.Atoi(value)
-			if err != nil || n < 0 {
-				return nil, usagef("%s: %s is not a file descriptor number", name, quoteArg(value))
+			n, err := atoiFD(name, value)
+			if err != nil {
+				return nil, err
 			}
 			*spec.ints(o) = append(*spec.ints(o), n)
 		}
 	}
 	o.argv = args[i:]
 	return o, nil
+}
+
+// atoiFD reads a file descriptor number given to option.
+func atoiFD(option, value string) (int, error) {
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 0 {
+		return 0, usagef("%s: %s is not a file descriptor number", option, quoteArg(value))
+	}
+	return n, nil
 }
 
 // quoteArg shows a user-supplied word in an error line: quoted, escaped and

@@ -17,11 +17,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/doctor"
 	"sandbox-executable/policy"
+	"sandbox-executable/report"
 	"sandbox-executable/seccomp"
 	"sandbox-executable/supervisor"
 )
@@ -45,6 +47,7 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == "doctor" {
 		return doctorCmd(args[1:])
 	}
+	startedAt := time.Now()
 	o, err := parseArgs(args)
 	if err != nil {
 		return fail(supervisor.ExitSetup, err)
@@ -57,30 +60,39 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stdout, "%s %s\n", prog, version)
 		return 0
 	}
-	if len(o.argv) == 0 && !o.explain {
-		return fail(supervisor.ExitSetup, errors.New("no PROGRAM given (usage: sandbox-executable --sandbox-policy JSON [--] PROGRAM [ARGS...]; see --help)"))
-	}
-	for _, fd := range o.keepFDs {
-		if fd <= 2 {
-			return fail(supervisor.ExitSetup, fmt.Errorf("--keep-fd %d: fds 0, 1 and 2 are always passed", fd))
-		}
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
-			return fail(supervisor.ExitSetup, fmt.Errorf("--keep-fd %d: not an open file descriptor", fd))
-		}
-	}
-
-	plan, err := resolvePlan(o)
+	out, err := openOutputs(o)
 	if err != nil {
 		return fail(supervisor.ExitSetup, err)
 	}
+	defer out.close()
+	// refuse ends a run that never started: one stderr line, and the
+	// report says why.
+	refuse := func(code int, err error, pr *supervisor.Prepared) int {
+		out.log.Info("refused", "error", err.Error())
+		out.writeReport(report.Input{ToolVersion: version, StartedAt: startedAt, Program: o.argv, Prepared: pr,
+			Result: supervisor.Result{Ending: supervisor.Refused, ExitCode: code, Err: err, Wall: time.Since(startedAt)}})
+		return fail(code, err)
+	}
 
+	if len(o.argv) == 0 && !o.explain {
+		return refuse(supervisor.ExitSetup, errors.New("no PROGRAM given (usage: sandbox-executable --sandbox-policy JSON [--] PROGRAM [ARGS...]; see --help)"), nil)
+	}
+	for _, fd := range o.keepFDs {
+		if err := checkFD("--keep-fd", fd); err != nil {
+			return refuse(supervisor.ExitSetup, err, nil)
+		}
+	}
+	plan, err := resolvePlan(o)
+	if err != nil {
+		return refuse(supervisor.ExitSetup, err, nil)
+	}
 	cwd, err := os.Getwd()
 	if err != nil {
-		return fail(supervisor.ExitSetup, fmt.Errorf("working directory: %w", err))
+		return refuse(supervisor.ExitSetup, fmt.Errorf("working directory: %w", err), nil)
 	}
 	quota, err := parseCPUQuota(o)
 	if err != nil {
-		return fail(supervisor.ExitSetup, err)
+		return refuse(supervisor.ExitSetup, err, nil)
 	}
 	cfg := supervisor.Config{
 		Plan:          plan,
@@ -92,14 +104,16 @@ func run(args []string) int {
 		Argv:          o.argv,
 		KeepFDs:       o.keepFDs,
 		AllowDegraded: o.allowDegraded,
-		LogDenials:    o.logDenials,
+		LogDenials:    o.set["--log-denials"],
+		OnDenial:      out.denial,
+		Log:           out.log,
 	}
 	if len(cfg.Argv) == 0 {
 		cfg.Argv = []string{""}
 	}
 	pr, err := supervisor.Prepare(cfg)
 	if err != nil {
-		return fail(supervisor.ExitSetup, err)
+		return refuse(supervisor.ExitSetup, err, nil)
 	}
 	if o.explain {
 		if len(o.argv) == 0 {
@@ -114,17 +128,31 @@ func run(args []string) int {
 		return 0
 	}
 	if len(pr.Candidates) == 0 {
-		return fail(supervisor.ExitNotFound, fmt.Errorf("%s: command not found", quoteArg(o.argv[0])))
+		return refuse(supervisor.ExitNotFound, fmt.Errorf("%s: command not found", quoteArg(o.argv[0])), pr)
 	}
 	if len(pr.Degradations) > 0 {
 		fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, strings.Join(pr.Degradations, "; "))
 	}
 
 	res := supervisor.Run(pr)
+	out.log.Info("ended", "ending", string(res.Ending), "exit_code", res.ExitCode, "wall", res.Wall)
+	out.writeReport(report.Input{ToolVersion: version, StartedAt: startedAt, Program: o.argv, Prepared: pr, Result: res,
+		DenialLog: o.logDenials, ObservedSeccomp: pr.Seccomp.Notify})
 	if res.Err != nil {
 		fail(res.ExitCode, res.Err)
 	}
 	return res.ExitCode
+}
+
+// checkFD checks that fd, named by option, is an open descriptor above 2.
+func checkFD(option string, fd int) error {
+	if fd <= 2 {
+		return fmt.Errorf("%s %d: must be above 2 (0, 1 and 2 are the program's)", option, fd)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+		return fmt.Errorf("%s %d: not an open file descriptor", option, fd)
+	}
+	return nil
 }
 
 // doctorCmd prints what this host can enforce: a screen for people, or JSON

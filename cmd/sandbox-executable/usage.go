@@ -45,8 +45,21 @@ Running:
                               (cpu.max); not in the policy, so a flag
   --allow-degraded            run even when the kernel cannot enforce the
                               whole policy, and say on stderr what is missing
-  --log-denials               ask the kernel to log Landlock denials
-                              (Landlock ABI 7, audit log)
+
+Reporting (nothing of it goes to stdout):
+  --report-file PATH          write a JSON report when the run ends: how it
+                              ended, time, CPU, peak memory, what was enforced
+                              and what was not (schema: report/schema.json)
+  --report-fd N               the same, to an open file descriptor above 2
+  --log-denials PATH          write each denied operation as a JSON line:
+                              system calls the filter refused (seen through
+                              seccomp user notifications, still refused) and
+                              requests the network proxy refused; asks the
+                              kernel to audit-log Landlock denials too
+  --log-level LEVEL           structured logs (debug, info, warn, error) on
+                              stderr; also from $SANDBOX_EXECUTABLE_LOG
+  --log-format FORMAT         text (default) or json
+  --log-file PATH             write the logs there instead of stderr
 
 Information:
   doctor [--json]             say what this host can enforce and how to fix

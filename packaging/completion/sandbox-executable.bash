@@ -5,8 +5,8 @@
 
 _sandbox_executable() {
 	# Options that take a value, as one word or as --opt=VALUE.
-	local with_value="--sandbox-policy --sandbox-policy-cwd --seccomp-profile --resource-limits --keep-fd --fs-mode --cgroup-parent --cpu-quota"
-	local flags="--keep-env --allow-degraded --log-denials --explain --help -h --version"
+	local with_value="--sandbox-policy --sandbox-policy-cwd --seccomp-profile --resource-limits --keep-fd --fs-mode --cgroup-parent --cpu-quota --report-file --report-fd --log-denials --log-level --log-format --log-file"
+	local flags="--keep-env --allow-degraded --explain --help -h --version"
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	local i w program_at=
 
@@ -51,11 +51,23 @@ _sandbox_executable() {
 		mapfile -t COMPREPLY < <(compgen -W "auto exact landlock" -- "$cur")
 		return
 		;;
+	--log-level)
+		mapfile -t COMPREPLY < <(compgen -W "debug info warn error" -- "$cur")
+		return
+		;;
+	--log-format)
+		mapfile -t COMPREPLY < <(compgen -W "text json" -- "$cur")
+		return
+		;;
 	--sandbox-policy-cwd)
 		mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 		return
 		;;
-	--sandbox-policy | --seccomp-profile | --resource-limits | --keep-fd | --cgroup-parent | --cpu-quota)
+	--report-file | --log-denials | --log-file)
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+		return
+		;;
+	--sandbox-policy | --seccomp-profile | --resource-limits | --keep-fd | --report-fd | --cgroup-parent | --cpu-quota)
 		return # JSON, a number or a cgroup path: nothing sensible to offer
 		;;
 	esac

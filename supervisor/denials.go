@@ -1,0 +1,73 @@
+package supervisor
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"sandbox-executable/seccomp"
+)
+
+// Kinds of denials.
+const (
+	DenialSeccomp  = "seccomp"
+	DenialNetwork  = "network"
+	DenialLandlock = "landlock"
+)
+
+// Denial is one operation the sandbox refused, as the supervisor saw it.
+type Denial struct {
+	Time time.Time `json:"time"`
+	Kind string    `json:"kind"`
+	// seccomp: the call and who made it, and the errno it got.
+	Pid     int    `json:"pid,omitempty"`
+	Exe     string `json:"exe,omitempty"`
+	Syscall string `json:"syscall,omitempty"`
+	Number  *int   `json:"number,omitempty"`
+	Arch    string `json:"arch,omitempty"`
+	Errno   string `json:"errno,omitempty"`
+	// network: the request the proxy refused and why.
+	Method string `json:"method,omitempty"`
+	Host   string `json:"host,omitempty"`
+	Port   int    `json:"port,omitempty"`
+	Client string `json:"client,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// DenialCounts are the denials of a run, by kind.
+type DenialCounts struct {
+	Seccomp int64 `json:"seccomp"`
+	Network int64 `json:"network"`
+}
+
+// denials serializes the callbacks and counts.
+type denials struct {
+	mu      sync.Mutex
+	out     func(Denial)
+	seccomp atomic.Int64
+	network atomic.Int64
+}
+
+func (d *denials) record(x Denial) {
+	switch x.Kind {
+	case DenialSeccomp:
+		d.seccomp.Add(1)
+	case DenialNetwork:
+		d.network.Add(1)
+	}
+	if d.out == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.out(x)
+}
+
+func (d *denials) fromSeccomp(s seccomp.Denial) {
+	n := s.Number
+	d.record(Denial{Time: s.Time, Kind: DenialSeccomp, Pid: s.Pid, Exe: s.Exe, Syscall: s.Syscall, Number: &n, Arch: s.Arch, Errno: s.Errno})
+}
+
+func (d *denials) counts() DenialCounts {
+	return DenialCounts{Seccomp: d.seccomp.Load(), Network: d.network.Load()}
+}
