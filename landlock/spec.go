@@ -26,6 +26,15 @@ type Options struct {
 	// that rights the kernel cannot restrict there (truncate on ABI < 3) are
 	// still stopped.
 	ReadOnlyOutsideRoots bool
+	// ReadsByMounts, with Exact, leaves reading, listing, executing and
+	// truncating to the mount view: exact mode grants the first three on /
+	// anyway, and read-only mounts stop truncation outside the roots, so
+	// handling them would restrict nothing and cost a walk up the path on
+	// every open. Only sound when the program cannot change its mounts
+	// (no CAP_SYS_ADMIN over its mount namespace, or the mount system calls
+	// denied by seccomp): a detached clone of a mount would otherwise read
+	// around a mask.
+	ReadsByMounts bool
 	// ExtraWritable are directories writable in addition to the Plan's roots
 	// (a private temp dir the supervisor made).
 	ExtraWritable []string
@@ -112,6 +121,9 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		return s, nil
 	}
 	s.HandledFS = fsRightsAt(opt.ABI)
+	if opt.Exact && opt.ReadsByMounts {
+		s.HandledFS &^= readRights | ReadDir | Truncate
+	}
 
 	var readDenied, writeDenied []string
 	for _, d := range p.Filesystem.ReadDenied {
@@ -125,8 +137,10 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		readDenied, writeDenied = nil, nil
 	}
 
-	read := &walker{denied: sortedUnique(readDenied), access: readRights | ReadDir}
-	read.grant("/", true)
+	read := &walker{denied: sortedUnique(readDenied), access: (readRights | ReadDir) & s.HandledFS}
+	if read.access != 0 {
+		read.grant("/", true)
+	}
 	for _, d := range read.split {
 		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: "cannot be listed, and entries created in it after the start cannot be read"})
 	}

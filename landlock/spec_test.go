@@ -235,3 +235,33 @@ func TestBuildOnThisKernel(t *testing.T) {
 		t.Errorf("missing required path: err %v", err)
 	}
 }
+
+func TestReadsByMountsHandlesOnlyWrites(t *testing.T) {
+	base := tree(t, "ws/a")
+	ws := filepath.Join(base, "ws")
+	p := plan([]string{ws}, nil, nil)
+	p.Filesystem.WritableDevices = []string{"/dev/null"}
+	s, err := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true, ReadsByMounts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.HandledFS&(ReadFile|ReadDir|Execute|Truncate) != 0 {
+		t.Errorf("handles %s", s.HandledFS)
+	}
+	if s.HandledFS&(WriteFile|MakeReg|MakeChar|MakeBlock|Refer|IoctlDev) != WriteFile|MakeReg|MakeChar|MakeBlock|Refer|IoctlDev {
+		t.Errorf("write side not handled: %s", s.HandledFS)
+	}
+	for _, r := range s.Rules {
+		if r.Path == "/" {
+			t.Errorf("a rule on /: %+v", r)
+		}
+	}
+	if got := grants(s, filepath.Join(ws, "a")); got&WriteFile == 0 {
+		t.Errorf("root grants %s", got)
+	}
+	// Without exact mode the option changes nothing.
+	s2, _ := Compute(p, Options{ABI: 7, ReadsByMounts: true})
+	if s2.HandledFS != fsRightsAt(7) {
+		t.Errorf("Landlock-only mode dropped rights: %s", s2.HandledFS)
+	}
+}

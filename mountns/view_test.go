@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/policy"
+	"sandbox-executable/runstate"
 	"sandbox-executable/spawn"
 )
 
@@ -140,8 +141,8 @@ func TestBuildUnprivilegedMapsItself(t *testing.T) {
 }
 
 func TestPlaceholdersAreSharedAndRemovedByTheLastUser(t *testing.T) {
-	registryBase = t.TempDir()
-	t.Cleanup(func() { registryBase = "" })
+	runstate.Base = t.TempDir()
+	t.Cleanup(func() { runstate.Base = "" })
 	ws := t.TempDir()
 	ph := filepath.Join(ws, ".codex")
 	real := filepath.Join(ws, ".git")
@@ -183,8 +184,8 @@ func TestPlaceholdersAreSharedAndRemovedByTheLastUser(t *testing.T) {
 }
 
 func TestPlaceholdersUnderConcurrency(t *testing.T) {
-	registryBase = t.TempDir()
-	t.Cleanup(func() { registryBase = "" })
+	runstate.Base = t.TempDir()
+	t.Cleanup(func() { runstate.Base = "" })
 	ws := t.TempDir()
 	ph := filepath.Join(ws, ".agents")
 	var wg sync.WaitGroup

@@ -26,7 +26,8 @@ func testSyscalls() fakeSyscalls {
 		t[n] = true
 	}
 	for _, n := range []string{"clone", "clone3", "io_uring_setup", "io_uring_enter", "io_uring_register",
-		"ioctl", "open_by_handle_at", "socket", "prctl", "chmod"} {
+		"ioctl", "open_by_handle_at", "socket", "prctl", "chmod",
+		"pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"} {
 		t[n] = true
 	}
 	t["umount"] = false

@@ -115,6 +115,12 @@ func structuralRules(allowNamespaces bool, mode NetworkMode) []SyscallRule {
 				masked(0, f.flag, f.flag)))
 		}
 		rules = append(rules, eperm("setns", "allow_namespaces is false: no joining other namespaces"))
+		// The sandbox's own view of the filesystem is made of mounts: a
+		// program with CAP_SYS_ADMIN over it (root) must not be able to
+		// move, clone or peel them.
+		for _, s := range []string{"mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"} {
+			rules = append(rules, eperm(s, "allow_namespaces is false: no mount operations (the sandbox's view is made of mounts)"))
+		}
 	}
 	for _, s := range []string{"io_uring_setup", "io_uring_enter", "io_uring_register"} {
 		rules = append(rules, eperm(s, "io_uring performs operations that seccomp never sees"))

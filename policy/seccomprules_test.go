@@ -106,11 +106,13 @@ func TestSeccompStrictProfile(t *testing.T) {
 		t.Fatalf("skipped %+v", sc.Skipped)
 	}
 
-	// (b) structural: unshare and setns already block unconditionally.
+	// (b) structural: unshare, setns, mount and umount2 already block
+	// unconditionally.
 	got := ruleNames(sc.Rules[len(listed):])
 	wantNames := []string{
 		"clone(args)", "clone(args)", "clone(args)", "clone(args)", "clone(args)", "clone(args)", "clone(args)",
 		"clone3/errnoENOSYS",
+		"pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
 		"io_uring_setup", "io_uring_enter", "io_uring_register",
 		"ioctl(args)", "ioctl(args)", "open_by_handle_at",
 		"socket(args)", "socket(args)",
@@ -297,7 +299,7 @@ func TestSeccompUserBlockedStructural(t *testing.T) {
 			t.Errorf("redundant rule %+v", r)
 		}
 	}
-	if n := len(ruleNames(rules)); n != 3+7+3+8+1+1 { // listed, clone, io_uring, unshare, setns, open_by_handle_at
+	if n := len(ruleNames(rules)); n != 3+7+3+8+1+10+1 { // listed, clone, io_uring, unshare, setns, mount API, open_by_handle_at
 		t.Errorf("%d rules: %q", n, ruleNames(rules))
 	}
 }

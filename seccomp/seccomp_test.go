@@ -1,6 +1,9 @@
 package seccomp
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -71,5 +74,48 @@ func TestCompileForObservation(t *testing.T) {
 		Args: []policy.ArgCondition{{Index: 0, Op: "eq", Value: 1}}})
 	if _, err := Compile(s, Options{Notify: true}); err == nil {
 		t.Errorf("conflicting errnos accepted")
+	}
+}
+
+func TestCompileCache(t *testing.T) {
+	dir := t.TempDir()
+	s := &policy.Seccomp{Rules: []policy.SyscallRule{{Syscall: "ptrace", Action: policy.ActionErrno, Errno: "EPERM"}}}
+	fresh, err := Compile(s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := Compile(s, Options{CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("cache holds %d entries", len(entries))
+	}
+	// A second compile reads the entry: make it recognisable.
+	marked := append([]byte(nil), first.BPF...)
+	marked[len(marked)-1] ^= 0xff
+	if err := os.WriteFile(filepath.Join(dir, entries[0].Name()), marked, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := Compile(s, Options{CacheDir: dir})
+	if !bytes.Equal(second.BPF, marked) || !bytes.Equal(first.BPF, fresh.BPF) {
+		t.Errorf("the cache was not used, or changed the program")
+	}
+	// A different rule set, or observing, is another entry.
+	if p, _ := Compile(s, Options{CacheDir: dir, Notify: true}); bytes.Equal(p.BPF, marked) || len(p.Errnos) != 1 {
+		t.Errorf("observed program came from the unobserved entry")
+	}
+	// A malformed entry is a miss, not a program.
+	if err := os.WriteFile(filepath.Join(dir, entries[0].Name()), []byte("short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := Compile(s, Options{CacheDir: dir}); !bytes.Equal(p.BPF, fresh.BPF) {
+		t.Errorf("a malformed entry was used")
+	}
+	// A bad rule is refused even when an entry exists for the good ones.
+	s.Rules = append(s.Rules, policy.SyscallRule{Syscall: "nope", Action: policy.ActionLog})
+	if _, err := Compile(s, Options{CacheDir: dir}); err == nil {
+		t.Errorf("bad rule accepted")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"sandbox-executable/mountns"
 	"sandbox-executable/policy"
 	"sandbox-executable/rlimit"
+	"sandbox-executable/runstate"
 	"sandbox-executable/seccomp"
 	"sandbox-executable/spawn"
 )
@@ -205,7 +206,11 @@ func Prepare(cfg Config) (*Prepared, error) {
 		fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = view.Masked, view.ReadOnly, view.Placeholders, view.Narrowed
 		nw.MaskedSockets = view.MaskedSockets
 	}
-	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, LogDenials: cfg.LogDenials})
+	// In exact mode the mounts enforce the read side; Landlock need only
+	// handle it where the program could clone a mount around a mask:
+	// as root with the mount system calls allowed (allow_namespaces).
+	readsByMounts := exact && (!fs.privileged || !p.Seccomp.AllowNamespaces)
+	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts, LogDenials: cfg.LogDenials})
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +237,11 @@ func Prepare(cfg Config) (*Prepared, error) {
 
 	// The Plan's rules, plus what this host's mode adds.
 	rules := &policy.Seccomp{Rules: append(append([]policy.SyscallRule(nil), p.Seccomp.Rules...), nw.extraRules...)}
-	prog, err := seccomp.Compile(rules, seccomp.Options{Notify: cfg.LogDenials})
+	sopt := seccomp.Options{Notify: cfg.LogDenials}
+	if dir, err := runstate.Dir("bpf"); err == nil {
+		sopt.CacheDir = dir
+	}
+	prog, err := seccomp.Compile(rules, sopt)
 	if err != nil {
 		return nil, err
 	}

@@ -87,7 +87,7 @@ func Run(pr *Prepared) Result {
 	s := &session{pr: pr, cfg: pr.cfg, rulesetFD: -1, proxySock: -1, notifySock: -1}
 	s.denials.out = pr.cfg.OnDenial
 	res := s.run()
-	s.cleanup(&res)
+	s.timed("cleanup", func() { s.cleanup(&res) })
 	res.Wall = time.Since(start)
 	res.Degradations = s.degradations
 	res.Denials = s.denials.counts()
@@ -134,10 +134,19 @@ func (s *session) log() *slog.Logger {
 
 var discard = slog.New(slog.DiscardHandler)
 
+// timed runs f and logs how long it took, at debug level.
+func (s *session) timed(what string, f func()) {
+	t := time.Now()
+	f()
+	s.log().Debug(what, "took", time.Since(t))
+}
+
 func (s *session) run() Result {
 	s.log().Debug("prepared", "fs_mode", s.pr.Enforcement.Filesystem.Mode, "network", string(s.pr.Plan.Network.Mode),
 		"landlock_abi", s.pr.Enforcement.Landlock.ABI, "seccomp_rules", s.pr.Enforcement.Seccomp.Rules)
-	if err := s.setup(); err != nil {
+	var err error
+	s.timed("setup", func() { err = s.setup() })
+	if err != nil {
 		var refused *RefusedError
 		if errors.As(err, &refused) {
 			return Result{Ending: Refused, ExitCode: ExitSetup, Err: err}
@@ -197,13 +206,16 @@ func (s *session) setup() error {
 		s.view = v
 	}
 	if s.view != nil {
-		claims, err := mountns.ClaimPlaceholders(s.view.Placeholders)
+		var claims *mountns.Claims
+		var err error
+		s.timed("claim placeholders", func() { claims, err = mountns.ClaimPlaceholders(s.view.Placeholders) })
 		if err != nil {
 			return err
 		}
-		s.undo = append(s.undo, claims.Release)
+		s.undo = append(s.undo, func() { s.timed("release placeholders", claims.Release) })
 	}
-	if err := s.makeCgroup(); err != nil {
+	var err error
+	if s.timed("cgroup", func() { err = s.makeCgroup() }); err != nil {
 		return err
 	}
 	if s.pr.Seccomp.Notify {
@@ -374,7 +386,9 @@ func (s *session) supervise() Result {
 		req.Rlimits = append(req.Rlimits, spawn.Rlimit{Resource: l.Resource, Cur: l.Cur, Max: l.Max})
 	}
 
-	proc, err := spawn.Start(req)
+	var proc *spawn.Process
+	var err error
+	s.timed("spawn", func() { proc, err = spawn.Start(req) })
 	if proc == nil {
 		return setupFailed(err)
 	}
@@ -444,7 +458,7 @@ func (s *session) supervise() Result {
 	}
 
 	// The program is gone: nothing it started may run on.
-	t.end()
+	s.timed("tree ended", t.end)
 
 	res := Result{Started: true}
 	switch {

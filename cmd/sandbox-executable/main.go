@@ -82,10 +82,12 @@ func run(args []string) int {
 			return refuse(supervisor.ExitSetup, err, nil)
 		}
 	}
+	t0 := time.Now()
 	plan, err := resolvePlan(o)
 	if err != nil {
 		return refuse(supervisor.ExitSetup, err, nil)
 	}
+	out.log.Debug("resolved", "took", time.Since(t0), "since_start", time.Since(startedAt))
 	cwd, err := os.Getwd()
 	if err != nil {
 		return refuse(supervisor.ExitSetup, fmt.Errorf("working directory: %w", err), nil)
@@ -111,10 +113,12 @@ func run(args []string) int {
 	if len(cfg.Argv) == 0 {
 		cfg.Argv = []string{""}
 	}
+	t0 = time.Now()
 	pr, err := supervisor.Prepare(cfg)
 	if err != nil {
 		return refuse(supervisor.ExitSetup, err, nil)
 	}
+	out.log.Debug("prepared", "took", time.Since(t0))
 	if o.explain {
 		if len(o.argv) == 0 {
 			pr.Argv, pr.Candidates = nil, nil
