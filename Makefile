@@ -76,8 +76,9 @@ lint-packaging:
 	shellcheck packaging/*.sh packaging/completion/sandbox-executable.bash
 	packaging/check-apparmor.sh
 
-bench: build probe
-	$(GO) run ./bench -bin $(BIN) -probe $(PROBE)
+# Measured with the release binary (static, as installed).
+bench: release probe
+	$(GO) run ./bench -bin '$(DIST)/sandbox-executable-$(VERSION)-linux-'"$$($(GO) env GOARCH)" -probe $(PROBE)
 
 clean:
 	rm -rf bin dist

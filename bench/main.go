@@ -3,7 +3,7 @@
 // interleaved (bare, bwrap, ours, bare, ...) so that load on a noisy machine
 // falls on all of them alike; medians are compared.
 //
-//	go run ./bench -bin bin/sandbox-executable [-n 200] [startup|files|rss|all]
+//	go run ./bench -bin bin/sandbox-executable [-n 200] [startup|denials|files|rss|all]
 package main
 
 import (
@@ -46,6 +46,9 @@ func main() {
 	if what == "startup" || what == "all" {
 		startup(ws)
 	}
+	if what == "denials" || what == "all" {
+		denials(ws)
+	}
 	if what == "files" || what == "all" {
 		files(ws)
 	}
@@ -62,11 +65,22 @@ func bwrap(ws string, argv ...string) []string {
 }
 
 func ours(ws string, argv ...string) []string {
-	pol := fmt.Sprintf(`{"type":"workspace_write","writable_roots":[{"root":%q}],"exclude_slash_tmp":true,"exclude_tmpdir_env_var":true}`, ws)
+	return oursWith(ws, "", nil, argv...)
+}
+
+// oursWith runs the helper over ws; sensitive is the policy's
+// sensitive_paths JSON ("" for null: VT Code's 25 defaults), opts extra
+// helper options.
+func oursWith(ws, sensitive string, opts []string, argv ...string) []string {
+	if sensitive == "" {
+		sensitive = "null"
+	}
+	pol := fmt.Sprintf(`{"type":"workspace_write","writable_roots":[{"root":%q}],"sensitive_paths":%s,"exclude_slash_tmp":true,"exclude_tmpdir_env_var":true}`, ws, sensitive)
 	args := []string{*bin, "--sandbox-policy-cwd", ws, "--sandbox-policy", pol}
 	if *extra != "" {
 		args = append(args, strings.Fields(*extra)...)
 	}
+	args = append(args, opts...)
 	return append(append(args, "--"), argv...)
 }
 
@@ -102,6 +116,18 @@ func startup(ws string) {
 	fmt.Printf("  sandbox-executable  %8s   %.2fx bare, %.2fx bubblewrap\n", m[2].Round(10*time.Microsecond), ratio(m[2], m[0]), ratio(m[2], m[1]))
 }
 
+// denials: the cost of the default sensitive list (25 paths) in each
+// filesystem mode, against the same run with no denials.
+func denials(ws string) {
+	for _, mode := range []string{"exact", "landlock"} {
+		opts := []string{"--fs-mode", mode}
+		m := measure([][]string{oursWith(ws, "[]", opts, "/bin/true"), oursWith(ws, "", opts, "/bin/true")})
+		fmt.Printf("\nstartup with VT Code's default sensitive list, %s mode (median)\n", mode)
+		fmt.Printf("  no denials          %8s\n", m[0].Round(10*time.Microsecond))
+		fmt.Printf("  25 denied paths     %8s   %+.2f ms\n", m[1].Round(10*time.Microsecond), float64(m[1]-m[0])/float64(time.Millisecond))
+	}
+}
+
 func files(ws string) {
 	saved := *n
 	*n = max(saved/10, 10)
@@ -115,11 +141,14 @@ func files(ws string) {
 		// is the cost of the system calls, not of the disk.
 		{"200k stat under /usr/include", []string{*probe, "bench-stat", "/usr/include", "200000"}},
 	} {
-		m := measure([][]string{bare(w.argv...), bwrap(ws, w.argv...), ours(ws, w.argv...)})
-		fmt.Printf("\n%s (median wall time, start-up included)\n", w.name)
+		// /bin/true under each, in the same run, is the start-up to
+		// take away: what is left is the work's own cost.
+		m := measure([][]string{bare(w.argv...), bwrap(ws, w.argv...), ours(ws, w.argv...),
+			bare("/bin/true"), bwrap(ws, "/bin/true"), ours(ws, "/bin/true")})
+		fmt.Printf("\n%s (median wall time; ratio of the work alone, start-up taken away)\n", w.name)
 		fmt.Printf("  bare                %8s\n", m[0].Round(10*time.Microsecond))
-		fmt.Printf("  bubblewrap          %8s   %.3fx bare\n", m[1].Round(10*time.Microsecond), ratio(m[1], m[0]))
-		fmt.Printf("  sandbox-executable  %8s   %.3fx bare\n", m[2].Round(10*time.Microsecond), ratio(m[2], m[0]))
+		fmt.Printf("  bubblewrap          %8s   %.3fx bare\n", m[1].Round(10*time.Microsecond), ratio(m[1]-m[4], m[0]-m[3]))
+		fmt.Printf("  sandbox-executable  %8s   %.3fx bare\n", m[2].Round(10*time.Microsecond), ratio(m[2]-m[5], m[0]-m[3]))
 	}
 }
 
