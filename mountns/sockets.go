@@ -15,11 +15,11 @@ import (
 func UnixSockets() []string {
 	f, err := os.Open("/proc/net/unix")
 	if err != nil {
-		return nil
+		return []string{}
 	}
 	defer f.Close()
 	seen := map[string]bool{}
-	var out []string
+	out := []string{}
 	sc := bufio.NewScanner(f)
 	sc.Scan() // header
 	for sc.Scan() {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -97,6 +98,7 @@ type Prepared struct {
 	net        netChoice
 	cgroupPlan cgroupPlan
 	nofile     spawn.Rlimit
+	sockets    []string // daemons' unix sockets, read once
 }
 
 // cgroupPlan is the decided cgroup of a run.
@@ -293,8 +295,11 @@ func Prepare(cfg Config) (*Prepared, error) {
 // viewOptions are the mount namespace's options for this run: tmp is the
 // private temp dir (if any), proxy where the proxy's listener goes.
 func (pr *Prepared) viewOptions(tmp string, proxy *mountns.ProxyListener) mountns.Options {
+	if pr.sockets == nil {
+		pr.sockets = mountns.UnixSockets()
+	}
 	o := mountns.Options{Privileged: pr.fs.privileged, UID: os.Getuid(), GID: os.Getgid(), Cwd: pr.cfg.Cwd,
-		Sockets: mountns.UnixSockets(), Network: pr.net.netns, Proxy: proxy}
+		Sockets: pr.sockets, Network: pr.net.netns, Proxy: proxy}
 	if tmp != "" {
 		o.ExtraWritable = []string{tmp}
 	}
@@ -341,11 +346,21 @@ func chooseFS(cfg Config) (fsChoice, error) {
 }
 
 // needsPrivateTmp reports whether the program gets a private temp dir:
-// real programs (compilers, npm, pip) need one, and the policy makes
-// neither /tmp nor $TMPDIR writable.
+// real programs (compilers, npm, pip) need one, and the policy leaves the
+// temp dir the program would use ($TMPDIR, else /tmp) unwritable.
 func needsPrivateTmp(p *policy.Plan) bool {
+	tmp := "/tmp"
+	for _, kv := range p.Env.Vars {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok && filepath.IsAbs(v) {
+			tmp = filepath.Clean(v)
+			break
+		}
+	}
+	if real, err := filepath.EvalSymlinks(tmp); err == nil {
+		tmp = real
+	}
 	for _, r := range p.Filesystem.WritableRoots {
-		if strings.HasPrefix(r.Source, "/tmp") || strings.HasPrefix(r.Source, "$TMPDIR") {
+		if tmp == r.Path || strings.HasPrefix(tmp, strings.TrimSuffix(r.Path, "/")+"/") {
 			return false
 		}
 	}

@@ -198,6 +198,8 @@ func (s *session) setup() error {
 		listener = &mountns.ProxyListener{FD: child, Port: ProxyPort}
 		s.env = proxyEnv(s.env, "127.0.0.1:"+strconv.Itoa(ProxyPort))
 	}
+	// The view Prepare showed, now with the temp dir and the proxy's
+	// socket that exist only from here on.
 	if s.view != nil {
 		v, err := mountns.Build(p, s.pr.viewOptions(tmp, listener))
 		if err != nil {
@@ -215,7 +217,8 @@ func (s *session) setup() error {
 		s.undo = append(s.undo, func() { s.timed("release placeholders", claims.Release) })
 	}
 	var err error
-	if s.timed("cgroup", func() { err = s.makeCgroup() }); err != nil {
+	s.timed("cgroup", func() { err = s.makeCgroup() })
+	if err != nil {
 		return err
 	}
 	if s.pr.Seccomp.Notify {
