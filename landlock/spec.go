@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"sandbox-executable/policy"
 )
@@ -239,10 +238,10 @@ type walker struct {
 // some denied path lies strictly beneath p.
 func (w *walker) classify(p string) (covered, below bool) {
 	for _, d := range w.denied {
-		if d == p || isBeneath(p, d) {
+		if policy.Within(p, d) {
 			return true, false
 		}
-		if isBeneath(d, p) {
+		if policy.Beneath(d, p) {
 			below = true
 		}
 	}
@@ -281,14 +280,6 @@ func (w *walker) grant(p string, required bool) {
 		}
 		w.grant(filepath.Join(p, e.Name()), false)
 	}
-}
-
-// isBeneath reports whether p lies strictly beneath dir.
-func isBeneath(p, dir string) bool {
-	if dir == "/" {
-		return p != "/" && strings.HasPrefix(p, "/")
-	}
-	return len(p) > len(dir) && strings.HasPrefix(p, dir) && p[len(dir)] == '/'
 }
 
 func sortedUnique(in []string) []string {

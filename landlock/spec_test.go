@@ -51,7 +51,7 @@ func plan(roots []string, readDenied, writeDenied []string) *policy.Plan {
 func grants(s *Spec, path string) AccessFS {
 	var a AccessFS
 	for _, r := range s.Rules {
-		if r.Path == path || isBeneath(path, r.Path) {
+		if r.Path == path || policy.Beneath(path, r.Path) {
 			a |= r.Access
 		}
 	}

@@ -128,7 +128,7 @@ func Build(p *policy.Plan, o Options) (*View, error) {
 
 	inRoot := func(path string) bool {
 		for _, r := range roots {
-			if path == r || isBeneath(path, r) {
+			if policy.Within(path, r) {
 				return true
 			}
 		}
@@ -283,16 +283,9 @@ func outermost(paths []string) []string {
 
 func coveredBy(p string, set map[string]bool) bool {
 	for d := range set {
-		if isBeneath(p, d) {
+		if policy.Beneath(p, d) {
 			return true
 		}
 	}
 	return false
-}
-
-func isBeneath(p, dir string) bool {
-	if dir == "/" {
-		return p != "/" && strings.HasPrefix(p, "/")
-	}
-	return len(p) > len(dir) && strings.HasPrefix(p, dir) && p[len(dir)] == '/'
 }

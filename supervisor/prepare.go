@@ -360,7 +360,7 @@ func needsPrivateTmp(p *policy.Plan) bool {
 		tmp = real
 	}
 	for _, r := range p.Filesystem.WritableRoots {
-		if tmp == r.Path || strings.HasPrefix(tmp, strings.TrimSuffix(r.Path, "/")+"/") {
+		if policy.Within(tmp, r.Path) {
 			return false
 		}
 	}
