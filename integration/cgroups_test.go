@@ -186,3 +186,24 @@ func TestHundredInParallel(t *testing.T) {
 		t.Errorf("cgroups left behind: %v", leaks)
 	}
 }
+
+// TestCgroupParent: --cgroup-parent puts the run's cgroup under the parent
+// given (made if missing), and nothing is left there afterwards.
+func TestCgroupParent(t *testing.T) {
+	needCgroups(t)
+	w := newWorkspace(t)
+	parent := "/se-test-parent-" + tag(t)[7:15]
+	_, rep := reportOf(t, w, []string{"--sandbox-policy", roPolicy, "--cgroup-parent", parent}, "/bin/true")
+	cg, _ := rep["cgroup"].(map[string]any)
+	if cg == nil || !strings.Contains(cg["path"].(string), parent+"/sandbox-executable-") {
+		t.Fatalf("cgroup %v, want one under %s", rep["cgroup"], parent)
+	}
+	if leaks := leakedCgroups(t); len(leaks) > 0 {
+		t.Errorf("cgroups left behind: %v", leaks)
+	}
+	for _, mount := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/pids"} {
+		if _, err := os.Stat(mount + parent); err == nil {
+			t.Errorf("the parent %s%s the helper made was left behind", mount, parent)
+		}
+	}
+}
