@@ -4,18 +4,17 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strconv"
 	"time"
 )
 
 // handleConnect serves an HTTP CONNECT request: refuse with 403, or dial,
 // answer 200 and splice until both directions end.
-func (cn *conn) handleConnect(req *http.Request, t0 time.Time) {
-	host, port, err := splitAuthority(req.RequestURI)
+func (cn *conn) handleConnect(req *request, t0 time.Time) {
+	host, port, err := splitAuthority(req.target)
 	if err != nil {
 		cn.badRequest("CONNECT", err.Error())
-		cn.replyHTTP(http.StatusBadRequest, "bad CONNECT target: "+err.Error())
+		cn.replyHTTP(statusBadRequest, "bad CONNECT target: "+err.Error())
 		return
 	}
 	ev := Event{Time: t0, Client: cn.client, Method: "CONNECT", Host: host, Port: port}
@@ -23,7 +22,7 @@ func (cn *conn) handleConnect(req *http.Request, t0 time.Time) {
 	ev.Host, ev.Reason, ev.Allowed = v.d.hostOr(host), v.d.reason, !v.refused
 	if v.refused {
 		cn.p.emit(ev)
-		cn.replyHTTP(http.StatusForbidden, v.d.reason)
+		cn.replyHTTP(statusForbidden, v.d.reason)
 		return
 	}
 	if v.err != nil {
@@ -83,9 +82,9 @@ func parsePort(s string) (uint16, error) {
 // gatewayStatus maps a resolution or dial error to 504 or 502.
 func gatewayStatus(err error) int {
 	if isTimeout(err) {
-		return http.StatusGatewayTimeout
+		return statusGatewayTimeout
 	}
-	return http.StatusBadGateway
+	return statusBadGateway
 }
 
 type closeWriter interface{ CloseWrite() error }

@@ -20,7 +20,11 @@
 //     Other request targets get 400; https:// URIs must use CONNECT. A
 //     client that closes (even half-closes) its connection before the
 //     response arrives is taken as gone, as by net/http's server, and the
-//     upstream connection is closed.
+//     upstream connection is closed. Message framing is parsed here
+//     (http1.go) and never passed through: a request body must be chunked
+//     or have exactly one valid Content-Length (both, or any other
+//     transfer coding, get 400), and the proxy writes its own framing on
+//     each side.
 //   - SOCKS5 without authentication, CONNECT only (domain, IPv4 and IPv6
 //     targets); refusals get reply 0x02, BIND and UDP ASSOCIATE 0x07.
 //

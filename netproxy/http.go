@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
-	"net/textproto"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,22 +27,27 @@ func (cn *conn) serveHTTP() {
 	for {
 		t0 := time.Now()
 		cn.lr.N = int64(cn.p.opts.MaxHeaderBytes) + 4096 // + one buffer of read-ahead
-		req, err := http.ReadRequest(cn.br)
+		req, err := readRequest(cn.br)
 		if err != nil {
 			switch {
 			case cn.lr.N <= 0:
 				cn.badRequest("", "request headers too large")
-				cn.replyHTTP(http.StatusRequestHeaderFieldsTooLarge, "request headers larger than "+strconv.Itoa(cn.p.opts.MaxHeaderBytes)+" bytes")
+				cn.replyHTTP(statusHeaderTooLarge, "request headers larger than "+strconv.Itoa(cn.p.opts.MaxHeaderBytes)+" bytes")
 			case isTimeout(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed):
 				// Client gone, or too slow to send its request: drop it.
 			default:
 				cn.badRequest("", "malformed HTTP request: "+err.Error())
-				cn.replyHTTP(http.StatusBadRequest, "malformed HTTP request")
+				msg := "malformed HTTP request"
+				var fe *framingError
+				if errors.As(err, &fe) {
+					msg += ": " + fe.msg
+				}
+				cn.replyHTTP(statusBadRequest, msg)
 			}
 			return
 		}
 		cn.endRequestPhase()
-		if req.Method == http.MethodConnect {
+		if req.method == "CONNECT" {
 			cn.handleConnect(req, t0)
 			return
 		}
@@ -73,7 +76,7 @@ func (cn *conn) replyHTTP(code int, msg string) {
 	b.WriteString("HTTP/1.1 ")
 	b.WriteString(strconv.Itoa(code))
 	b.WriteByte(' ')
-	b.WriteString(http.StatusText(code))
+	b.WriteString(statusText(code))
 	b.WriteString("\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ")
 	b.WriteString(strconv.Itoa(len(body)))
 	b.WriteString("\r\nProxy-Status: sandbox-executable; error=")
@@ -88,11 +91,11 @@ func (cn *conn) replyHTTP(code int, msg string) {
 // proxyStatusError returns the RFC 9209 error type for an error status.
 func proxyStatusError(code int) string {
 	switch code {
-	case http.StatusForbidden:
+	case statusForbidden:
 		return "http_request_denied"
-	case http.StatusGatewayTimeout:
+	case statusGatewayTimeout:
 		return "connection_timeout"
-	case http.StatusBadGateway:
+	case statusBadGateway:
 		return "destination_unavailable"
 	default:
 		return "http_request_error"
@@ -101,34 +104,34 @@ func proxyStatusError(code int) string {
 
 // forward relays one plain HTTP request and its response. It reports
 // whether the client connection may carry another request.
-func (cn *conn) forward(req *http.Request, t0 time.Time) (keepAlive bool) {
-	u := req.URL
+func (cn *conn) forward(req *request, t0 time.Time) (keepAlive bool) {
+	u := req.url
 	if !u.IsAbs() || u.Host == "" {
-		cn.badRequest(req.Method, "request target "+quoteHost(req.RequestURI)+" is not an absolute http:// URI")
-		cn.replyHTTP(http.StatusBadRequest, "this is a proxy: requests must use an absolute URI (GET http://host/path)")
+		cn.badRequest(req.method, "request target "+quoteHost(req.target)+" is not an absolute http:// URI")
+		cn.replyHTTP(statusBadRequest, "this is a proxy: requests must use an absolute URI (GET http://host/path)")
 		return false
 	}
-	if !strings.EqualFold(u.Scheme, "http") {
-		cn.badRequest(req.Method, "scheme "+quoteHost(u.Scheme)+" cannot be proxied as a plain request")
-		cn.replyHTTP(http.StatusBadRequest, "only http:// URIs can be forwarded; use CONNECT for "+quoteHost(u.Scheme))
+	if !asciiEqualFold(u.Scheme, "http") {
+		cn.badRequest(req.method, "scheme "+quoteHost(u.Scheme)+" cannot be proxied as a plain request")
+		cn.replyHTTP(statusBadRequest, "only http:// URIs can be forwarded; use CONNECT for "+quoteHost(u.Scheme))
 		return false
 	}
 	host, port := u.Hostname(), uint16(80)
 	if ps := u.Port(); ps != "" {
 		p, err := parsePort(ps)
 		if err != nil {
-			cn.badRequest(req.Method, err.Error())
-			cn.replyHTTP(http.StatusBadRequest, err.Error())
+			cn.badRequest(req.method, err.Error())
+			cn.replyHTTP(statusBadRequest, err.Error())
 			return false
 		}
 		port = p
 	}
-	ev := Event{Time: t0, Client: cn.client, Method: req.Method, Host: host, Port: port}
+	ev := Event{Time: t0, Client: cn.client, Method: req.method, Host: host, Port: port}
 	v, up, remote := cn.connectUpstream(host, port)
 	ev.Host, ev.Reason, ev.Allowed = v.d.hostOr(host), v.d.reason, !v.refused
 	if v.refused {
 		cn.p.emit(ev)
-		cn.replyHTTP(http.StatusForbidden, v.d.reason)
+		cn.replyHTTP(statusForbidden, v.d.reason)
 		return false
 	}
 	if v.err != nil {
@@ -150,28 +153,6 @@ func (cn *conn) forward(req *http.Request, t0 time.Time) (keepAlive bool) {
 	return keepAlive
 }
 
-// hopHeaders are removed from forwarded requests and responses, along with
-// every header named in Connection and every Proxy-* header.
-var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
-func removeHopHeaders(h http.Header) {
-	for _, v := range h["Connection"] {
-		for f := range strings.SplitSeq(v, ",") {
-			if f = textproto.TrimString(f); f != "" {
-				h.Del(f)
-			}
-		}
-	}
-	for _, k := range hopHeaders {
-		delete(h, k)
-	}
-	for k := range h {
-		if len(k) >= 6 && strings.EqualFold(k[:6], "proxy-") {
-			delete(h, k)
-		}
-	}
-}
-
 // countWriter counts the bytes written through it.
 type countWriter struct {
 	w io.Writer
@@ -184,48 +165,51 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// plainWriter hides bufio.Writer's ReadFrom, which reads straight into the
-// buffer and so must not be combined with flushingBody (a flush during the
-// read would move the buffer under it). It keeps WriteByte so that
-// Request.Write does not add a buffer of its own.
-type plainWriter struct{ b *bufio.Writer }
-
-func (w plainWriter) Write(p []byte) (int, error)       { return w.b.Write(p) }
-func (w plainWriter) WriteString(s string) (int, error) { return w.b.WriteString(s) }
-func (w plainWriter) WriteByte(c byte) error            { return w.b.WriteByte(c) }
-
-// flushingBody flushes w whenever the body is about to be read: what was
-// buffered goes out before the relay may block waiting for more, so that
-// streamed bodies are not held back while headers and small chunks still
-// leave in one write. If st is set, it records how reading ended.
-type flushingBody struct {
-	io.ReadCloser
-	w  *bufio.Writer
-	st *bodyState
-}
-
 // bodyState records how reading a request body ended: at its end (eof), or
-// with an error from the client connection (failed).
+// with an error from the client connection or its framing (failed).
 type bodyState struct {
 	eof, failed atomic.Bool
 }
 
-func (f flushingBody) Read(p []byte) (int, error) {
-	if f.w.Buffered() > 0 {
-		if err := f.w.Flush(); err != nil {
-			return 0, err
+// copyBody copies src to dst, which writes into w. Before a read from src
+// that may block it flushes w: what was buffered (the head, earlier data)
+// goes out before the relay waits for more, so that streamed bodies are
+// not held back, while a head and a body already received leave in one
+// write. A read may block unless src reads straight from br (which may be
+// nil) and br holds data. It tells read errors (src) from write errors.
+func copyBody(w *bufio.Writer, dst io.Writer, src io.Reader, br *bufio.Reader) (readErr, writeErr error) {
+	bp := getCopyBuf()
+	defer copyBufs.Put(bp)
+	buf := *bp
+	for {
+		if w.Buffered() > 0 && (br == nil || br.Buffered() == 0) {
+			if err := w.Flush(); err != nil {
+				return nil, err
+			}
+		}
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return nil, werr
+			}
+		}
+		if err == io.EOF {
+			return nil, nil
+		}
+		if err != nil {
+			return err, nil
 		}
 	}
-	n, err := f.ReadCloser.Read(p)
-	if f.st != nil {
-		switch {
-		case err == io.EOF:
-			f.st.eof.Store(true)
-		case err != nil:
-			f.st.failed.Store(true)
-		}
+}
+
+var copyBufs sync.Pool
+
+func getCopyBuf() *[]byte {
+	if b, ok := copyBufs.Get().(*[]byte); ok {
+		return b
 	}
-	return n, err
+	b := make([]byte, relayBufSize)
+	return &b
 }
 
 var (
@@ -263,46 +247,124 @@ func putReader(b *bufio.Reader) {
 
 var aLongTimeAgo = time.Unix(1, 0)
 
+// stateReader records in st how reading a request body ended.
+type stateReader struct {
+	r  io.Reader
+	st *bodyState
+}
+
+func (s stateReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	switch {
+	case err == io.EOF:
+		s.st.eof.Store(true)
+	case err != nil:
+		s.st.failed.Store(true)
+	}
+	return n, err
+}
+
+// writeRequest writes req upstream in origin form: "Host" from the URI,
+// "Connection: close", framing of its own (chunked stays chunked, with
+// the trailer fields that may be relayed), then the body read from the
+// client. named lists the fields the client's Connection header named.
+func (cn *conn) writeRequest(w *bufio.Writer, req *request, named []string, st *bodyState) error {
+	h := req.header
+	delete(h, "Host")
+	delete(h, "Content-Length")
+	if !req.chunked() {
+		delete(h, "Trailer")
+	}
+	w.WriteString(req.method)
+	w.WriteByte(' ')
+	w.WriteString(req.url.RequestURI())
+	w.WriteString(" HTTP/1.1\r\nHost: ")
+	w.WriteString(hostHeader(req.url.Host))
+	w.WriteString("\r\nConnection: close\r\n")
+	switch {
+	case req.chunked():
+		w.WriteString("Transfer-Encoding: chunked\r\n")
+	case req.contentLength > 0 || req.method != "GET" && req.method != "HEAD":
+		// Many servers want a length for other methods, even 0.
+		w.WriteString("Content-Length: ")
+		w.WriteString(strconv.FormatInt(req.contentLength, 10))
+		w.WriteString("\r\n")
+	}
+	writeFields(w, h)
+	w.WriteString("\r\n")
+
+	var readErr, writeErr error
+	switch {
+	case req.chunked():
+		cr := newChunkedReader(cn.br, &cn.lr, int64(cn.p.opts.MaxHeaderBytes))
+		readErr, writeErr = copyBody(w, chunkWriter{w}, stateReader{cr, st}, nil)
+		if readErr == nil && writeErr == nil {
+			filterTrailer(cr.trailer, named)
+			writeLastChunk(w, cr.trailer)
+		}
+	case req.contentLength > 0:
+		readErr, writeErr = copyBody(w, w, stateReader{&fixedReader{cn.br, req.contentLength}, st}, cn.br)
+	default:
+		st.eof.Store(true)
+	}
+	switch {
+	case readErr != nil:
+		return readErr
+	case writeErr != nil:
+		return writeErr
+	}
+	return w.Flush()
+}
+
+// hostHeader returns the Host field for an authority: as in the URI, less
+// any IPv6 zone ("[fe80::1%eth0]:80" is "[fe80::1]:80"), which means
+// nothing to the origin.
+func hostHeader(host string) string {
+	if !strings.HasPrefix(host, "[") {
+		return host
+	}
+	i := strings.IndexByte(host, '%')
+	j := strings.LastIndexByte(host, ']')
+	if i < 0 || j < i {
+		return host
+	}
+	return host[:i] + host[j:]
+}
+
+// Ways a response body is relayed to the client.
+const (
+	bodyNone      = iota // HEAD, 204, 304
+	bodyLength           // Content-Length: n
+	bodyChunked          // chunked to chunked (HTTP/1.1 client)
+	bodyDechunked        // chunked to close-delimited (HTTP/1.0 client)
+	bodyToClose          // close-delimited
+)
+
 // exchange writes req upstream (origin-form, hop-by-hop and Proxy-* headers
 // removed, "Connection: close") while reading the response, relays 1xx
 // interim responses to HTTP/1.1 clients, then the final response. The
 // request is written concurrently so that "Expect: 100-continue" works. It
 // reports whether the client connection may be kept alive.
-func (cn *conn) exchange(req *http.Request, up net.Conn, ev *Event) (bool, error) {
-	http11 := req.ProtoAtLeast(1, 1)
-	clientClose := req.Close || !http11
+func (cn *conn) exchange(req *request, up net.Conn, ev *Event) (bool, error) {
+	http11 := req.minor >= 1
+	clientClose := req.close
 
-	removeHopHeaders(req.Header)
-	req.Host = req.URL.Host
-	req.URL.User = nil
-	req.RequestURI = ""
-	req.Close = true
-	if _, ok := req.Header["User-Agent"]; !ok {
-		req.Header["User-Agent"] = []string{""} // keep Go from adding its own
-	}
+	named := removeHopHeaders(req.header)
 	upCount := &countWriter{w: up}
 	upW := getWriter(upCount)
 	defer putWriter(upW)
 	var body bodyState
-	if req.Body != nil && req.Body != http.NoBody {
-		req.Body = flushingBody{req.Body, upW, &body}
-	} else {
-		body.eof.Store(true)
-	}
 	werr := make(chan error, 1)
 	watchDone := make(chan struct{})
 	var watchStop atomic.Bool
 	go func() {
 		defer close(watchDone)
-		err := req.Write(plainWriter{upW})
-		if err == nil {
-			err = upW.Flush()
-		}
-		if err != nil && body.failed.Load() {
-			up.Close() // the client went away mid-upload: the origin would wait forever
-		}
-		werr <- err
+		err := cn.writeRequest(upW, req, named, &body)
+		werr <- err // before closing up, so that a reader woken by the close finds it
 		if err != nil {
+			if body.failed.Load() {
+				up.Close() // the client went away mid-upload, or its body was malformed: the origin would wait forever
+			}
 			return
 		}
 		// The request is out. Like net/http's server, watch the client
@@ -353,31 +415,47 @@ func (cn *conn) exchange(req *http.Request, up net.Conn, ev *Event) (bool, error
 	defer putWriter(cw)
 	defer func() { ev.BytesDown = downCount.n }()
 
-	// ReadResponse only needs the method; a copy keeps it from sharing req
-	// with the writer goroutine.
-	rreq := &http.Request{Method: req.Method, URL: req.URL, Header: http.Header{}}
-	var resp *http.Response
+	var (
+		resp    *response
+		length  int64
+		chunked bool
+	)
 	for {
 		upLR.N = maxResponseHeaderBytes
 		var err error
-		resp, err = http.ReadResponse(upR, rreq)
-		if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
-			err = errors.New("upstream switched protocols without an Upgrade request")
+		resp, err = readResponseHead(upR)
+		switch {
+		case err != nil && upLR.N <= 0:
+			err = errors.New("response header section larger than " + strconv.Itoa(maxResponseHeaderBytes) + " bytes")
+		case err == nil:
+			length, chunked, err = resp.framing()
+			if err == nil && resp.code == statusSwitchingProtocols {
+				err = errors.New("upstream switched protocols without an Upgrade request")
+			}
 		}
 		if err != nil {
-			finish()
+			var fe *framingError
+			if werrV := finish(); body.failed.Load() && errors.As(werrV, &fe) {
+				// The client's body was malformed: the writer closed the
+				// upstream connection, hence err.
+				msg := "malformed request body: " + fe.msg
+				cn.replyHTTP(statusBadRequest, msg)
+				return false, errors.New(msg)
+			}
 			msg := "reading the response from " + ev.Remote + ": " + err.Error()
-			cn.replyHTTP(http.StatusBadGateway, msg)
+			cn.replyHTTP(statusBadGateway, msg)
 			return false, errors.New(msg)
 		}
 		upLR.N = unlimited
-		if resp.StatusCode >= 200 {
+		if resp.code >= 200 {
 			break
 		}
 		if http11 { // 1xx: relay to HTTP/1.1 clients only
-			removeHopHeaders(resp.Header)
-			cw.WriteString("HTTP/1.1 " + resp.Status + "\r\n")
-			resp.Header.Write(cw)
+			removeHopHeaders(resp.header)
+			delete(resp.header, "Content-Length")
+			delete(resp.header, "Trailer")
+			writeStatusLine(cw, resp)
+			writeFields(cw, resp.header)
 			cw.WriteString("\r\n")
 			if err := cw.Flush(); err != nil {
 				finish()
@@ -386,30 +464,68 @@ func (cn *conn) exchange(req *http.Request, up net.Conn, ev *Event) (bool, error
 		}
 	}
 
-	removeHopHeaders(resp.Header)
-	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
-	chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
-	if !http11 && chunked {
-		resp.TransferEncoding, chunked = nil, false // HTTP/1.0: end the body by closing
+	respNamed := removeHopHeaders(resp.header)
+	h := resp.header
+	delete(h, "Content-Length")
+	mode, outLength, outChunked := bodyNone, int64(-1), false
+	switch {
+	case !resp.bodyAllowed(req.method):
+		if req.method == "HEAD" { // the framing a GET's body would have
+			if chunked {
+				outChunked = http11
+			} else {
+				outLength = length
+			}
+		}
+	case chunked && http11:
+		mode, outChunked = bodyChunked, true
+	case chunked:
+		mode, clientClose = bodyDechunked, true // HTTP/1.0: end the body by closing
+	case length >= 0:
+		mode, outLength = bodyLength, length
+	default:
+		mode, clientClose = bodyToClose, true // the body ends when the connection does
+	}
+	if !outChunked {
+		delete(h, "Trailer")
+	}
+	writeStatusLine(cw, resp)
+	if clientClose {
+		cw.WriteString("Connection: close\r\n")
 	}
 	switch {
-	case req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified:
-		if resp.ContentLength < 0 {
-			resp.ContentLength = 0 // no body follows: keep the connection usable
+	case outChunked:
+		cw.WriteString("Transfer-Encoding: chunked\r\n")
+	case outLength >= 0:
+		cw.WriteString("Content-Length: ")
+		cw.WriteString(strconv.FormatInt(outLength, 10))
+		cw.WriteString("\r\n")
+	}
+	writeFields(cw, h)
+	cw.WriteString("\r\n")
+
+	var readErr, writeErr error
+	switch mode {
+	case bodyLength:
+		readErr, writeErr = copyBody(cw, cw, &fixedReader{upR, length}, upR)
+	case bodyChunked:
+		cr := newChunkedReader(upR, upLR, maxResponseHeaderBytes)
+		readErr, writeErr = copyBody(cw, chunkWriter{cw}, cr, nil)
+		if readErr == nil && writeErr == nil {
+			filterTrailer(cr.trailer, respNamed)
+			writeLastChunk(cw, cr.trailer)
 		}
-	case resp.ContentLength < 0 && !chunked:
-		clientClose = true // the body ends when the connection does
+	case bodyDechunked:
+		readErr, writeErr = copyBody(cw, cw, newChunkedReader(upR, upLR, maxResponseHeaderBytes), nil)
+	case bodyToClose:
+		readErr, writeErr = copyBody(cw, cw, upR, upR)
 	}
-	resp.Close = clientClose
-	if resp.Body != nil && resp.Body != http.NoBody {
-		resp.Body = flushingBody{resp.Body, cw, nil}
+	err := readErr
+	if err == nil {
+		err = writeErr
 	}
-	err := resp.Write(plainWriter{cw})
 	if err == nil {
 		err = cw.Flush()
-	}
-	if resp.Body != nil {
-		resp.Body.Close()
 	}
 	werrV := finish()
 	switch {
@@ -419,4 +535,13 @@ func (cn *conn) exchange(req *http.Request, up net.Conn, ev *Event) (bool, error
 		return false, nil
 	}
 	return !clientClose, nil
+}
+
+// writeStatusLine writes "HTTP/1.1 code reason" (the origin's reason).
+func writeStatusLine(w *bufio.Writer, resp *response) {
+	w.WriteString("HTTP/1.1 ")
+	w.WriteString(strconv.Itoa(resp.code))
+	w.WriteByte(' ')
+	w.WriteString(resp.reason)
+	w.WriteString("\r\n")
 }
