@@ -30,8 +30,13 @@ KROOT=$VM_CACHE/kernel
 pointer=$KROOT/current-$VM_KERNEL
 
 # Modules the guest loads, roots only: dependencies come from each module's
-# own modinfo. Anything not shipped as a module is assumed built in.
-ROOT_MODULES=(virtio_pci 9pnet_virtio 9p overlay)
+# own modinfo. Anything not shipped as a module is assumed built in. veth is
+# for the network tests' own hosts (a veth pair into a namespace).
+ROOT_MODULES=(virtio_pci 9pnet_virtio 9p overlay veth)
+
+# ready says a kernel directory is complete for this module list: a cache
+# made for another list is fetched again.
+ready() { [[ -e $1/ready && $(cat "$1/ready") == "${ROOT_MODULES[*]}" ]]; }
 
 base_key() {
 	# The base initramfs depends on exactly these inputs.
@@ -48,7 +53,7 @@ emit() {
 # Fast path: everything already there, no lock, no apt.
 if [[ $refresh != 1 && -r $pointer ]]; then
 	kdir=$KROOT/$(cat "$pointer")
-	if [[ -e $kdir/ready && -x /bin/busybox ]] && command -v qemu-system-x86_64 >/dev/null &&
+	if ready "$kdir" && [[ -x /bin/busybox ]] && command -v qemu-system-x86_64 >/dev/null &&
 		[[ -e $kdir/initrd-base-$(base_key "$kdir").cpio ]]; then
 		emit "$kdir"
 		exit 0
@@ -238,7 +243,7 @@ fetch_kernel() {
 	echo "$pkg $ver" >"$tmp/k/package"
 	rm -rf "$kdir"
 	mv "$tmp/k" "$kdir"
-	touch "$kdir/ready"
+	echo "${ROOT_MODULES[*]}" >"$kdir/ready"
 	rm -rf "$tmp"
 	trap - EXIT
 }
@@ -270,7 +275,7 @@ install_packages
 ! ldd /bin/busybox >/dev/null 2>&1 || vm_die "/bin/busybox is dynamically linked: install busybox-static"
 
 kdir=
-if [[ $refresh != 1 && -r $pointer && -e $KROOT/$(cat "$pointer")/ready ]]; then
+if [[ $refresh != 1 && -r $pointer ]] && ready "$KROOT/$(cat "$pointer")"; then
 	kdir=$KROOT/$(cat "$pointer")
 else
 	case $VM_KERNEL in
@@ -281,7 +286,7 @@ else
 	read -r pkg ver < <(resolve_kernel)
 	[[ -n ${pkg:-} ]] || exit 125
 	kdir=$KROOT/${pkg}_$ver
-	if [[ ! -e $kdir/ready ]]; then
+	if ! ready "$kdir"; then
 		t0=$(vm_now)
 		fetch_kernel "$pkg" "$ver" "$kdir"
 		vm_log "kernel $(cat "$kdir/release") ready in $(vm_elapsed "$t0") s ($(wc -l <"$kdir/load.order") modules)"
