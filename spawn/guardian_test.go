@@ -149,3 +149,21 @@ func TestGuardianLeavesTheProcessGroup(t *testing.T) {
 	}
 	t.Errorf("guardian still in the caller's session")
 }
+
+// TestGuardianHoldsOnlyItsPipe: the guardian never holds a copy of the
+// caller's descriptors (a reader of the caller's stdout would wait for it).
+func TestGuardianHoldsOnlyItsPipe(t *testing.T) {
+	kill, procs, dirs, _ := guardianFixture(t)
+	g, err := StartGuardian(kill, []string{procs}, dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { g.Release(); waitGone(g.Pid) }()
+	ents, err := os.ReadDir("/proc/" + strconv.Itoa(g.Pid) + "/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 {
+		t.Errorf("the guardian holds %d descriptors, want only its pipe", len(ents))
+	}
+}

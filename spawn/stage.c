@@ -549,9 +549,6 @@ static int se_guard_main(void *arg)
 	long n;
 
 	SYS0(SYS_setsid);
-	if (g->pipe_fd > 0)
-		SYS3(SE_NR_close_range, 0, g->pipe_fd - 1, 0);
-	SYS3(SE_NR_close_range, g->pipe_fd + 1, ~0U, 0);
 	do
 		n = SYS3(SYS_read, g->pipe_fd, &c, 1);
 	while (n == -EINTR);
@@ -597,6 +594,15 @@ static int se_guard_boot_main(void *arg)
 	struct se_guard_boot *b = arg;
 	uintptr_t top = ((uintptr_t)b->stack + b->stack_size) & ~(uintptr_t)15;
 	struct se_clone_args args;
+	int fd = b->g->pipe_fd;
+
+	/* Only the pipe goes on to the guardian: not the caller's stdio, whose
+	 * readers wait for every copy to close, nor anything else. This runs
+	 * while the supervisor waits (CLONE_VFORK), so no copy outlives the
+	 * call, however late the guardian gets a CPU. */
+	if (fd > 0)
+		SYS3(SE_NR_close_range, 0, fd - 1, 0);
+	SYS3(SE_NR_close_range, fd + 1, ~0U, 0);
 	memset(&args, 0, sizeof args);
 	args.flags = CLONE_VM | SE_CLONE_CLEAR_SIGHAND;
 	args.exit_signal = SIGCHLD;
