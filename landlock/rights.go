@@ -112,3 +112,30 @@ const (
 	scopeAbstractUnix = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
 	scopeSignal       = unix.LANDLOCK_SCOPE_SIGNAL
 )
+
+// bitName names one bit of a network right or scope mask.
+type bitName struct {
+	bit  uint64
+	name string
+}
+
+var (
+	netNames   = []bitName{{netBindTCP, "bind_tcp"}, {netConnectTCP, "connect_tcp"}}
+	scopeNames = []bitName{{scopeAbstractUnix, "abstract_unix_socket"}, {scopeSignal, "signal"}}
+)
+
+// NetNames lists the network rights in n (a Spec's HandledNet).
+func NetNames(n uint64) []string { return namesOf(n, netNames) }
+
+// ScopeNames lists the scopes in s (a Spec's Scoped).
+func ScopeNames(s uint64) []string { return namesOf(s, scopeNames) }
+
+func namesOf(v uint64, names []bitName) []string {
+	var out []string
+	for _, n := range names {
+		if v&n.bit != 0 {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}

@@ -265,3 +265,18 @@ func TestReadsByMountsHandlesOnlyWrites(t *testing.T) {
 		t.Errorf("Landlock-only mode dropped rights: %s", s2.HandledFS)
 	}
 }
+
+func TestNetAndScopeNames(t *testing.T) {
+	if got := strings.Join(NetNames(netBindTCP|netConnectTCP), ","); got != "bind_tcp,connect_tcp" {
+		t.Errorf("NetNames: %s", got)
+	}
+	if got := strings.Join(NetNames(netConnectTCP), ","); got != "connect_tcp" {
+		t.Errorf("NetNames(connect): %s", got)
+	}
+	if got := strings.Join(ScopeNames(scopeSignal), ","); got != "signal" {
+		t.Errorf("ScopeNames: %s", got)
+	}
+	if NetNames(0) != nil || ScopeNames(0) != nil {
+		t.Errorf("names for nothing")
+	}
+}

@@ -70,6 +70,10 @@ type View struct {
 	MaskedSockets []string    `json:"masked_sockets,omitempty"`
 	ReadOnly      []string    `json:"read_only"`
 	Narrowed      []Narrowing `json:"narrowed,omitempty"`
+
+	opts  Options    // what the view was built for
+	roots []string   // the Plan's writable roots
+	masks []spawn.Op // the mounts that deny, decided once by Build
 }
 
 // Narrowing is a name the program cannot create although the policy does
@@ -87,7 +91,52 @@ const (
 
 // Build decides the view for p.
 func Build(p *policy.Plan, o Options) (*View, error) {
-	v := &View{NamespaceFlags: unix.CLONE_NEWNS, Privileged: o.Privileged}
+	v := &View{Privileged: o.Privileged, opts: o}
+	for _, r := range p.Filesystem.WritableRoots {
+		v.roots = append(v.roots, r.Path)
+	}
+	roots := outermost(append(append([]string(nil), v.roots...), o.ExtraWritable...))
+	inRoot := func(path string) bool {
+		for _, r := range roots {
+			if policy.Within(path, r) {
+				return true
+			}
+		}
+		return false
+	}
+	if err := v.decideMasks(p, o, inRoot); err != nil {
+		return nil, err
+	}
+	if err := v.assemble(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// With returns the view with what exists only once the run is set up: a
+// private temp dir (tmp, "" for none) writable besides the roots, and the
+// proxy's listener. Nothing is looked up again: a fresh temp dir holds
+// none of the Plan's denied paths, so the masks decided by Build stand.
+func (v *View) With(tmp string, proxy *ProxyListener) (*View, error) {
+	w := *v
+	w.opts.ExtraWritable = nil
+	if tmp != "" {
+		w.opts.ExtraWritable = []string{tmp}
+	}
+	w.opts.Proxy = proxy
+	if err := w.assemble(); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// assemble writes the view's operations from its options and decisions:
+// namespaces, the read-only tree with the writable roots cloned back, then
+// the masks.
+func (v *View) assemble() error {
+	o := v.opts
+	v.NamespaceFlags = unix.CLONE_NEWNS
+	v.Ops = nil
 	op := func(x spawn.Op) { v.Ops = append(v.Ops, x) }
 
 	if !o.Privileged {
@@ -109,14 +158,9 @@ func Build(p *policy.Plan, o Options) (*View, error) {
 	// Writable roots keep their own mount trees (with whatever was
 	// read-only in them still read-only): clone them before everything is
 	// made read-only, attach the clones back afterwards, shallowest first.
-	roots := make([]string, 0, len(p.Filesystem.WritableRoots)+len(o.ExtraWritable))
-	for _, r := range p.Filesystem.WritableRoots {
-		roots = append(roots, r.Path)
-	}
-	roots = append(roots, o.ExtraWritable...)
-	roots = outermost(roots)
+	roots := outermost(append(append([]string(nil), v.roots...), o.ExtraWritable...))
 	if len(roots) > spawn.MaxSlots {
-		return nil, fmt.Errorf("mountns: %d writable roots; at most %d can be mounted", len(roots), spawn.MaxSlots)
+		return fmt.Errorf("mountns: %d writable roots; at most %d can be mounted", len(roots), spawn.MaxSlots)
 	}
 	for i, r := range roots {
 		op(spawn.Op{Kind: spawn.OpOpenTree, FD: i, A: r, Desc: "clone writable root " + r})
@@ -125,15 +169,21 @@ func Build(p *policy.Plan, o Options) (*View, error) {
 	for i, r := range roots {
 		op(spawn.Op{Kind: spawn.OpMoveMount, FD: i, A: r, Desc: "writable root " + r})
 	}
+	v.Ops = append(v.Ops, v.masks...)
 
-	inRoot := func(path string) bool {
-		for _, r := range roots {
-			if policy.Within(path, r) {
-				return true
-			}
-		}
-		return false
+	// The working directory was looked up before the mounts: look it up
+	// again so that it is the new view's.
+	if o.Cwd != "" {
+		op(spawn.Op{Kind: spawn.OpChdir, A: o.Cwd, Desc: "re-enter working directory " + o.Cwd})
 	}
+	return nil
+}
+
+// decideMasks looks at each denied path and daemon socket on the host and
+// decides the mount that denies it (v.masks), with the placeholders that
+// mounts over missing names need.
+func (v *View) decideMasks(p *policy.Plan, o Options, inRoot func(string) bool) error {
+	op := func(x spawn.Op) { v.masks = append(v.masks, x) }
 
 	// Read-denied paths: masked wherever they exist; where they do not,
 	// only a writable root could bring them into being.
@@ -141,7 +191,7 @@ func Build(p *policy.Plan, o Options) (*View, error) {
 	for _, d := range p.Filesystem.ReadDenied {
 		target, kind, err := maskTarget(d.Path, inRoot)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if kind == targetNone || masked[target] || coveredBy(target, masked) {
 			continue
@@ -169,7 +219,7 @@ func Build(p *policy.Plan, o Options) (*View, error) {
 		}
 		target, kind, err := maskTarget(d.Path, inRoot)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		switch kind {
 		case targetNone:
@@ -201,13 +251,7 @@ func Build(p *policy.Plan, o Options) (*View, error) {
 		op(spawn.Op{Kind: spawn.OpMount, B: sock, Flags: unix.MS_REMOUNT | unix.MS_BIND | maskFlags, Desc: "mask socket " + sock + " read-only"})
 		v.MaskedSockets = append(v.MaskedSockets, sock)
 	}
-
-	// The working directory was looked up before the mounts: look it up
-	// again so that it is the new view's.
-	if o.Cwd != "" {
-		op(spawn.Op{Kind: spawn.OpChdir, A: o.Cwd, Desc: "re-enter working directory " + o.Cwd})
-	}
-	return v, nil
+	return nil
 }
 
 func (v *View) addPlaceholder(target, denied string) {

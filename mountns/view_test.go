@@ -121,6 +121,45 @@ func TestBuildOrdersOperations(t *testing.T) {
 	}
 }
 
+// TestWithAddsRuntimeParts: the view with a temp dir and the proxy's
+// listener added later is the one built with them from the start.
+func TestWithAddsRuntimeParts(t *testing.T) {
+	base := t.TempDir()
+	mk(t, base, "home/.ssh/id_rsa", "ws/.git/config", "tmp/")
+	ws, tmp := filepath.Join(base, "ws"), filepath.Join(base, "tmp")
+	p := &policy.Plan{}
+	p.Filesystem.WritableRoots = []policy.WritablePath{{Path: ws}}
+	p.Filesystem.ReadDenied = []policy.DeniedPath{{Path: filepath.Join(base, "home", ".ssh")}}
+	p.Filesystem.WriteDenied = []policy.DeniedPath{{Path: filepath.Join(ws, ".git")}, {Path: filepath.Join(ws, ".codex")}}
+	o := Options{UID: 1000, GID: 1000, Cwd: ws, Network: true}
+	base0, err := Build(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &ProxyListener{FD: 7, Port: 3128}
+	got, err := base0.With(tmp, proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.ExtraWritable, o.Proxy = []string{tmp}, proxy
+	want, err := Build(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := strings.Join(describe(got.Ops), "\n"), strings.Join(describe(want.Ops), "\n"); g != w {
+		t.Fatalf("With:\n%s\nBuild:\n%s", g, w)
+	}
+	if index(describe(got.Ops), "writable root "+tmp) < 0 || index(describe(got.Ops), "listen for the proxy on 127.0.0.1") < 0 {
+		t.Errorf("temp dir or listener missing:\n%s", strings.Join(describe(got.Ops), "\n"))
+	}
+	if index(describe(base0.Ops), "writable root "+tmp) >= 0 {
+		t.Errorf("With changed the view it was called on")
+	}
+	if got.NamespaceFlags != want.NamespaceFlags || strings.Join(got.Placeholders, " ") != strings.Join(want.Placeholders, " ") {
+		t.Errorf("flags %x/%x, placeholders %v/%v", got.NamespaceFlags, want.NamespaceFlags, got.Placeholders, want.Placeholders)
+	}
+}
+
 func TestBuildUnprivilegedMapsItself(t *testing.T) {
 	v, err := Build(&policy.Plan{}, Options{UID: 1000, GID: 1001})
 	if err != nil {

@@ -98,7 +98,6 @@ type Prepared struct {
 	net        netChoice
 	cgroupPlan cgroupPlan
 	nofile     spawn.Rlimit
-	sockets    []string // daemons' unix sockets, read once
 }
 
 // cgroupPlan is the decided cgroup of a run.
@@ -200,7 +199,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 	}
 	pr.net = nw
 	if exact {
-		view, err := mountns.Build(p, pr.viewOptions("", nil))
+		view, err := mountns.Build(p, pr.viewOptions())
 		if err != nil {
 			return nil, err
 		}
@@ -271,8 +270,8 @@ func Prepare(cfg Config) (*Prepared, error) {
 		Landlock: LandlockReport{
 			ABI:         abi,
 			HandledFS:   spec.HandledFS.Names(),
-			HandledNet:  netNames(spec.HandledNet),
-			Scoped:      scopeNames(spec.Scoped),
+			HandledNet:  landlock.NetNames(spec.HandledNet),
+			Scoped:      landlock.ScopeNames(spec.Scoped),
 			Rules:       len(spec.Rules) + len(spec.Ports),
 			Narrowed:    spec.Narrowed,
 			NotEnforced: spec.Gaps,
@@ -292,18 +291,12 @@ func Prepare(cfg Config) (*Prepared, error) {
 	return pr, nil
 }
 
-// viewOptions are the mount namespace's options for this run: tmp is the
-// private temp dir (if any), proxy where the proxy's listener goes.
-func (pr *Prepared) viewOptions(tmp string, proxy *mountns.ProxyListener) mountns.Options {
-	if pr.sockets == nil {
-		pr.sockets = mountns.UnixSockets()
-	}
-	o := mountns.Options{Privileged: pr.fs.privileged, UID: os.Getuid(), GID: os.Getgid(), Cwd: pr.cfg.Cwd,
-		Sockets: pr.sockets, Network: pr.net.netns, Proxy: proxy}
-	if tmp != "" {
-		o.ExtraWritable = []string{tmp}
-	}
-	return o
+// viewOptions are the mount namespace's options for this run; the temp
+// dir and the proxy's listener are added when the run is set up
+// (mountns.View.With).
+func (pr *Prepared) viewOptions() mountns.Options {
+	return mountns.Options{Privileged: pr.fs.privileged, UID: os.Getuid(), GID: os.Getgid(), Cwd: pr.cfg.Cwd,
+		Sockets: mountns.UnixSockets(), Network: pr.net.netns}
 }
 
 // fsChoice is the filesystem mode decided for a run.
@@ -372,26 +365,4 @@ func grace(cfg Config) time.Duration {
 		return cfg.Grace
 	}
 	return DefaultGrace
-}
-
-func netNames(n uint64) []string {
-	var out []string
-	if n&1 != 0 {
-		out = append(out, "bind_tcp")
-	}
-	if n&2 != 0 {
-		out = append(out, "connect_tcp")
-	}
-	return out
-}
-
-func scopeNames(s uint64) []string {
-	var out []string
-	if s&1 != 0 {
-		out = append(out, "abstract_unix_socket")
-	}
-	if s&2 != 0 {
-		out = append(out, "signal")
-	}
-	return out
 }

@@ -198,18 +198,15 @@ func (s *session) setup() error {
 		listener = &mountns.ProxyListener{FD: child, Port: ProxyPort}
 		s.env = proxyEnv(s.env, "127.0.0.1:"+strconv.Itoa(ProxyPort))
 	}
-	// The view Prepare showed, now with the temp dir and the proxy's
-	// socket that exist only from here on.
 	if s.view != nil {
-		v, err := mountns.Build(p, s.pr.viewOptions(tmp, listener))
+		// The view Prepare showed, now with the temp dir and the proxy's
+		// socket that exist only from here on.
+		v, err := s.view.With(tmp, listener)
 		if err != nil {
 			return err
 		}
 		s.view = v
-	}
-	if s.view != nil {
 		var claims *mountns.Claims
-		var err error
 		s.timed("claim placeholders", func() { claims, err = mountns.ClaimPlaceholders(s.view.Placeholders) })
 		if err != nil {
 			return err
