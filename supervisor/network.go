@@ -148,7 +148,7 @@ func (r *proxyRun) stop() netproxy.Stats {
 func unixPair() (parent, child int, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, -1, fmt.Errorf("proxy socket pair: %w", err)
+		return -1, -1, fmt.Errorf("socket pair: %w", err)
 	}
 	return fds[0], fds[1], nil
 }
