@@ -67,6 +67,35 @@ func TestForkBombHitsPidsLimit(t *testing.T) {
 	}
 }
 
+// TestCgroupWithoutClone3: under a container's seccomp filter that answers
+// ENOSYS to clone3, the program still starts in the run's cgroup (it joins
+// through cgroup.procs) and the pids limit still holds.
+func TestCgroupWithoutClone3(t *testing.T) {
+	needCgroups(t)
+	w := newWorkspace(t)
+	// The launcher's filter works: clone3 gets ENOSYS under it, not without.
+	if out, _ := exec.Command(probe, "noclone3", probe, "clone3").Output(); string(out) != "ENOSYS\n" {
+		t.Fatalf("under the launcher clone3 gave %q, so this test shows nothing", out)
+	}
+	if out, _ := exec.Command(probe, "clone3").Output(); string(out) != "ok\n" {
+		t.Skipf("clone3 does not work here even without the launcher: %q", out)
+	}
+	r := run(t, runOpts{env: w.env(), dir: w.root, via: []string{probe, "noclone3"}},
+		"--sandbox-policy", roPolicy, "--resource-limits", limits(0, 16, 0, 60), "--", "/bin/sh", "-c",
+		"cat /proc/self/cgroup; "+probe+" forkmax")
+	if r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if !strings.Contains(r.stdout, "/sandbox-executable-") {
+		t.Errorf("the program is not in the run's cgroup: %v", r)
+	}
+	n, err := strconv.Atoi(lines[len(lines)-1])
+	if err != nil || n < 1 || n > 16 {
+		t.Errorf("forkmax under max_pids 16: %q (%v)", lines[len(lines)-1], r)
+	}
+}
+
 // TestMemoryHogKilled: 2 GB under max_memory_mb 256 is killed (137).
 func TestMemoryHogKilled(t *testing.T) {
 	needCgroups(t)

@@ -110,6 +110,8 @@ type runOpts struct {
 	extra   []*os.File
 	timeout time.Duration
 	cred    *syscall.Credential
+	// via runs the helper through a launcher: via[0] via[1:]... HELPER ARGS.
+	via []string
 }
 
 // run runs the helper with args and waits for it.
@@ -122,6 +124,9 @@ func run(t *testing.T, o runOpts, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
+	if len(o.via) > 0 {
+		cmd = exec.CommandContext(ctx, o.via[0], append(append(o.via[1:], binary), args...)...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Stdin = o.stdin

@@ -120,10 +120,11 @@ type Request struct {
 
 	// CgroupFD is a v2 cgroup directory the child is born into, or -1.
 	CgroupFD int
-	// CgroupProcsFD is that cgroup's cgroup.procs, opened for writing, or
-	// -1: where clone3 is unavailable (an old kernel, or a container's
-	// seccomp filter answering ENOSYS), the child joins through it instead.
-	CgroupProcsFD int
+	// CgroupProcs is that cgroup's cgroup.procs file: where clone3 is
+	// unavailable (an old kernel, or a container's seccomp filter answering
+	// ENOSYS), Start opens it and the child joins through it instead. Empty:
+	// no clone3, no run.
+	CgroupProcs string
 	// JoinFDs are cgroup.procs files the child writes "0" to first.
 	JoinFDs []int
 	// NamespaceFlags are CLONE_NEW* flags for the child.
@@ -213,7 +214,7 @@ func Start(req *Request) (*Process, error) {
 	}
 	// -1 means none; 0, 1 and 2 are the program's stdio, never ours (a
 	// zero value left in a Request would otherwise mean stdin).
-	for name, fd := range map[string]int{"CgroupFD": req.CgroupFD, "CgroupProcsFD": req.CgroupProcsFD, "RulesetFD": req.RulesetFD, "NotifySock": req.NotifySock} {
+	for name, fd := range map[string]int{"CgroupFD": req.CgroupFD, "RulesetFD": req.RulesetFD, "NotifySock": req.NotifySock} {
 		if fd >= 0 && fd <= 2 {
 			return nil, fmt.Errorf("spawn: %s is %d: -1 for none, or a descriptor above 2", name, fd)
 		}
@@ -291,9 +292,17 @@ func Start(req *Request) (*Process, error) {
 	// goroutine on it for the call (Go never ends an unlocked thread).
 	runtime.LockOSThread()
 	pid := C.se_spawn(r)
-	if pid == -C.long(unix.ENOSYS) && req.CgroupFD >= 0 && req.CgroupProcsFD >= 0 {
+	if pid == -C.long(unix.ENOSYS) && req.CgroupFD >= 0 && req.CgroupProcs != "" {
+		// The child joins by writing to cgroup.procs before anything else,
+		// the way it joins v1 hierarchies.
+		procs, err := unix.Open(req.CgroupProcs, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			return nil, fmt.Errorf("spawn: no clone3, and the cgroup cannot be joined otherwise: %w", err)
+		}
+		defer unix.Close(procs)
 		r.cgroup_fd = -1
-		r.join_fds = a.ints(append([]int{req.CgroupProcsFD}, req.JoinFDs...))
+		r.join_fds = a.ints(append([]int{procs}, req.JoinFDs...))
 		r.njoin = C.int(len(req.JoinFDs) + 1)
 		pid = C.se_spawn(r)
 	}

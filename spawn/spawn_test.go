@@ -25,9 +25,6 @@ func run(t *testing.T, req *Request) (status unix.WaitStatus, out string, err er
 	if req.CgroupFD == 0 {
 		req.CgroupFD = -1
 	}
-	if req.CgroupProcsFD == 0 {
-		req.CgroupProcsFD = -1
-	}
 	if req.RulesetFD == 0 {
 		req.RulesetFD = -1
 	}
@@ -163,7 +160,7 @@ func TestRlimitAndNoNewPrivs(t *testing.T) {
 
 func TestSetupFailureIsReportedWithStep(t *testing.T) {
 	// An op that must fail: chdir into a missing directory.
-	p, err := Start(&Request{Paths: []string{"/bin/true"}, Argv: []string{"true"}, CgroupFD: -1, CgroupProcsFD: -1, RulesetFD: -1, NotifySock: -1,
+	p, err := Start(&Request{Paths: []string{"/bin/true"}, Argv: []string{"true"}, CgroupFD: -1, RulesetFD: -1, NotifySock: -1,
 		Ops: []Op{{Kind: OpChdir, A: "/nonexistent/dir", Desc: "chdir /nonexistent/dir"}}})
 	var se *Error
 	if !errors.As(err, &se) || se.Step != StepOp || se.Errno != unix.ENOENT || se.Detail != "chdir /nonexistent/dir" || se.ExitCode() != 125 {
@@ -189,7 +186,7 @@ func TestListenerInTheChildsNetworkNamespace(t *testing.T) {
 	defer unix.Close(pair[0])
 	defer unix.Close(pair[1])
 	script := `exec 3<>/dev/tcp/127.0.0.1/3128 && echo hello-from-inside >&3 && read -r reply <&3 && test "$reply" = ok`
-	p, err := Start(&Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", script}, CgroupFD: -1, CgroupProcsFD: -1, RulesetFD: -1, NotifySock: -1,
+	p, err := Start(&Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", script}, CgroupFD: -1, RulesetFD: -1, NotifySock: -1,
 		NamespaceFlags: unix.CLONE_NEWNET,
 		Ops:            []Op{{Kind: OpLoUp, Desc: "lo up"}, {Kind: OpListenSend, FD: pair[1], Flags: 3128, Desc: "proxy listener"}}})
 	if err != nil {
@@ -224,7 +221,7 @@ func TestListenerInTheChildsNetworkNamespace(t *testing.T) {
 }
 
 func TestZeroValueDescriptorsRefused(t *testing.T) {
-	_, err := Start(&Request{Paths: []string{"/bin/true"}, Argv: []string{"true"}, CgroupFD: -1, CgroupProcsFD: -1, RulesetFD: -1})
+	_, err := Start(&Request{Paths: []string{"/bin/true"}, Argv: []string{"true"}, CgroupFD: -1, RulesetFD: -1})
 	if err == nil || !strings.Contains(err.Error(), "NotifySock is 0") {
 		t.Errorf("err %v", err)
 	}

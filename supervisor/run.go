@@ -366,7 +366,6 @@ func (s *session) supervise() Result {
 		Env:           s.env,
 		ShellFallback: true,
 		CgroupFD:      -1,
-		CgroupProcsFD: -1,
 		Pdeathsig:     unix.SIGKILL,
 		KeepFDs:       cfg.KeepFDs,
 		RulesetFD:     s.rulesetFD,
@@ -376,6 +375,10 @@ func (s *session) supervise() Result {
 	}
 	if s.group != nil {
 		req.CgroupFD = s.group.CloneIntoFD()
+		if req.CgroupFD >= 0 {
+			// Path is the v2 directory CloneIntoFD opened.
+			req.CgroupProcs = s.group.Path() + "/cgroup.procs"
+		}
 		req.JoinFDs = s.group.JoinFDs()
 	}
 	if s.view != nil {
