@@ -62,18 +62,12 @@ type OpKind int
 
 // Operation kinds (see Op).
 const (
-	OpMount   OpKind = C.SE_OP_MOUNT    // mount(A, B, C, Flags, D)
-	OpWrite   OpKind = C.SE_OP_WRITE    // write B to the file A (uid_map, setgroups)
-	OpSetns   OpKind = C.SE_OP_SETNS    // setns(FD, Flags)
-	OpMkdir   OpKind = C.SE_OP_MKDIR    // mkdir(A, Flags), EEXIST ignored
-	OpUmount  OpKind = C.SE_OP_UMOUNT   // umount2(A, Flags)
-	OpChdir   OpKind = C.SE_OP_CHDIR    // chdir(A)
-	OpCreate  OpKind = C.SE_OP_CREATE   // create the file A (mode Flags) if missing
-	OpMountFD OpKind = C.SE_OP_MOUNT_FD // mount("/proc/self/fd/FD", B, "", Flags, "")
-	// OpSetAttr and OpClearAttr set or clear MOUNT_ATTR_* Flags on the mount
-	// at A (FD 1: the whole subtree) with mount_setattr.
-	OpSetAttr   OpKind = C.SE_OP_SETATTR
-	OpClearAttr OpKind = C.SE_OP_CLEARATTR
+	OpMount OpKind = C.SE_OP_MOUNT // mount(A, B, C, Flags, D)
+	OpWrite OpKind = C.SE_OP_WRITE // write B to the file A (uid_map, setgroups)
+	OpChdir OpKind = C.SE_OP_CHDIR // chdir(A)
+	// OpSetAttr sets MOUNT_ATTR_* Flags on the mount at A (FD 1: the whole
+	// subtree) with mount_setattr.
+	OpSetAttr OpKind = C.SE_OP_SETATTR
 	// OpOpenTree clones the mount tree at A into slot FD (open_tree with
 	// OPEN_TREE_CLONE|AT_RECURSIVE); OpMoveMount attaches slot FD at A.
 	OpOpenTree  OpKind = C.SE_OP_OPEN_TREE

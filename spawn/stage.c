@@ -217,21 +217,6 @@ static int se_child(void *arg)
 		case SE_OP_MOUNT:
 			ret = SYS5(SYS_mount, op->a, op->b, op->c, op->flags, op->d);
 			break;
-		case SE_OP_MOUNT_FD: {
-			/* "/proc/self/fd/NNNNNNNNNN" built without libc. */
-			char path[32] = "/proc/self/fd/";
-			char digits[12];
-			int n = 0, fd = op->fd, p = 14;
-			do {
-				digits[n++] = (char)('0' + fd % 10);
-				fd /= 10;
-			} while (fd > 0 && n < 11);
-			while (n > 0)
-				path[p++] = digits[--n];
-			path[p] = 0;
-			ret = SYS5(SYS_mount, path, op->b, 0, op->flags, 0);
-			break;
-		}
 		case SE_OP_WRITE: {
 			long fd = SYS4(SYS_openat, AT_FDCWD, op->a, O_WRONLY | O_CLOEXEC, 0);
 			ret = fd;
@@ -244,27 +229,12 @@ static int se_child(void *arg)
 			}
 			break;
 		}
-		case SE_OP_SETNS:
-			ret = SYS2(SYS_setns, op->fd, op->flags);
-			break;
-		case SE_OP_MKDIR:
-			ret = SYS3(SYS_mkdirat, AT_FDCWD, op->a, op->flags);
-			if (ret == -EEXIST)
-				ret = 0;
-			break;
-		case SE_OP_UMOUNT:
-			ret = SYS2(SYS_umount2, op->a, op->flags);
-			break;
 		case SE_OP_CHDIR:
 			ret = SYS1(SYS_chdir, op->a);
 			break;
-		case SE_OP_SETATTR:
-		case SE_OP_CLEARATTR: {
+		case SE_OP_SETATTR: {
 			struct se_mount_attr ma = {0};
-			if (op->kind == SE_OP_SETATTR)
-				ma.attr_set = op->flags;
-			else
-				ma.attr_clr = op->flags;
+			ma.attr_set = op->flags;
 			ret = SYS5(SE_NR_mount_setattr, AT_FDCWD, op->a, op->fd ? SE_AT_RECURSIVE : 0, &ma, sizeof ma);
 			break;
 		}
@@ -287,13 +257,6 @@ static int se_child(void *arg)
 		case SE_OP_LISTEN_SEND:
 			ret = se_listen_send(op->fd, (unsigned short)op->flags);
 			break;
-		case SE_OP_CREATE: {
-			long fd = SYS4(SYS_openat, AT_FDCWD, op->a, O_CREAT | O_WRONLY | O_CLOEXEC, op->flags);
-			ret = fd;
-			if (fd >= 0)
-				ret = SYS1(SYS_close, fd);
-			break;
-		}
 		default:
 			ret = -EINVAL;
 		}
@@ -341,7 +304,7 @@ static int se_child(void *arg)
 
 	if (r->bpf_len > 0) {
 		struct se_sock_fprog prog = {r->bpf_len, r->bpf};
-		unsigned int flags = r->seccomp_flags;
+		unsigned int flags = 0;
 		if (r->notify_sock >= 0)
 			flags |= SE_SECCOMP_FILTER_FLAG_NEW_LISTENER;
 		ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags, &prog);

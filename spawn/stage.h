@@ -34,14 +34,8 @@ enum se_step {
 enum se_op_kind {
 	SE_OP_MOUNT = 1,   /* mount(a, b, c, flags, d) */
 	SE_OP_WRITE,       /* open(a, O_WRONLY) then write(b) (uid_map, setgroups) */
-	SE_OP_SETNS,       /* setns(fd, flags) */
-	SE_OP_MKDIR,       /* mkdir(a, flags) ignoring EEXIST */
-	SE_OP_UMOUNT,      /* umount2(a, flags) */
 	SE_OP_CHDIR,       /* chdir(a) */
-	SE_OP_CREATE,      /* open(a, O_CREAT|O_WRONLY|O_CLOEXEC, flags) and close: a file mount point */
-	SE_OP_MOUNT_FD,    /* mount(/proc/self/fd/<fd>, b, NULL, flags, NULL): bind a prepared fd */
 	SE_OP_SETATTR,     /* mount_setattr(a, AT_RECURSIVE if fd, {attr_set: flags}) */
-	SE_OP_CLEARATTR,   /* mount_setattr(a, AT_RECURSIVE if fd, {attr_clr: flags}) */
 	SE_OP_OPEN_TREE,   /* slot[fd] = open_tree(a, OPEN_TREE_CLONE|AT_RECURSIVE|O_CLOEXEC) */
 	SE_OP_MOVE_MOUNT,  /* move_mount(slot[fd], "", a, MOVE_MOUNT_F_EMPTY_PATH) */
 	SE_OP_LO_UP,       /* bring the loopback interface of the child's network namespace up */
@@ -97,7 +91,6 @@ struct se_req {
 
 	const void *bpf; /* struct sock_filter[] */
 	unsigned short bpf_len;
-	unsigned int seccomp_flags;
 	/* A unix socket to send the filter's user-notification listener over
 	 * (the filter is then loaded with SECCOMP_FILTER_FLAG_NEW_LISTENER),
 	 * or -1. */
