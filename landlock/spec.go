@@ -34,13 +34,6 @@ type Options struct {
 	// denied by seccomp): a detached clone of a mount would otherwise read
 	// around a mask.
 	ReadsByMounts bool
-	// ExtraWritable are directories writable in addition to the Plan's roots
-	// (a private temp dir the supervisor made).
-	ExtraWritable []string
-	// ConnectPorts, in the allowlist network mode without a network
-	// namespace, are the only TCP ports the program may connect to (the
-	// proxy's).
-	ConnectPorts []uint16
 	// LogDenials asks the kernel (ABI 7) to log denials of the program after
 	// its exec, for the audit log.
 	LogDenials bool
@@ -144,13 +137,8 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: "cannot be listed, and entries created in it after the start cannot be read"})
 	}
 	write := &walker{denied: sortedUnique(writeDenied), access: writeRights & s.HandledFS}
-	roots := make([]string, 0, len(p.Filesystem.WritableRoots)+len(opt.ExtraWritable))
 	for _, r := range p.Filesystem.WritableRoots {
-		roots = append(roots, r.Path)
-	}
-	roots = append(roots, opt.ExtraWritable...)
-	for _, r := range roots {
-		write.grant(r, true)
+		write.grant(r.Path, true)
 	}
 	for _, d := range write.split {
 		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: "entries directly in it cannot be created, removed or renamed"})
@@ -173,12 +161,8 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		case policy.NetworkAllowlist:
 			// In a namespace with only loopback, connect reaches nothing
 			// but the proxy and the program's own servers: restricting it
-			// there would only break the latter. Without one, connect is
-			// confined to the proxy's port.
-			if len(opt.ConnectPorts) > 0 {
-				s.HandledNet = netConnectTCP
-				s.Ports = append(s.Ports, opt.ConnectPorts...)
-			}
+			// there would only break the latter. Without one, the caller
+			// confines connect to the proxy's port (WithPort).
 		}
 	}
 	if opt.ABI >= 6 {

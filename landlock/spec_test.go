@@ -170,19 +170,25 @@ func TestNetworkAndScopes(t *testing.T) {
 	for _, c := range []struct {
 		mode  policy.NetworkMode
 		abi   int
+		proxy bool // the allowlist proxy on the host's loopback (WithPort)
 		net   uint64
 		ports int
 	}{
-		{policy.NetworkNone, 7, netBindTCP | netConnectTCP, 0},
-		{policy.NetworkFull, 7, 0, 0},
-		{policy.NetworkAllowlist, 7, netConnectTCP, 1},
-		{policy.NetworkNone, 3, 0, 0},
+		{policy.NetworkNone, 7, false, netBindTCP | netConnectTCP, 0},
+		{policy.NetworkFull, 7, false, 0, 0},
+		{policy.NetworkAllowlist, 7, false, 0, 0},
+		{policy.NetworkAllowlist, 7, true, netConnectTCP, 1},
+		{policy.NetworkAllowlist, 3, true, 0, 0},
+		{policy.NetworkNone, 3, false, 0, 0},
 	} {
 		p := plan(nil, nil, nil)
 		p.Network.Mode = c.mode
-		s, err := Compute(p, Options{ABI: c.abi, ConnectPorts: []uint16{3128}})
+		s, err := Compute(p, Options{ABI: c.abi})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if c.proxy {
+			s = s.WithPort(3128)
 		}
 		if s.HandledNet != c.net || len(s.Ports) != c.ports {
 			t.Errorf("%s ABI %d: net %x ports %v", c.mode, c.abi, s.HandledNet, s.Ports)
