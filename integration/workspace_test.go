@@ -282,3 +282,49 @@ func TestCallerConfigUnreadable(t *testing.T) {
 		}
 	}
 }
+
+// TestStateDirectoryUnwritable: the helper's state directory (its filter
+// cache is trusted by every later run) cannot be written by a sandboxed
+// program even when the policy makes the directory around it writable.
+func TestStateDirectoryUnwritable(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to switch to nobody")
+	}
+	w := newWorkspace(t)
+	runtimeDir := filepath.Join(w.root, "xdg-runtime")
+	mustMkdir(t, filepath.Join(runtimeDir, "other"))
+	if err := os.Chmod(runtimeDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{w.root, w.home, w.out} {
+		_ = filepath.Walk(p, func(q string, _ os.FileInfo, _ error) error { return os.Lchown(q, 65534, 65534) })
+	}
+	nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
+	noTreeLimits := `{"max_memory_mb":0,"max_pids":0,"max_disk_mb":0,"cpu_time_secs":0,"timeout_secs":60}`
+	env := append(w.env(), "XDG_RUNTIME_DIR="+runtimeDir)
+	state := filepath.Join(runtimeDir, "sandbox-executable")
+	for _, mode := range fsModes {
+		t.Run(mode, func(t *testing.T) {
+			args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--resource-limits", noTreeLimits}, fsOpts(t, mode)...)
+			sb := func(argv ...string) result {
+				return run(t, runOpts{env: env, dir: w.root, cred: nobody}, append(append(args, "--"), argv...)...)
+			}
+			// Beside the state directory the policy's write access holds
+			// (in a sibling: Landlock-only mode narrows the parent).
+			if r := sb(probe, "create", filepath.Join(runtimeDir, "other", "beside-"+mode)); probeResult(r) != "ok" {
+				t.Fatalf("write beside the state directory: %v", r)
+			}
+			if _, err := os.Stat(filepath.Join(state, "bpf")); err != nil {
+				t.Fatalf("the run made no state directory where this test looks: %v", err)
+			}
+			for _, target := range []string{filepath.Join(state, "bpf", "planted"), filepath.Join(state, "planted")} {
+				if r := sb(probe, "create", target); !denied(probeResult(r)) {
+					t.Errorf("the program wrote %s: %v", target, r)
+				}
+				if _, err := os.Lstat(target); err == nil {
+					t.Errorf("%s exists", target)
+				}
+			}
+		})
+	}
+}

@@ -181,7 +181,7 @@ func (e *RefusedError) Error() string { return e.Reason }
 // Prepare makes every decision for cfg on this host without creating any
 // kernel object or starting anything.
 func Prepare(cfg Config) (*Prepared, error) {
-	p := cfg.Plan
+	p := withStateProtected(cfg.Plan)
 	pr := &Prepared{Plan: p, Argv: cfg.Argv, cfg: cfg}
 	pr.Candidates = execCandidates(cfg.Argv[0], p.Env.Vars)
 
@@ -289,6 +289,31 @@ func Prepare(cfg Config) (*Prepared, error) {
 		Timeout: fmt.Sprintf("%d s wall clock for the whole tree (SIGTERM, %s grace, SIGKILL; exit 124)", p.Limits.TimeoutSeconds, grace(cfg)),
 	}
 	return pr, nil
+}
+
+// withStateProtected returns p with the helper's state directory (the
+// compiled-filter cache, the placeholder locks) denied for writing when it
+// lies in a writable root: every later run trusts what is in it, so no
+// sandboxed program may change it, whatever its own policy. p itself is not
+// changed. Without a state directory there is nothing to protect (the runs
+// that need it fail on their own).
+func withStateProtected(p *policy.Plan) *policy.Plan {
+	dir, err := runstate.Dir("")
+	if err == nil {
+		dir, err = filepath.EvalSymlinks(dir) // the Plan's paths are canonical
+	}
+	if err != nil {
+		return p
+	}
+	for _, r := range p.Filesystem.WritableRoots {
+		if policy.Within(dir, r.Path) {
+			c := *p
+			c.Filesystem.WriteDenied = append(append([]policy.DeniedPath(nil), p.Filesystem.WriteDenied...),
+				policy.DeniedPath{Path: dir, Source: "sandbox-executable's state directory", Exists: true})
+			return &c
+		}
+	}
+	return p
 }
 
 // viewOptions are the mount namespace's options for this run; the temp
