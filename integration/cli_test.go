@@ -184,3 +184,22 @@ func TestStandaloneDefault(t *testing.T) {
 		t.Errorf("policy from a file: %v", r)
 	}
 }
+
+// TestLogOptions: a log file alone is a log at level info, and nothing of
+// it reaches stdout or stderr; a bad level from the environment is named as
+// such.
+func TestLogOptions(t *testing.T) {
+	w := newWorkspace(t)
+	logPath := filepath.Join(w.out, "helper.log")
+	r := w.sandbox(t, roPolicy, []string{"--log-file", logPath, "--log-format", "json"}, "/bin/echo", "hi")
+	if r.code != 0 || r.stdout != "hi\n" || r.stderr != "" {
+		t.Fatalf("%v", r)
+	}
+	if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), `"msg":"ended"`) {
+		t.Errorf("the log file has no info line: %q", b)
+	}
+	r = run(t, runOpts{env: append(w.env(), "SANDBOX_EXECUTABLE_LOG=verbose"), dir: w.root}, "--sandbox-policy", roPolicy, "--", "/bin/echo", "hi")
+	if r.code != 125 || r.stdout != "" || !strings.Contains(r.stderr, "SANDBOX_EXECUTABLE_LOG") {
+		t.Errorf("a bad level in the environment: %v", r)
+	}
+}

@@ -4,9 +4,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestBlockedSyscalls: what the strict profile and the strict model deny
@@ -123,6 +126,34 @@ func TestInheritedFDsClosed(t *testing.T) {
 	r = run(t, runOpts{env: w.env()}, append(args, "--keep-fd", "9", "--", probe, "fdopen", "9")...)
 	if r.code != 125 || !strings.Contains(r.stderr, "--keep-fd 9") {
 		t.Errorf("--keep-fd of a closed fd: %v", r)
+	}
+}
+
+// TestKeepFDOnlyTheCallers: --keep-fd hands the program only descriptors
+// the caller passed down: not the helper's report file, not the Go
+// runtime's own files, not --report-fd.
+func TestKeepFDOnlyTheCallers(t *testing.T) {
+	w := newWorkspace(t)
+	reportPath := filepath.Join(w.out, "report.json")
+	args := []string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", roPolicy, "--report-file", reportPath}
+	for fd := 3; fd <= 12; fd++ {
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			continue // this test process leaks it to the helper: the caller's indeed
+		}
+		n := strconv.Itoa(fd)
+		r := run(t, runOpts{env: w.env()}, append(args, "--keep-fd", n, "--", probe, "fdopen", n)...)
+		if r.code != 125 || r.stdout != "" || !strings.Contains(r.stderr, "--keep-fd "+n) {
+			t.Errorf("--keep-fd %d, which the caller did not pass: %v", fd, r)
+		}
+	}
+	rf, err := os.Create(reportPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.Close()
+	r := run(t, runOpts{env: w.env(), extra: []*os.File{rf}}, "--sandbox-policy", roPolicy, "--report-fd", "3", "--keep-fd", "3", "--", probe, "fdopen", "3")
+	if r.code != 125 || !strings.Contains(r.stderr, "--report-fd") {
+		t.Errorf("--keep-fd of the --report-fd: %v", r)
 	}
 }
 

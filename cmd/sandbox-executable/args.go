@@ -121,6 +121,11 @@ func parseArgs(args []string) (*options, error) {
 				i++
 			}
 			if spec.kind == optString {
+				// An empty value would read as the option's absence
+				// (--sandbox-policy-cwd= as "use the process's cwd").
+				if value == "" {
+					return nil, usagef("%s: empty value", name)
+				}
 				*spec.str(o) = value
 				break
 			}

@@ -37,6 +37,17 @@ func TestParseArgsShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// set records exactly the options given (it decides whether
+			// the given policy is used at all).
+			want := map[string]bool{}
+			for _, a := range tc.args[:len(tc.args)-len(tc.want.argv)] {
+				if name, _, _ := strings.Cut(a, "="); optionSpecs[name].str != nil || optionSpecs[name].flag != nil || optionSpecs[name].ints != nil {
+					want[name] = true
+				}
+			}
+			if !reflect.DeepEqual(got.set, want) {
+				t.Errorf("set %v, want %v", got.set, want)
+			}
 			got.set = nil
 			if !reflect.DeepEqual(*got, tc.want) {
 				t.Errorf("got %+v\nwant %+v", *got, tc.want)
@@ -57,6 +68,8 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"--keep-fd", "three"}, `--keep-fd: "three" is not a file descriptor number`},
 		{[]string{"--keep-fd", "-1"}, `--keep-fd: "-1" is not a file descriptor number`},
 		{[]string{"-x"}, `unknown option "-x"`},
+		{[]string{"--sandbox-policy-cwd=", "--sandbox-policy", "{}", "x"}, "--sandbox-policy-cwd: empty value"},
+		{[]string{"--fs-mode", "", "x"}, "--fs-mode: empty value"},
 	} {
 		_, err := parseArgs(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.msg) {

@@ -78,7 +78,7 @@ func run(args []string) int {
 		return refuse(supervisor.ExitSetup, errors.New("no PROGRAM given (usage: sandbox-executable --sandbox-policy JSON [--] PROGRAM [ARGS...]; see --help)"), nil)
 	}
 	for _, fd := range o.keepFDs {
-		if err := checkFD("--keep-fd", fd); err != nil {
+		if err := checkKeepFD(fd, out.reportFD); err != nil {
 			return refuse(supervisor.ExitSetup, err, nil)
 		}
 	}
@@ -155,6 +155,23 @@ func checkFD(option string, fd int) error {
 	}
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
 		return fmt.Errorf("%s %d: not an open file descriptor", option, fd)
+	}
+	return nil
+}
+
+// checkKeepFD checks that a --keep-fd descriptor is one the caller handed
+// down (open, and not close-on-exec: every descriptor this process opens
+// itself is, the Go runtime's included) and not the report's, so that the
+// program gets nothing of the helper's own.
+func checkKeepFD(fd, reportFD int) error {
+	if err := checkFD("--keep-fd", fd); err != nil {
+		return err
+	}
+	if fd == reportFD {
+		return fmt.Errorf("--keep-fd %d: that is --report-fd: the program could write the report", fd)
+	}
+	if flags, _ := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); flags&unix.FD_CLOEXEC != 0 {
+		return fmt.Errorf("--keep-fd %d: not a descriptor the caller passed down (it is close-on-exec, so the helper's own)", fd)
 	}
 	return nil
 }

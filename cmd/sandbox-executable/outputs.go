@@ -16,10 +16,11 @@ import (
 // fatal error, each only when asked for: the report, the denial log and
 // structured logs. Nothing goes to stdout: it belongs to the program.
 type outputs struct {
-	report  io.WriteCloser
-	denials *json.Encoder
-	files   []io.Closer
-	log     *slog.Logger
+	report   io.WriteCloser
+	reportFD int // --report-fd, or -1
+	denials  *json.Encoder
+	files    []io.Closer
+	log      *slog.Logger
 }
 
 // logEnv is the environment variable that sets the log level when
@@ -27,7 +28,7 @@ type outputs struct {
 const logEnv = "SANDBOX_EXECUTABLE_LOG"
 
 func openOutputs(o *options) (*outputs, error) {
-	out := &outputs{log: slog.New(slog.DiscardHandler)}
+	out := &outputs{log: slog.New(slog.DiscardHandler), reportFD: -1}
 	openFile := func(option, path string) (*os.File, error) {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
@@ -55,6 +56,7 @@ func openOutputs(o *options) (*outputs, error) {
 			return nil, err
 		}
 		out.report = os.NewFile(uintptr(fd), "report")
+		out.reportFD = fd
 	}
 	if o.set["--log-denials"] {
 		f, err := openFile("--log-denials", o.logDenials)
@@ -63,15 +65,19 @@ func openOutputs(o *options) (*outputs, error) {
 		}
 		out.denials = json.NewEncoder(f)
 	}
-	level := o.logLevel
+	level, levelFrom := o.logLevel, "--log-level"
 	if !o.set["--log-level"] {
-		level = os.Getenv(logEnv)
+		level, levelFrom = os.Getenv(logEnv), logEnv
+	}
+	if level == "" && (o.set["--log-file"] || o.set["--log-format"]) {
+		// Asking for a log file or format is asking for a log.
+		level = "info"
 	}
 	if level != "" {
 		var l slog.Level
 		if err := l.UnmarshalText([]byte(level)); err != nil {
 			out.close()
-			return nil, fmt.Errorf("--log-level: %s is not one of debug, info, warn, error", quoteArg(level))
+			return nil, fmt.Errorf("%s: %s is not one of debug, info, warn, error", levelFrom, quoteArg(level))
 		}
 		var w io.Writer = os.Stderr
 		if o.set["--log-file"] {

@@ -58,8 +58,9 @@ Reporting (nothing of it goes to stdout):
                               kernel to audit-log Landlock denials too
   --log-level LEVEL           structured logs (debug, info, warn, error) on
                               stderr; also from $SANDBOX_EXECUTABLE_LOG
-  --log-format FORMAT         text (default) or json
-  --log-file PATH             write the logs there instead of stderr
+  --log-format FORMAT         text (default) or json; without a level: info
+  --log-file PATH             write the logs there instead of stderr; without
+                              a level: info
 
 Information:
   doctor [--json]             say what this host can enforce and how to fix
