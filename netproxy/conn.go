@@ -24,6 +24,8 @@ type conn struct {
 
 	upMu sync.Mutex
 	up   net.Conn // current upstream connection, closed by Close
+
+	lingered bool // lingerClose ran: the write side is closed
 }
 
 // setUpstream records the current upstream connection so that Close can
@@ -120,8 +122,13 @@ func (cn *conn) badRequest(method, reason string) {
 
 // lingerClose half-closes the connection and discards what the client still
 // sends for a short while, so that an error reply is not lost to a reset
-// caused by unread data. The caller closes the connection afterwards.
+// caused by unread data. The caller closes the connection afterwards. A
+// second call does nothing (the linger has been served).
 func (cn *conn) lingerClose() {
+	if cn.lingered {
+		return
+	}
+	cn.lingered = true
 	if cw, ok := cn.c.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 	}

@@ -37,7 +37,7 @@ func (p *Proxy) authorize(ctx context.Context, host string, port uint16) verdict
 		return v
 	}
 	if v.d.t.ip.IsValid() {
-		v.addrs = []netip.Addr{v.d.t.ip}
+		v.addrs = []netip.Addr{v.d.t.ip.Unmap()} // as the entry names it: ::ffff:a.b.c.d is dialed as IPv4
 		p.count.allowed.Add(1)
 		return v
 	}

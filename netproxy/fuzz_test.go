@@ -90,14 +90,30 @@ func (c *memConn) SetDeadline(time.Time) error      { return nil }
 func (c *memConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
 
-var fuzzAllowedDials = map[string]bool{"192.0.2.1:443": true, "192.0.2.1:80": true, "10.0.0.1:22": true, "[2001:db8::1]:443": true}
+// fuzzAllowedDials are the dials the allowlist permits: exact.test
+// (192.0.2.1) on 80, *.allowed.test (192.0.2.2) on 443, and two literals.
+var fuzzAllowedDials = map[string]bool{"192.0.2.1:80": true, "192.0.2.2:443": true, "10.0.0.1:22": true, "[2001:db8::1]:443": true}
+
+// fuzzResolve gives each allowlisted name an address of its own and every
+// other name one that no allowed dial uses, so that a matcher letting a
+// wrong name or port through shows as a dial outside fuzzAllowedDials.
+func fuzzResolve(_ context.Context, name string) ([]netip.Addr, error) {
+	name = strings.ToLower(name)
+	switch {
+	case name == "exact.test":
+		return []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil
+	case strings.HasSuffix(name, ".allowed.test"):
+		return []netip.Addr{netip.MustParseAddr("192.0.2.2")}, nil
+	}
+	return []netip.Addr{netip.MustParseAddr("198.51.100.99")}, nil
+}
 
 // FuzzProxyConn feeds arbitrary client bytes (and an arbitrary upstream
 // response) through the protocol sniffing, the HTTP request and CONNECT
 // parsing, the SOCKS5 handshake, the HTTP/1.1 framing and the matcher. It
 // checks that nothing panics or hangs, that only allowlisted destinations
 // are ever dialed, and that what reaches an origin is one well-formed
-// request (checkUpstreamRequest). Every name resolves to 192.0.2.1. The
+// request (checkUpstreamRequest). Names resolve with fuzzResolve. The
 // upstream answers once it has received a complete request (or is
 // closed), or at once if its bytes start with "early:".
 func FuzzProxyConn(f *testing.F) {
@@ -158,9 +174,7 @@ func FuzzProxyConn(f *testing.F) {
 		hp("*.allowed.test", 443), hp("exact.test", 80), hp("10.0.0.1", 22), hp("2001:db8::1", 443),
 	}), Options{
 		MaxHeaderBytes: 4096,
-		Resolve: func(context.Context, string) ([]netip.Addr, error) {
-			return []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil
-		},
+		Resolve:        fuzzResolve,
 	})
 	defer p.Close()
 	f.Fuzz(func(t *testing.T, client, upstream []byte) {

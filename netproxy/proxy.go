@@ -29,8 +29,8 @@ type Options struct {
 	// Dial connects to an address "ip:port" that the proxy has already
 	// checked. Default: a net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Resolve returns the addresses of a host name. Default:
-	// net.DefaultResolver.LookupNetIP(ctx, "ip", host).
+	// Resolve returns the addresses of a host name. Default: the hosts
+	// file, then DNS for the name alone (no search domains).
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	// DialTimeout bounds name resolution plus connecting. Default 30s.
 	DialTimeout time.Duration
@@ -89,9 +89,7 @@ func New(m *Matcher, opts Options) *Proxy {
 		opts.Dial = d.DialContext
 	}
 	if opts.Resolve == nil {
-		opts.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
-			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		}
+		opts.Resolve = resolveExact
 	}
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = DefaultDialTimeout
