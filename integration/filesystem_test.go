@@ -166,3 +166,29 @@ func TestSecretsStayUnreadable(t *testing.T) {
 		})
 	}
 }
+
+// TestExcludeFlagsDoNotWiden: exclude_slash_tmp and exclude_tmpdir_env_var
+// false (serde's default, and what VT Code sends for read_only commands
+// granted extra roots) make neither /tmp nor $TMPDIR writable.
+func TestExcludeFlagsDoNotWiden(t *testing.T) {
+	w := newWorkspace(t)
+	pol := policyJSON(t, map[string]any{"type": "workspace_write", "writable_roots": []map[string]string{{"root": w.root}},
+		"exclude_slash_tmp": false, "exclude_tmpdir_env_var": false})
+	slashTmp := filepath.Join("/tmp", "sandbox-executable-test-"+strconv.Itoa(os.Getpid()))
+	t.Cleanup(func() { os.Remove(slashTmp) })
+	for _, mode := range fsModes {
+		args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", pol}, fsOpts(t, mode)...)
+		sb := func(argv ...string) result {
+			return run(t, runOpts{env: append(w.env(), "TMPDIR="+w.out), dir: w.root}, append(append(args, "--"), argv...)...)
+		}
+		// (In src: Landlock-only mode narrows the root's top level.)
+		if r := sb(probe, "create", filepath.Join(w.root, "src", "inside-"+mode)); probeResult(r) != "ok" {
+			t.Fatalf("%s: write inside the root: %v", mode, r)
+		}
+		for _, target := range []string{filepath.Join(w.out, "via-tmpdir-"+mode), slashTmp} {
+			if r := sb(probe, "create", target); !denied(probeResult(r)) {
+				t.Errorf("%s: wrote %s: %v", mode, target, r)
+			}
+		}
+	}
+}

@@ -44,8 +44,7 @@ type Filesystem struct {
 type WritablePath struct {
 	// Path is absolute and canonical (symlinks resolved, no "." or "..").
 	Path string `json:"path"`
-	// Source says where it came from: "writable_roots[N]", "policy_cwd",
-	// "/tmp (exclude_slash_tmp false)", "$TMPDIR (exclude_tmpdir_env_var false)".
+	// Source says where it came from: "writable_roots[N]" or "policy_cwd".
 	Source string `json:"source"`
 	// Given is the path as the policy wrote it, when that differs from Path.
 	Given string `json:"given,omitempty"`

@@ -173,9 +173,9 @@ func (r *resolver) filesystem() error {
 	return nil
 }
 
-// writableRoots returns, for workspace_write, the policy's roots, the policy
-// cwd and the temp dirs the exclude_* flags let in (Codex's reading of them),
-// canonical and de-duplicated (first source wins). read_only has none.
+// writableRoots returns, for workspace_write, the policy's roots and the
+// policy cwd, canonical and de-duplicated (first source wins). read_only has
+// none.
 func (r *resolver) writableRoots() ([]WritablePath, error) {
 	pol := &r.in.Policy
 	if pol.Kind != KindWorkspaceWrite {
@@ -209,38 +209,15 @@ func (r *resolver) writableRoots() ([]WritablePath, error) {
 		cwdGiven = r.in.ProcessCwd
 	}
 	add(r.plan.PolicyCwd, "policy_cwd", cwdGiven)
-	if !pol.ExcludeSlashTmp {
-		if c, ok := r.tempDir("/tmp", "exclude_slash_tmp is false but /tmp"); ok {
-			add(c, "/tmp (exclude_slash_tmp false)", "/tmp")
-		}
-	}
-	if !pol.ExcludeTmpdirEnvVar {
-		if t, set := r.env.lookup("TMPDIR"); set && t != "" {
-			if c, ok := r.tempDir(t, "exclude_tmpdir_env_var is false but $TMPDIR "+quote(t)); ok {
-				add(c, "$TMPDIR (exclude_tmpdir_env_var false)", t)
-			}
-		}
+	if !pol.ExcludeSlashTmp || !pol.ExcludeTmpdirEnvVar {
+		// Codex reads false as "/tmp and $TMPDIR are writable"; VT Code
+		// never reads these flags, and sends false by default and for
+		// read_only commands granted extra write roots: reading them
+		// Codex's way would widen those policies to the host's /tmp (its
+		// daemons' sockets included) or wherever $TMPDIR points.
+		r.note("exclude_slash_tmp / exclude_tmpdir_env_var false: ignored, as VT Code ignores them; /tmp and $TMPDIR are not made writable (the program gets a private TMPDIR when its temp dir is not writable).")
 	}
 	return roots, nil
-}
-
-// tempDir canonicalizes a temp directory the policy lets in; when it cannot
-// be used it records why in a note (what names it) and reports false.
-func (r *resolver) tempDir(p, what string) (string, bool) {
-	if strings.IndexByte(p, 0) >= 0 || !filepath.IsAbs(p) {
-		r.note(what + " is not an absolute path, so it is not made writable.")
-		return "", false
-	}
-	c, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		r.note(what + " cannot be resolved (" + errnoText(err) + "), so it is not made writable.")
-		return "", false
-	}
-	if fi, err := os.Stat(c); err != nil || !fi.IsDir() {
-		r.note(what + " is not a directory, so it is not made writable.")
-		return "", false
-	}
-	return filepath.Clean(c), true
 }
 
 // standardDevices are writable in every policy.
