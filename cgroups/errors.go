@@ -1,6 +1,9 @@
 package cgroups
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
 
 // UnavailableError says that this host, or this process on it, cannot have
 // the cgroup New was asked for: no cgroup filesystem, a controller that is
@@ -44,3 +47,20 @@ const (
 	hintPrivilege = "run as root, or inside a delegated cgroup (e.g. systemd-run --user --scope -p Delegate=yes sandbox-executable ...)"
 	hintDelegate  = "run inside a cgroup delegated to this user (e.g. systemd-run --user --scope -p Delegate=yes sandbox-executable ...), or as root"
 )
+
+// errNoSwapLimit is returned by the limit writers when swap is in use but
+// the group's swap limit file does not exist (no swap accounting): the
+// memory limit would then not stop the tree from spilling into swap. New
+// turns it into an *UnavailableError.
+var errNoSwapLimit = errors.New("swap accounting (no swap limit file while swap is on): the memory limit would not cover swap")
+
+const hintSwap = "turn swap accounting on (boot with swapaccount=1 or cgroup_enable=memory swapaccount=1 on cgroup v1; a kernel with CONFIG_MEMCG_SWAP on v2), or swap off"
+
+// unavailable returns err as an *UnavailableError for mode when it is one
+// of the errors that mean the host cannot enforce a limit.
+func unavailable(err error, mode Mode) error {
+	if errors.Is(err, errNoSwapLimit) {
+		return &UnavailableError{Mode: mode, Missing: errNoSwapLimit.Error(), Hint: hintSwap}
+	}
+	return err
+}

@@ -48,6 +48,33 @@ func writeIfExists(path, data string) (bool, error) {
 	return err == nil, err
 }
 
+// procSwaps is where swapOn looks.
+var procSwaps = "/proc/swaps"
+
+// swapOn reports whether the host has swap in use: /proc/swaps lists a
+// device or file after its header. A kernel without swap has no such file;
+// any other failure to read it counts as swap on.
+func swapOn() bool {
+	b, err := os.ReadFile(procSwaps)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	return len(strings.Split(strings.TrimSpace(string(b)), "\n")) > 1
+}
+
+// writeSwapLimit writes a swap limit file, and fails with errNoSwapLimit
+// when there is none while swap is on.
+func writeSwapLimit(path, data string) error {
+	ok, err := writeIfExists(path, data)
+	if err == nil && !ok && swapOn() {
+		return errNoSwapLimit
+	}
+	return err
+}
+
 func openRetry(path string, flags int) (int, error) {
 	for {
 		fd, err := unix.Open(path, flags, 0)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,5 +171,39 @@ func TestNewUnavailable(t *testing.T) {
 	}
 	if _, err := New(&Host{Mode: Unified, V2: &Hierarchy{}}, Limits{}, Options{Name: "../x"}); err == nil {
 		t.Fatal("a name with a slash accepted")
+	}
+}
+
+func TestSwapOnAndSwapLimit(t *testing.T) {
+	dir := t.TempDir()
+	old := procSwaps
+	defer func() { procSwaps = old }()
+	header := "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+	for _, c := range []struct {
+		name, content string
+		exists, on    bool
+	}{
+		{"header only", header, true, false},
+		{"one device", header + "/dev/sda2 partition 1048572 0 -2\n", true, true},
+		{"no file (no swap in the kernel)", "", false, false},
+	} {
+		procSwaps = filepath.Join(dir, c.name)
+		if c.exists {
+			if err := os.WriteFile(procSwaps, []byte(c.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := swapOn(); got != c.on {
+			t.Errorf("%s: swapOn %v", c.name, got)
+		}
+		// A missing swap limit file is an error exactly when swap is on.
+		err := writeSwapLimit(filepath.Join(dir, "no-such-limit-file"), "0")
+		if c.on != errors.Is(err, errNoSwapLimit) {
+			t.Errorf("%s: writeSwapLimit: %v", c.name, err)
+		}
+		var ue *UnavailableError
+		if c.on && !errors.As(unavailable(err, Unified), &ue) {
+			t.Errorf("%s: not an UnavailableError: %v", c.name, err)
+		}
 	}
 }

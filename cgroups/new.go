@@ -231,7 +231,7 @@ func (g *group) createV2(h *Host, lim Limits, opt Options, ctrls []string, name 
 	g.v2 = &v2Dir{path: dir, fd: -1}
 	g.pending = append(g.pending, dir)
 	if err := setV2Limits(dir, lim, ctrls); err != nil {
-		return err
+		return unavailable(err, h.Mode)
 	}
 	g.v2.fd, err = openV2(dir)
 	return err
@@ -260,7 +260,7 @@ func (g *group) createV1(h *Host, lim Limits, opt Options, n v1Need, name string
 	g.v1 = append(g.v1, d)
 	g.pending = append(g.pending, dir)
 	if err := setV1Limits(dir, lim, n.ctrls); err != nil {
-		return err
+		return unavailable(err, h.Mode)
 	}
 	fd, err := openRetry(dir+"/cgroup.procs", unix.O_WRONLY|unix.O_CLOEXEC)
 	if err != nil {

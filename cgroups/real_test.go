@@ -318,14 +318,30 @@ func TestMemoryLimitOOM(t *testing.T) {
 	if st.MemoryPeakBytes != 0 && (st.MemoryPeakBytes < 32<<20 || st.MemoryPeakBytes > 65<<20) {
 		t.Errorf("MemoryPeakBytes = %d", st.MemoryPeakBytes)
 	}
+	// No escape into swap (this host may have none: the file is checked).
+	gg := g.(*group)
+	swapFile, want := "", ""
+	switch {
+	case gg.mem != nil:
+		swapFile, want = gg.mem.path+"/memory.memsw.limit_in_bytes", strconv.Itoa(64<<20)
+	case gg.v2 != nil:
+		swapFile, want = gg.v2.path+"/memory.swap.max", "0"
+	}
+	if b, err := os.ReadFile(swapFile); err == nil && strings.TrimSpace(string(b)) != want {
+		t.Errorf("%s = %q, want %s", swapFile, b, want)
+	} else if err != nil && swapOn() {
+		t.Errorf("swap is on and %s cannot be read: %v", swapFile, err)
+	}
 }
 
 func TestCPUQuotaAndStats(t *testing.T) {
 	h := realHost(t)
 	g := newGroup(t, h, Limits{CPUQuotaCores: 0.5}, Options{})
 	gg := g.(*group)
+	var cpuDir string // where the quota is, and its cpu.stat
 	switch {
 	case gg.v2 != nil && fileHas(gg.v2.path+"/cpu.max"):
+		cpuDir = gg.v2.path
 		if b, _ := os.ReadFile(gg.v2.path + "/cpu.max"); strings.TrimSpace(string(b)) != "50000 100000" {
 			t.Errorf("cpu.max = %q", b)
 		}
@@ -337,6 +353,7 @@ func TestCPUQuotaAndStats(t *testing.T) {
 				path = v.path
 			}
 		}
+		cpuDir = path
 		if b, _ := os.ReadFile(path + "/cpu.cfs_quota_us"); strings.TrimSpace(string(b)) != "50000" {
 			t.Errorf("cpu.cfs_quota_us = %q", b)
 		}
@@ -359,6 +376,11 @@ func TestCPUQuotaAndStats(t *testing.T) {
 	// At most half a CPU per 100 ms period, plus one period of slack.
 	if limit := wall/2 + 100*time.Millisecond; st.CPUUsage > limit {
 		t.Errorf("CPU usage %v over the quota (%v for %v of wall time)", st.CPUUsage, limit, wall)
+	}
+	// 200 ms of CPU at 50 ms per period: the spinner was throttled (the
+	// check above alone passes without a quota when start-up is slow).
+	if n, _, err := readKey(cpuDir+"/cpu.stat", "nr_throttled"); err != nil || n == 0 {
+		t.Errorf("nr_throttled = %d (%v): the quota did not hold the spinner back", n, err)
 	}
 }
 

@@ -28,7 +28,7 @@ func setV1Limits(dir string, lim Limits, ctrls []string) error {
 			}
 			// memory+swap to the same value: no escape into swap. The
 			// file exists only with swap accounting.
-			if _, err := writeIfExists(dir+"/memory.memsw.limit_in_bytes", v); err != nil {
+			if err := writeSwapLimit(dir+"/memory.memsw.limit_in_bytes", v); err != nil {
 				return err
 			}
 		case "pids":

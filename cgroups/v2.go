@@ -52,7 +52,7 @@ func setV2Limits(dir string, lim Limits, ctrls []string) error {
 				return err
 			}
 			// No swap escape, and an OOM kill takes the whole tree.
-			if _, err := writeIfExists(dir+"/memory.swap.max", "0"); err != nil {
+			if err := writeSwapLimit(dir+"/memory.swap.max", "0"); err != nil {
 				return err
 			}
 			if _, err := writeIfExists(dir+"/memory.oom.group", "1"); err != nil {
