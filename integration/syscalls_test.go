@@ -55,6 +55,25 @@ func TestBlockedSyscalls(t *testing.T) {
 	}
 }
 
+// TestLogOnlyKeepsTheStrictModel: with VT Code's logging profile
+// (log_only, allow_namespaces false) the listed calls are allowed, but new
+// namespaces stay denied: log_only relaxes the list, not the strict model.
+func TestLogOnlyKeepsTheStrictModel(t *testing.T) {
+	w := newWorkspace(t)
+	opts := []string{"--seccomp-profile", fixture(t, "seccomp-logging.json")}
+	for op, want := range map[string]string{
+		"personality":  "ok", // listed, only logged
+		"unshare-user": "EPERM",
+		"unshare-ns":   "EPERM",
+		"mount":        "EPERM",
+	} {
+		r := w.sandbox(t, roPolicy, opts, probe, op)
+		if v := probeResult(r); v != want {
+			t.Errorf("%s: got %s, want %s (%v)", op, v, want, r)
+		}
+	}
+}
+
 // TestNoNetwork: with no network, only AF_UNIX sockets can be made, and a
 // TCP connect to a listener on 127.0.0.1 fails.
 func TestNoNetwork(t *testing.T) {

@@ -28,6 +28,11 @@ func (r *resolver) seccompRules() error {
 	sc.LogOnly = prof.LogOnly
 	sc.Rules = []SyscallRule{}
 
+	structural := structuralRules(prof.AllowNamespaces, r.plan.Network.Mode)
+	restricted := map[string]bool{} // syscalls the strict model has rules for
+	for _, rule := range structural {
+		restricted[rule.Syscall] = true
+	}
 	// blocks records the syscalls a rule already fails unconditionally.
 	blocks := map[string]bool{}
 	listed := map[string]bool{}
@@ -43,6 +48,12 @@ func (r *resolver) seccompRules() error {
 			return r.seccomp.err(at, quote(name)+" is not a system call on any architecture; refusing because a misspelled name would silently weaken the filter")
 		case !native:
 			sc.Skipped = append(sc.Skipped, SkippedSyscall{Syscall: name, Why: at + ": not a system call on this architecture (it is on others), so there is nothing to block"})
+		case prof.LogOnly && restricted[name]:
+			// An unconditional log rule would override the strict
+			// model's conditional denials of the same call (libseccomp
+			// keeps one action per unconditional match): they stand,
+			// and the call is not logged.
+			sc.Skipped = append(sc.Skipped, SkippedSyscall{Syscall: name, Why: at + ": log_only is true, but the strict model's rules for it still deny what they deny, so it is not logged"})
 		case prof.LogOnly:
 			sc.Rules = append(sc.Rules, SyscallRule{Syscall: name, Action: ActionLog, Why: at + ", logged and allowed because log_only is true"})
 		default:
@@ -51,7 +62,7 @@ func (r *resolver) seccompRules() error {
 		}
 	}
 
-	for _, rule := range structuralRules(prof.AllowNamespaces, r.plan.Network.Mode) {
+	for _, rule := range structural {
 		if blocks[rule.Syscall] {
 			continue
 		}

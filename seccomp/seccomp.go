@@ -78,6 +78,9 @@ func Compile(s *policy.Seccomp, opt Options) (*Program, error) {
 			return nil, fmt.Errorf("seccomp: rule %d (%s): %w", i, r.Syscall, err)
 		}
 	}
+	if err := checkOverrides(s.Rules); err != nil {
+		return nil, err
+	}
 	var key string
 	if opt.CacheDir != "" {
 		key = cacheKey(s, opt)
@@ -132,6 +135,25 @@ func (p *Program) build(s *policy.Seccomp) ([]byte, error) {
 		}
 	}
 	return export(f)
+}
+
+// checkOverrides refuses a syscall with an unconditional rule and any other
+// rule: libseccomp lets the unconditional one decide every call, so the
+// other would be dropped without a word (a log rule over a denial would
+// allow what the denial stops).
+func checkOverrides(rules []policy.SyscallRule) error {
+	first := map[string]int{} // syscall -> index of its first rule
+	for i, r := range rules {
+		j, seen := first[r.Syscall]
+		if !seen {
+			first[r.Syscall] = i
+			continue
+		}
+		if len(r.Args) == 0 || len(rules[j].Args) == 0 {
+			return fmt.Errorf("seccomp: rules %d and %d are both for %s and one has no conditions: it would override the other", j, i, r.Syscall)
+		}
+	}
+	return nil
 }
 
 // check turns one rule into libseccomp's terms, and records the errno an

@@ -119,3 +119,22 @@ func TestCompileCache(t *testing.T) {
 		t.Errorf("bad rule accepted")
 	}
 }
+
+// TestUnconditionalRuleOverridesRefused: a rule without conditions next to
+// another rule for the same call would decide every call alone (libseccomp),
+// silently dropping the other: Compile refuses it.
+func TestUnconditionalRuleOverridesRefused(t *testing.T) {
+	logRule := policy.SyscallRule{Syscall: "unshare", Action: policy.ActionLog}
+	deny := policy.SyscallRule{Syscall: "unshare", Action: policy.ActionErrno, Errno: "EPERM",
+		Args: []policy.ArgCondition{{Index: 0, Op: "masked_eq", Mask: 0x10000000, Value: 0x10000000}}}
+	for _, rules := range [][]policy.SyscallRule{{logRule, deny}, {deny, logRule}} {
+		if _, err := Compile(&policy.Seccomp{Rules: rules}, Options{}); err == nil || !strings.Contains(err.Error(), "override") {
+			t.Errorf("%v: %v", rules, err)
+		}
+	}
+	other := deny
+	other.Args = []policy.ArgCondition{{Index: 0, Op: "masked_eq", Mask: 0x20000, Value: 0x20000}}
+	if _, err := Compile(&policy.Seccomp{Rules: []policy.SyscallRule{deny, other}}, Options{}); err != nil {
+		t.Errorf("two conditional rules: %v", err)
+	}
+}
