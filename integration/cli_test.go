@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"os"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -201,5 +202,26 @@ func TestLogOptions(t *testing.T) {
 	r = run(t, runOpts{env: append(w.env(), "SANDBOX_EXECUTABLE_LOG=verbose"), dir: w.root}, "--sandbox-policy", roPolicy, "--", "/bin/echo", "hi")
 	if r.code != 125 || r.stdout != "" || !strings.Contains(r.stderr, "SANDBOX_EXECUTABLE_LOG") {
 		t.Errorf("a bad level in the environment: %v", r)
+	}
+}
+
+// TestSecretsUnderBothHomes: when $HOME is not the password database's home
+// (an MCP server's environment may set it), "~" secrets are denied under
+// both (here in the plan --explain shows; denial itself is tested
+// elsewhere).
+func TestSecretsUnderBothHomes(t *testing.T) {
+	pw, err := user.Current()
+	if err != nil || pw.HomeDir == "" {
+		t.Skip("no password database home")
+	}
+	w := newWorkspace(t)
+	r := run(t, runOpts{env: w.env(), dir: w.root}, "--explain", "--sandbox-policy", roPolicy)
+	if r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	for _, p := range []string{filepath.Join(w.home, ".ssh"), filepath.Join(pw.HomeDir, ".ssh")} {
+		if !strings.Contains(r.stdout, `"path": "`+p+`"`) {
+			t.Errorf("%s not denied in the plan", p)
+		}
 	}
 }

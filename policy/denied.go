@@ -68,6 +68,16 @@ func (r *resolver) sensitiveEntries() ([]sensitiveEntry, error) {
 	if err != nil {
 		return nil, r.policyErr("", err.Error())
 	}
+	// VT Code's own directories under the other home too (see otherHome).
+	if other := r.otherHome(); other != "" {
+		if more, err := defaultSensitivePaths(append(environ{"HOME=" + other}, r.env...), r.in.PasswdHome); err == nil {
+			for _, d := range more {
+				if !containsString(defaults, d) {
+					defaults = append(defaults, d)
+				}
+			}
+		}
+	}
 	out := make([]sensitiveEntry, len(defaults))
 	for i, d := range defaults {
 		out[i] = sensitiveEntry{
@@ -88,21 +98,37 @@ func (r *resolver) denySensitive(read, write *deniedList) error {
 		if !e.BlockRead && !e.BlockWrite {
 			continue
 		}
-		c, err := r.resolveSensitive(e)
+		c, err := r.resolveSensitive(e, r.home)
 		if err != nil {
 			return err
 		}
-		if e.BlockRead {
-			read.addResolved(c, e.Path, e.source, false)
+		cs := []canonical{c}
+		if underHome(e.Path) {
+			if other := r.otherHome(); other != "" {
+				o, err := r.resolveSensitive(e, func() (string, error) { return other, nil })
+				if err != nil {
+					return err
+				}
+				cs = append(cs, o)
+			}
 		}
-		if e.BlockWrite {
-			write.addResolved(c, e.Path, e.source, true)
+		for _, c := range cs {
+			if e.BlockRead {
+				read.addResolved(c, e.Path, e.source, false)
+			}
+			if e.BlockWrite {
+				write.addResolved(c, e.Path, e.source, true)
+			}
 		}
 	}
 	return nil
 }
 
-func (r *resolver) resolveSensitive(e sensitiveEntry) (canonical, error) {
+// underHome reports whether p is "~" or "~/...".
+func underHome(p string) bool { return p == "~" || strings.HasPrefix(p, "~/") }
+
+// resolveSensitive canonicalizes e's path, "~" expanded to home().
+func (r *resolver) resolveSensitive(e sensitiveEntry, home func() (string, error)) (canonical, error) {
 	fail := func(msg string) error {
 		if e.errPath == "" {
 			return r.policyErr("", "default sensitive path "+quote(e.Path)+": "+msg)
@@ -112,7 +138,7 @@ func (r *resolver) resolveSensitive(e sensitiveEntry) (canonical, error) {
 	if strings.IndexByte(e.Path, 0) >= 0 {
 		return canonical{}, fail(quote(e.Path) + ": contains a NUL byte")
 	}
-	expanded, err := expandTilde(e.Path, r.home)
+	expanded, err := expandTilde(e.Path, home)
 	if err != nil {
 		return canonical{}, fail("cannot expand ~: " + err.Error())
 	}

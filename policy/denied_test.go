@@ -159,6 +159,17 @@ func TestResolveTildeHome(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a HOME other than the password database's: both are denied", func(t *testing.T) {
+		in := e.input(pol)
+		in.Environ, in.PasswdHome = []string{"HOME=" + e.home}, func() (string, error) { return other, nil }
+		var got []string
+		for _, d := range mustResolve(t, in).Filesystem.ReadDenied {
+			got = append(got, d.Path)
+		}
+		if !reflect.DeepEqual(got, []string{e.home + "/.aws", other + "/.aws"}) {
+			t.Fatalf("got %q", got)
+		}
+	})
 	t.Run("passwd is not consulted without ~", func(t *testing.T) {
 		pol := wsPolicy(e.ws)
 		pol.SensitivePaths = &[]SensitivePath{{Path: "/x", BlockRead: true}}

@@ -37,6 +37,9 @@ type resolver struct {
 	homeDone bool
 	homePath string
 	homeErr  error
+	// otherHome, computed once.
+	otherDone bool
+	other     string
 }
 
 func (r *resolver) resolve() (*Plan, error) {
@@ -86,6 +89,27 @@ func (r *resolver) home() (string, error) {
 		r.homeDone = true
 	}
 	return r.homePath, r.homeErr
+}
+
+// otherHome returns the password database's home when it differs from the
+// one "~" expands to ($HOME), else "". VT Code expands "~" with its own
+// $HOME, which the helper's environment need not share (an MCP server's
+// environment may set HOME): secrets under either home are denied.
+func (r *resolver) otherHome() string {
+	if r.otherDone {
+		return r.other
+	}
+	r.otherDone = true
+	h, err := r.home()
+	if err != nil || r.in.PasswdHome == nil {
+		return ""
+	}
+	pw, err := r.in.PasswdHome()
+	if err != nil || pw == "" || !filepath.IsAbs(pw) || filepath.Clean(pw) == filepath.Clean(h) {
+		return ""
+	}
+	r.other = pw
+	return pw
 }
 
 // source says where a JSON value came from, for error messages: the

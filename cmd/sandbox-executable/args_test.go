@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -74,6 +75,20 @@ func TestParseArgsErrors(t *testing.T) {
 		_, err := parseArgs(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%v: err %v, want %q", tc.args, err, tc.msg)
+		}
+	}
+}
+
+func TestEtcPasswdHome(t *testing.T) {
+	path := t.TempDir() + "/passwd"
+	content := "root:x:0:0:root:/root:/bin/bash\nbroken line\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\nnohome:x:7:7:::/bin/sh\n"
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for uid, want := range map[int]string{0: "/root", 65534: "/nonexistent", 7: "", 1000: ""} {
+		got, ok := etcPasswdHome(path, uid)
+		if got != want || ok != (want != "") {
+			t.Errorf("uid %d: %q %v", uid, got, ok)
 		}
 	}
 }
