@@ -225,3 +225,31 @@ func TestSecretsUnderBothHomes(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbeddedCopiesMustAgree: a workspace_write policy that carries its own
+// resource_limits / seccomp_profile, with a flag saying something else, is
+// refused: the caller sends one value twice, and a disagreement is not
+// guessed at. A policy without them takes the flags.
+func TestEmbeddedCopiesMustAgree(t *testing.T) {
+	w := newWorkspace(t)
+	embedded := policyJSON(t, map[string]any{"type": "workspace_write", "writable_roots": []map[string]string{{"root": w.root}},
+		"exclude_slash_tmp": true, "exclude_tmpdir_env_var": true,
+		"resource_limits": map[string]int{"max_memory_mb": 100, "max_pids": 0, "max_disk_mb": 0, "cpu_time_secs": 0, "timeout_secs": 60},
+		"seccomp_profile": map[string]any{"blocked_syscalls": []string{"ptrace", "bpf"}, "allow_namespaces": false, "allow_network_sockets": false, "log_only": false}})
+	for _, tc := range []struct{ flag, value string }{
+		{"--resource-limits", limits(0, 0, 0, 60)},
+		{"--seccomp-profile", `{"blocked_syscalls":[],"allow_namespaces":false,"allow_network_sockets":false,"log_only":false}`},
+	} {
+		r := w.sandbox(t, embedded, []string{tc.flag, tc.value}, "/bin/echo", "ran")
+		if r.code != 125 || r.stdout != "" || !strings.HasPrefix(r.stderr, "sandbox-executable: "+tc.flag+": differs from the policy's own") {
+			t.Errorf("%s disagreeing with the policy: %v", tc.flag, r)
+		}
+	}
+	same := limits(100, 0, 0, 60)
+	if r := w.sandbox(t, embedded, []string{"--resource-limits", same}, "/bin/echo", "ran"); r.code != 0 || r.stdout != "ran\n" {
+		t.Errorf("the same limits twice: %v", r)
+	}
+	if r := w.sandbox(t, wsPolicy(t, w.root), []string{"--resource-limits", limits(0, 0, 0, 60)}, "/bin/echo", "ran"); r.code != 0 || r.stdout != "ran\n" {
+		t.Errorf("a policy without its own limits, and the flag: %v", r)
+	}
+}

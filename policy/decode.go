@@ -139,10 +139,12 @@ func workspaceWriteFields(p *SandboxPolicy) []field {
 		}},
 		field{name: "resource_limits", decode: func(n *node, path *jsonPath) (err error) {
 			p.ResourceLimits, err = decodeResourceLimits(n, path)
+			p.GaveLimits = true
 			return err
 		}},
 		field{name: "seccomp_profile", decode: func(n *node, path *jsonPath) (err error) {
 			p.SeccompProfile, err = decodeSeccompProfile(n, path)
+			p.GaveSeccomp = true
 			return err
 		}},
 		boolField("exclude_tmpdir_env_var", &p.ExcludeTmpdirEnvVar),

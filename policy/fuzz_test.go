@@ -100,6 +100,12 @@ func FuzzDecodePolicy(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decoding %s: %v", enc, err)
 		}
+		// The encoder writes every field: re-decoded, the embedded copies
+		// count as given.
+		if p.Kind == KindWorkspaceWrite && (!again.GaveLimits || !again.GaveSeccomp) {
+			t.Fatalf("re-decoded %s: embedded copies not recorded as given", enc)
+		}
+		again.GaveLimits, again.GaveSeccomp = p.GaveLimits, p.GaveSeccomp
 		if !reflect.DeepEqual(p, again) {
 			t.Fatalf("re-decoded differs:\n%+v\n%+v", p, again)
 		}

@@ -38,6 +38,11 @@ type SandboxPolicy struct {
 	SeccompProfile      SeccompProfile
 	ExcludeTmpdirEnvVar bool
 	ExcludeSlashTmp     bool
+	// GaveLimits and GaveSeccomp are true when resource_limits and
+	// seccomp_profile were in the JSON, not serde's defaults (VT Code
+	// always sends them, and the same values again as --resource-limits
+	// and --seccomp-profile).
+	GaveLimits, GaveSeccomp bool
 }
 
 // WritableRoot is one entry of workspace_write's writable_roots.

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/user"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -265,6 +266,9 @@ func resolvePlan(o *options) (*policy.Plan, error) {
 		if err != nil {
 			return nil, policy.WithArg(err, "--seccomp-profile")
 		}
+		if pol.GaveSeccomp && !sameProfile(*s, pol.SeccompProfile) {
+			return nil, errors.New("--seccomp-profile: differs from the policy's own seccomp_profile; VT Code sends one value twice, so refusing rather than guessing which holds")
+		}
 		in.Seccomp, in.SeccompFrom = *s, "--seccomp-profile"
 	}
 	if o.set["--resource-limits"] {
@@ -276,11 +280,20 @@ func resolvePlan(o *options) (*policy.Plan, error) {
 		if err != nil {
 			return nil, policy.WithArg(err, "--resource-limits")
 		}
+		if pol.GaveLimits && *l != pol.ResourceLimits {
+			return nil, errors.New("--resource-limits: differs from the policy's own resource_limits; VT Code sends one value twice, so refusing rather than guessing which holds")
+		}
 		in.Limits, in.LimitsFrom = *l, "--resource-limits"
 	}
 	in.ProcessCwd = cwd
 	in.TerminalDevices = terminalDevices()
 	return policy.Resolve(in)
+}
+
+// sameProfile compares two seccomp profiles field by field.
+func sameProfile(a, b policy.SeccompProfile) bool {
+	return slices.Equal(a.BlockedSyscalls, b.BlockedSyscalls) && a.AllowNamespaces == b.AllowNamespaces &&
+		a.AllowNetworkSockets == b.AllowNetworkSockets && a.LogOnly == b.LogOnly
 }
 
 // maxArgFile bounds a JSON argument read from a file.

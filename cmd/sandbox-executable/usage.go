@@ -25,8 +25,10 @@ Policy (the JSON shapes VT Code sends; @FILE reads the JSON from a file):
   --sandbox-policy-cwd DIR    the policy's working directory (default: the
                               current one); writable under workspace_write
   --seccomp-profile JSON      the SeccompProfile (default: derived from the
-                              policy as VT Code derives it)
-  --resource-limits JSON      the ResourceLimits (default: derived likewise)
+                              policy as VT Code derives it; a policy that
+                              carries its own must agree with it)
+  --resource-limits JSON      the ResourceLimits (default: derived likewise;
+                              the same agreement)
 
 Running:
   --keep-env                  pass the environment as given (default: drop
