@@ -29,11 +29,12 @@ type canonical struct {
 // resolveLenient canonicalizes the absolute path p like realpath(3) but
 // without requiring p to exist: components are resolved one by one through
 // symlinks (so ".." after a symlink means the target's parent, as for the
-// kernel); from the first component that does not exist on, the rest is
-// appended lexically. A component that cannot be examined (EACCES, or a
-// non-directory in the middle) is treated like a missing one: a sandboxed
-// process with the same credentials cannot get past it either, so the
-// lexical rest is the best name for what it could reach.
+// kernel). A component that does not exist (or a non-directory in the
+// middle) and what follows it are taken lexically, until a ".." climbs back
+// out of them: resolution then resumes, so that "missing/../link/x" names
+// the link's target, as it will once "missing" is created. A component that
+// cannot be examined (EACCES) is treated like a missing one: a sandboxed
+// process with the same credentials cannot get past it either.
 func resolveLenient(p string) (canonical, error) {
 	if !filepath.IsAbs(p) {
 		return canonical{}, errors.New("not an absolute path")
@@ -43,20 +44,30 @@ func resolveLenient(p string) (canonical, error) {
 	}
 	todo := splitComponents(p)
 	resolved := "/"
+	var missing []string // taken lexically beneath resolved
 	links := 0
 	var link string
 	for len(todo) > 0 {
 		c := todo[0]
 		todo = todo[1:]
 		if c == ".." {
-			resolved = filepath.Dir(resolved)
+			if len(missing) > 0 {
+				missing = missing[:len(missing)-1]
+			} else {
+				resolved = filepath.Dir(resolved)
+			}
+			continue
+		}
+		if len(missing) > 0 {
+			missing = append(missing, c)
 			continue
 		}
 		next := filepath.Join(resolved, c)
 		fi, err := os.Lstat(next)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrPermission) {
-				return canonical{Path: filepath.Join(append([]string{next}, todo...)...), Link: link}, nil
+				missing = append(missing, c)
+				continue
 			}
 			return canonical{}, err
 		}
@@ -80,6 +91,9 @@ func resolveLenient(p string) (canonical, error) {
 			resolved = "/"
 		}
 		todo = append(splitComponents(target), todo...)
+	}
+	if len(missing) > 0 {
+		return canonical{Path: filepath.Join(append([]string{resolved}, missing...)...), Link: link}, nil
 	}
 	return canonical{Path: resolved, Exists: true, Link: link}, nil
 }

@@ -36,8 +36,11 @@ func TestResolveLenient(t *testing.T) {
 		{d + "/rel", canonical{Path: d + "/a/b", Exists: true, Link: d + "/rel"}},
 		{d + "/chain", canonical{Path: d + "/a/b", Exists: true, Link: d + "/chain"}},
 		{d + "/lnk/missing/deeper", canonical{Path: d + "/a/b/missing/deeper"}},
-		{d + "/lnk/..", canonical{Path: d + "/a", Exists: true}}, // ".." after a link is the target's parent
-		{d + "/missing/../a", canonical{Path: d + "/a"}},         // lexical once missing
+		{d + "/lnk/..", canonical{Path: d + "/a", Exists: true}},       // ".." after a link is the target's parent
+		{d + "/missing/../a", canonical{Path: d + "/a", Exists: true}}, // ".." climbs out of what is missing
+		{d + "/missing/../lnk/x", canonical{Path: d + "/a/b/x"}},       // and resolution resumes
+		{d + "/missing/deeper/../../lnk", canonical{Path: d + "/a/b", Exists: true, Link: d + "/lnk"}},
+		{d + "/missing/x/..", canonical{Path: d + "/missing"}}, // still beneath the missing part
 		{d + "/dangling", canonical{Path: d + "/nowhere/x", Link: d + "/dangling"}},
 		{d + "/a/dang", canonical{Path: d + "/target/new", Link: d + "/a/dang"}},
 		{d + "/lnk/up/f", canonical{Path: d + "/target/f"}},
