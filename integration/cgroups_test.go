@@ -100,9 +100,10 @@ func TestCgroupWithoutClone3(t *testing.T) {
 func TestMemoryHogKilled(t *testing.T) {
 	needCgroups(t)
 	w := newWorkspace(t)
-	r := w.sandbox(t, roPolicy, []string{"--resource-limits", limits(256, 0, 0, 60)}, probe, "hog", "2048")
-	if r.code != 137 || strings.Contains(r.stdout, "survived") {
-		t.Errorf("%v, want death by SIGKILL", r)
+	// The report tells the group's OOM kill from the host's.
+	r, rep := reportOf(t, w, []string{"--sandbox-policy", roPolicy, "--resource-limits", limits(256, 0, 0, 60)}, probe, "hog", "2048")
+	if r.code != 137 || strings.Contains(r.stdout, "survived") || rep["ending"] != "oom" {
+		t.Errorf("%v, ending %v; want death by SIGKILL from the cgroup's OOM kill", r, rep["ending"])
 	}
 }
 
@@ -130,9 +131,11 @@ func TestMemoryLimitIsForTheTree(t *testing.T) {
 func TestCPUBudgetForTheTree(t *testing.T) {
 	needCgroups(t)
 	w := newWorkspace(t)
-	r := w.sandbox(t, roPolicy, []string{"--resource-limits", limits(0, 0, 2, 120)}, probe, "spin", "4")
-	if r.code != 152 {
-		t.Errorf("%v, want 152 (CPU budget spent)", r)
+	// The report says which limit ended it: exit 152 is also what one
+	// spinner's own RLIMIT_CPU gives it.
+	r, rep := reportOf(t, w, []string{"--sandbox-policy", roPolicy, "--resource-limits", limits(0, 0, 2, 120)}, probe, "spin", "4")
+	if r.code != 152 || rep["ending"] != "cpu_budget" {
+		t.Errorf("%v, ending %v; want 152 from the tree's CPU budget", r, rep["ending"])
 	}
 }
 

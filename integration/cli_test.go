@@ -169,8 +169,18 @@ func TestCallerShapes(t *testing.T) {
 func TestStandaloneDefault(t *testing.T) {
 	w := newWorkspace(t)
 	r := run(t, runOpts{env: w.env(), dir: w.root}, "--", "/bin/sh", "-c", "echo made > made.txt && cat made.txt; echo x > "+w.out+"/x")
-	if r.stdout != "made\n" || r.code == 0 {
+	if r.stdout != "made\n" || r.code == 0 || !strings.Contains(r.stderr, "Read-only file system") {
 		t.Errorf("default policy: %v", r)
+	}
+	if _, err := os.Lstat(filepath.Join(w.out, "x")); err == nil {
+		t.Errorf("the default policy let the program write outside the working directory")
+	}
+	// Secrets and the network, seen failing, not only in --explain.
+	if r := run(t, runOpts{env: w.env(), dir: w.root}, "--", probe, "read", filepath.Join(w.home, ".ssh", "id_rsa")); r.code != 1 || !secretDenied(probeResult(r)) {
+		t.Errorf("default policy, a secret: %v", r)
+	}
+	if r := run(t, runOpts{env: w.env(), dir: w.root}, "--", probe, "socket", "inet"); probeResult(r) != "EPERM" {
+		t.Errorf("default policy, an inet socket: %v", r)
 	}
 	r = run(t, runOpts{env: w.env(), dir: w.root}, "--explain")
 	for _, want := range []string{`"policy": "workspace_write"`, `"path": "` + w.root + `"`, `"memory_bytes": 536870912`, `"mode": "none"`, filepath.Join(w.home, ".ssh")} {

@@ -75,12 +75,14 @@ func TestGitMetadataStaysUnwritable(t *testing.T) {
 				`rm -rf "$R/.git"; test ! -e "$R/.git/HEAD"`,
 				`mv "$R/.git" "$R/x"`,
 				`mkdir -p "$R/.vtcode" && echo x > "$R/.vtcode/x"`,
-				`mkdir "$R/.codex/y"`,
+				`mkdir -p "$R/.codex/y"`,
 				`echo x > "$R/.agents"`,
 			} {
 				r := shIn(t, w, mode, src, "R="+w.root+"; "+script)
 				if r.code == 0 {
 					t.Errorf("%s succeeded", script)
+				} else if !deniedMessage(r.stderr) {
+					t.Errorf("%s failed, but not for want of permission: %v", script, r)
 				}
 			}
 			if after := gitState(t, w); after != before {
@@ -101,9 +103,14 @@ func TestNoNewGitWhereNoneExists(t *testing.T) {
 	for _, mode := range fsModes {
 		t.Run(mode, func(t *testing.T) {
 			w := newWorkspace(t)
-			r := shIn(t, w, mode, w.root, `git init -q "$0"`+" "+w.root+` ; mkdir "`+w.root+`/.git/hooks"`)
+			r := shIn(t, w, mode, w.root, `git init -q '`+w.root+`'`)
 			if r.code == 0 {
 				t.Errorf("git init in the root succeeded: %v", r)
+			} else if !deniedMessage(r.stderr) {
+				t.Errorf("git init failed, but not for want of permission: %v", r)
+			}
+			if r := shIn(t, w, mode, w.root, `mkdir -p '`+w.root+`/.git/hooks'`); r.code == 0 || !deniedMessage(r.stderr) {
+				t.Errorf("mkdir -p .git/hooks: %v", r)
 			}
 			if _, err := os.Lstat(filepath.Join(w.root, ".git", "HEAD")); err == nil {
 				t.Errorf("a repository was created")
@@ -137,31 +144,49 @@ func TestGitCommitFailsCleanly(t *testing.T) {
 	}
 }
 
-// TestGitWorktreeGitdirProtected: where .git is a file pointing at a gitdir
-// elsewhere inside a root, that gitdir is protected too.
+// TestGitWorktreeGitdirProtected: where .git is a file pointing at a git
+// directory elsewhere inside a writable root (git init --separate-git-dir,
+// worktrees), that directory is protected too.
 func TestGitWorktreeGitdirProtected(t *testing.T) {
 	w := newWorkspace(t)
-	gitRepo(t, w)
-	wt := filepath.Join(w.root, "wt")
-	cmd := exec.Command("git", "worktree", "add", "-q", wt)
-	cmd.Dir = w.root
+	proj, meta := filepath.Join(w.root, "proj"), filepath.Join(w.root, "meta")
+	cmd := exec.Command("git", "init", "-q", "--separate-git-dir="+meta, proj)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git worktree: %v %s", err, out)
+		t.Fatalf("git init: %v %s", err, out)
 	}
-	gitdir := filepath.Join(w.root, ".git", "worktrees", "wt")
-	// The worktree is the run's cwd and a root of its own.
-	pol := wsPolicy(t, wt)
+	head := filepath.Join(meta, "HEAD")
+	before := readFile(t, head)
+	// The whole workspace is writable, and the program runs in proj (a
+	// writable root of its own, as VT Code's cwd is): only the protection
+	// of proj/.git's git dir stands between the program and meta/.
+	pol := wsPolicy(t, w.root)
 	for _, mode := range fsModes {
-		args := append([]string{"--sandbox-policy-cwd", wt, "--sandbox-policy", pol}, fsOpts(t, mode)...)
-		r := run(t, runOpts{env: w.env(), dir: wt}, append(args, "--", "/bin/sh", "-c", "echo x > "+filepath.Join(gitdir, "HEAD"))...)
-		if r.code == 0 {
-			t.Errorf("%s: the worktree's gitdir was writable", mode)
+		args := append([]string{"--sandbox-policy-cwd", proj, "--sandbox-policy", pol}, fsOpts(t, mode)...)
+		r := run(t, runOpts{env: w.env(), dir: proj}, append(args, "--", "/bin/sh", "-c",
+			"echo x > "+head+"; mkdir -p "+filepath.Join(meta, "hooks")+" && echo pwned > "+filepath.Join(meta, "hooks", "post-checkout"))...)
+		if r.code == 0 || !deniedMessage(r.stderr) {
+			t.Errorf("%s: the separate git dir was writable: %v", mode, r)
+		}
+		if _, err := os.Lstat(filepath.Join(meta, "hooks", "post-checkout")); err == nil {
+			t.Errorf("%s: a hook was planted", mode)
 		}
 	}
-	b, _ := os.ReadFile(filepath.Join(gitdir, "HEAD"))
-	if strings.Contains(string(b), "x\n") && len(b) == 2 {
-		t.Errorf("gitdir HEAD overwritten")
+	if after := readFile(t, head); after != before {
+		t.Errorf("HEAD changed: %q -> %q", before, after)
 	}
+}
+
+// deniedMessage reports whether a tool's stderr says it was refused for
+// want of permission (and not, say, because a path did not exist).
+func deniedMessage(stderr string) bool {
+	// "Is a directory": a placeholder stands where a protected name was
+	// missing.
+	for _, m := range []string{"Read-only file system", "Permission denied", "Operation not permitted", "Device or resource busy", "Invalid cross-device link", "Is a directory"} {
+		if strings.Contains(stderr, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestSymlinkOutOfTheRootGivesNothing: ws/out -> /etc gives no write to
@@ -276,9 +301,15 @@ func TestCallerConfigUnreadable(t *testing.T) {
 	cfg := filepath.Join(w.home, ".config", "vtcode")
 	mustMkdir(t, cfg)
 	write(t, filepath.Join(cfg, "auth.json"), "token\n")
+	other := filepath.Join(w.home, ".config", "other-tool")
+	mustMkdir(t, other)
+	write(t, filepath.Join(other, "settings"), "plain\n")
 	for _, mode := range fsModes {
-		if v := probeResult(w.sandbox(t, roPolicy, fsOpts(t, mode), probe, "read", filepath.Join(cfg, "auth.json"))); v == "ok" {
-			t.Errorf("%s: VT Code's config readable", mode)
+		if r := w.sandbox(t, roPolicy, fsOpts(t, mode), probe, "read", filepath.Join(cfg, "auth.json")); r.code != 1 || !secretDenied(probeResult(r)) {
+			t.Errorf("%s: VT Code's config: %v", mode, r)
+		}
+		if v := probeResult(w.sandbox(t, roPolicy, fsOpts(t, mode), probe, "read", filepath.Join(other, "settings"))); v != "ok" {
+			t.Errorf("%s: another tool's config beside it: %s", mode, v)
 		}
 	}
 }

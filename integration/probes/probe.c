@@ -421,7 +421,7 @@ int main(int argc, char **argv)
 		waitpid(p, NULL, 0);
 		return result(0);
 	}
-	if (!strcmp(op, "rlimit")) {
+	if (!strcmp(op, "rlimit") && a) {
 		int res = !strcmp(a, "core") ? 4 : !strcmp(a, "cpu") ? 0 : !strcmp(a, "fsize") ? 1 : !strcmp(a, "nofile") ? 7 : -1;
 		struct { unsigned long cur, max; } l;
 		if (syscall(SYS_prlimit64, 0, res, NULL, &l) < 0)
