@@ -48,23 +48,25 @@ func TestKeyValue(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	n := formatName(1234, 98765, 0xabc)
-	if n != NamePrefix+"1234-98765-000000000abc" {
+	n := formatName(1234, 98765, 4026531836, 0xabc)
+	if n != NamePrefix+"1234-98765-4026531836-000000000abc" {
 		t.Fatalf("name = %q", n)
 	}
-	pid, start, ok := parseName(n)
-	if !ok || pid != 1234 || start != 98765 {
-		t.Fatalf("parse = %d %d %v", pid, start, ok)
+	if got, ok := parseName(n); !ok || got != (groupName{pid: 1234, start: 98765, pidNS: 4026531836}) {
+		t.Fatalf("parse = %+v %v", got, ok)
 	}
-	if pid, start, ok := parseName(NamePrefix + "77-deadbeef"); !ok || pid != 77 || start != 0 {
-		t.Fatalf("short form = %d %d %v", pid, start, ok)
+	if got, ok := parseName(NamePrefix + "1234-98765-000000000abc"); !ok || got != (groupName{pid: 1234, start: 98765}) {
+		t.Fatalf("without a namespace = %+v %v", got, ok)
+	}
+	if got, ok := parseName(NamePrefix + "77-deadbeef"); !ok || got != (groupName{pid: 77}) {
+		t.Fatalf("short form = %+v %v", got, ok)
 	}
 	for _, bad := range []string{
 		"sandbox-executable", NamePrefix, NamePrefix + "supervisor", NamePrefix + "12", NamePrefix + "x-ab",
-		NamePrefix + "12-zz", NamePrefix + "12-1-2-3", NamePrefix + "-1-ab", NamePrefix + "+1-ab", NamePrefix + "12-",
+		NamePrefix + "12-zz", NamePrefix + "12-1-2-3-4", NamePrefix + "12-1-x-3", NamePrefix + "12-1-0-3", NamePrefix + "-1-ab", NamePrefix + "+1-ab", NamePrefix + "12-",
 		NamePrefix + "0-ab", NamePrefix + "12-0-ab", "other-12-ab",
 	} {
-		if _, _, ok := parseName(bad); ok {
+		if _, ok := parseName(bad); ok {
 			t.Errorf("parseName(%q) accepted", bad)
 		}
 	}
@@ -75,7 +77,7 @@ func TestNames(t *testing.T) {
 			t.Fatalf("duplicate name %q", n)
 		}
 		seen[n] = true
-		if p, _, ok := parseName(n); !ok || p != os.Getpid() {
+		if p, ok := parseName(n); !ok || p.pid != os.Getpid() || p.pidNS == 0 {
 			t.Fatalf("newName %q does not parse back", n)
 		}
 	}
@@ -93,7 +95,7 @@ func TestParseStat(t *testing.T) {
 }
 
 func TestSupervisorAlive(t *testing.T) {
-	pid, start := selfID()
+	pid, start, _ := selfID()
 	if start == 0 {
 		t.Fatal("no start time for this process")
 	}

@@ -42,7 +42,7 @@ func leftovers() []string {
 	if err != nil {
 		return nil
 	}
-	pid, _ := selfID()
+	pid, _, _ := selfID()
 	var parents []string
 	if h.V2 != nil {
 		if p, err := defaultV2Parent(h.V2); err == nil {
@@ -58,7 +58,7 @@ func leftovers() []string {
 	for _, p := range parents {
 		ents, _ := os.ReadDir(p)
 		for _, e := range ents {
-			if n, _, ok := parseName(e.Name()); ok && n == pid {
+			if n, ok := parseName(e.Name()); ok && n.pid == pid {
 				left = append(left, p+"/"+e.Name())
 			}
 		}

@@ -7,12 +7,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
-// Generated names are NamePrefix + "<pid>-<start>-<random>": the supervisor's
-// pid, its start time (field 22 of /proc/<pid>/stat, clock ticks since boot,
-// so a reused pid is not taken for the supervisor) and 48 random bits in hex
-// so the groups of one supervisor differ. "<pid>-<random>" (no start time) is
+// Generated names are NamePrefix + "<pid>-<start>-<pidns>-<random>": the
+// supervisor's pid, its start time (field 22 of /proc/<pid>/stat, clock
+// ticks since boot, so a reused pid is not taken for the supervisor), the
+// inode of its pid namespace (a pid means something only there: a
+// supervisor in a container sharing the cgroup tree must not be judged by
+// our /proc) and 48 random bits in hex so the groups of one supervisor
+// differ. "<pid>-<start>-<random>" and "<pid>-<random>" (older names) are
 // parsed too.
 
 // supervisorLeaf is the cgroup a delegated supervisor moves itself into so
@@ -24,31 +29,49 @@ var self struct {
 	once  sync.Once
 	pid   int
 	start uint64
+	pidNS uint64
 }
 
-// selfID returns this process's pid and start time, read once.
-func selfID() (int, uint64) {
+// selfID returns this process's pid, start time and pid namespace, read
+// once.
+func selfID() (int, uint64, uint64) {
 	self.once.Do(func() {
 		self.pid = os.Getpid()
 		self.start, _ = procStart(self.pid) // 0 when unreadable: name without it
+		self.pidNS = pidNamespace()
 	})
-	return self.pid, self.start
+	return self.pid, self.start, self.pidNS
+}
+
+// pidNamespace is the inode of this process's pid namespace, or 0.
+func pidNamespace() uint64 {
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/ns/pid", &st) != nil {
+		return 0
+	}
+	return st.Ino
 }
 
 // newName makes a fresh group name for this process.
 func newName() string {
-	pid, start := selfID()
-	return formatName(pid, start, rand.Uint64()&(1<<48-1))
+	pid, start, ns := selfID()
+	return formatName(pid, start, ns, rand.Uint64()&(1<<48-1))
 }
 
-func formatName(pid int, start, random uint64) string {
-	b := make([]byte, 0, 64)
+// formatName writes a name; start and ns are left out when 0 (ns only
+// with a start).
+func formatName(pid int, start, ns, random uint64) string {
+	b := make([]byte, 0, 80)
 	b = append(b, NamePrefix...)
 	b = strconv.AppendInt(b, int64(pid), 10)
 	b = append(b, '-')
 	if start != 0 {
 		b = strconv.AppendUint(b, start, 10)
 		b = append(b, '-')
+		if ns != 0 {
+			b = strconv.AppendUint(b, ns, 10)
+			b = append(b, '-')
+		}
 	}
 	h := strconv.FormatUint(random, 16)
 	for i := len(h); i < 12; i++ {
@@ -58,34 +81,47 @@ func formatName(pid int, start, random uint64) string {
 	return string(b)
 }
 
+// groupName is a parsed group name.
+type groupName struct {
+	pid   int
+	start uint64 // 0: not recorded
+	pidNS uint64 // 0: not recorded
+}
+
 // parseName takes a group name apart; ok is false for names this package
-// did not generate. start is 0 when the name has no start time.
-func parseName(name string) (pid int, start uint64, ok bool) {
+// did not generate.
+func parseName(name string) (n groupName, ok bool) {
 	rest, found := strings.CutPrefix(name, NamePrefix)
 	if !found {
-		return 0, 0, false
+		return n, false
 	}
 	f := strings.Split(rest, "-")
-	if len(f) != 2 && len(f) != 3 {
-		return 0, 0, false
+	if len(f) < 2 || len(f) > 4 {
+		return n, false
 	}
 	p, err := strconv.Atoi(f[0])
 	if err != nil || p <= 0 || f[0][0] == '+' {
-		return 0, 0, false
+		return n, false
 	}
-	if len(f) == 3 {
-		if start, err = strconv.ParseUint(f[1], 10, 64); err != nil || start == 0 {
-			return 0, 0, false
+	n.pid = p
+	if len(f) >= 3 {
+		if n.start, err = strconv.ParseUint(f[1], 10, 64); err != nil || n.start == 0 {
+			return groupName{}, false
+		}
+	}
+	if len(f) == 4 {
+		if n.pidNS, err = strconv.ParseUint(f[2], 10, 64); err != nil || n.pidNS == 0 {
+			return groupName{}, false
 		}
 	}
 	last := f[len(f)-1]
 	if last == "" {
-		return 0, 0, false
+		return groupName{}, false
 	}
 	if _, err := strconv.ParseUint(last, 16, 64); err != nil {
-		return 0, 0, false
+		return groupName{}, false
 	}
-	return p, start, true
+	return n, true
 }
 
 // procStart reads the start time of pid (clock ticks after boot).

@@ -541,12 +541,18 @@ func TestParallelGroups(t *testing.T) {
 func TestCleanupStale(t *testing.T) {
 	h := realHost(t)
 	dead := deadPid(t)
-	stale := newGroup(t, h, Limits{Pids: 16, MemoryBytes: 64 << 20}, Options{Name: formatName(dead, 0, rand.Uint64()&(1<<48-1))})
-	reused := newGroup(t, h, Limits{Pids: 16}, Options{Name: formatName(os.Getpid(), func() uint64 { _, s := selfID(); return s + 1 }(), rand.Uint64()&(1<<48-1))})
+	stale := newGroup(t, h, Limits{Pids: 16, MemoryBytes: 64 << 20}, Options{Name: formatName(dead, 0, 0, rand.Uint64()&(1<<48-1))})
+	reused := newGroup(t, h, Limits{Pids: 16}, Options{Name: formatName(os.Getpid(), func() uint64 { _, s, _ := selfID(); return s + 1 }(), 0, rand.Uint64()&(1<<48-1))})
 	live := newGroup(t, h, Limits{Pids: 16}, Options{})
+	// A dead pid, but in another pid namespace: not ours to judge.
+	foreign := newGroup(t, h, Limits{Pids: 16}, Options{Name: formatName(dead, 12345, 1, rand.Uint64()&(1<<48-1))})
 	tag := newTag(t)
 	cmd, _ := startIn(t, stale, "sleep", tag)
 	waitInGroup(t, stale, cmd.Process.Pid)
+	liveTag := newTag(t)
+	liveCmd, _ := startIn(t, live, "sleep", liveTag)
+	waitInGroup(t, live, liveCmd.Process.Pid)
+	defer func() { liveCmd.Process.Kill(); liveCmd.Wait() }()
 
 	removed, err := CleanupStale(h)
 	if err != nil {
@@ -561,9 +567,9 @@ func TestCleanupStale(t *testing.T) {
 			t.Errorf("%s still there", d)
 		}
 	}
-	for _, d := range dirs(live) {
+	for _, d := range append(dirs(live), dirs(foreign)...) {
 		if slices.Contains(removed, d) || !fileHas(d) {
-			t.Errorf("the live group %s was removed", d)
+			t.Errorf("the live (or another namespace's) group %s was removed", d)
 		}
 	}
 	if err := waitCmd(t, cmd); err == nil {
@@ -571,6 +577,9 @@ func TestCleanupStale(t *testing.T) {
 	}
 	if left := tagged(tag); len(left) > 0 {
 		t.Errorf("still alive: %v", left)
+	}
+	if len(tagged(liveTag)) == 0 {
+		t.Error("the process in the live group was killed")
 	}
 }
 

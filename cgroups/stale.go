@@ -142,8 +142,14 @@ func staleIn(parent string) ([]string, error) {
 		if !e.IsDir() {
 			continue
 		}
-		pid, start, ok := parseName(e.Name())
-		if ok && !supervisorAlive(pid, start) {
+		n, ok := parseName(e.Name())
+		if !ok {
+			continue
+		}
+		if _, _, ns := selfID(); n.pidNS != 0 && ns != 0 && n.pidNS != ns {
+			continue // another pid namespace's: its pid means nothing in our /proc
+		}
+		if !supervisorAlive(n.pid, n.start) {
 			out = append(out, parent+"/"+e.Name())
 		}
 	}
