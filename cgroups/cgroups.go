@@ -40,6 +40,10 @@ type Limits struct {
 	// CPUQuotaCores sets cpu.max (v2) or cpu.cfs_quota_us (v1) to this many
 	// CPUs' worth of time per period; 0 sets no bandwidth limit.
 	CPUQuotaCores float64
+	// CPUAccounting asks for the tree's CPU time in Stats (the caller
+	// enforces a CPU budget with it): New fails where nothing counts it
+	// (a legacy host without cpuacct).
+	CPUAccounting bool
 }
 
 // Stats are the figures of a group, read at any time.

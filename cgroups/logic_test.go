@@ -160,6 +160,20 @@ func TestRoute(t *testing.T) {
 	if !p.v1[0].hier.Has("cpu") || strings.Join(p.v1[0].ctrls, " ") != "cpu" || !p.v1[1].hier.Has("freezer") {
 		t.Fatalf("legacy plan: %+v", p)
 	}
+
+	// A CPU budget needs the tree's CPU time: a legacy host without
+	// cpuacct cannot count it.
+	noAcct := host(strings.Replace(legacyMountinfo, "614 610 0:28 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro,nosuid,nodev,noexec,relatime master:13 - cgroup cgroup rw,cpu,cpuacct\n", "", 1),
+		strings.Replace(legacyCgroup, "5:cpu,cpuacct:/docker/abc\n", "", 1))
+	if _, err := route(noAcct, Limits{Pids: 8}); err != nil {
+		t.Fatalf("no cpuacct, no budget: %v", err)
+	}
+	if _, err := route(noAcct, Limits{Pids: 8, CPUAccounting: true}); !errors.As(err, &ue) || !strings.Contains(err.Error(), "cpuacct") {
+		t.Fatalf("no cpuacct, a CPU budget: %v", err)
+	}
+	if _, err := route(lg, Limits{CPUAccounting: true}); err != nil {
+		t.Fatalf("cpuacct there, a CPU budget: %v", err)
+	}
 }
 
 func TestNewUnavailable(t *testing.T) {

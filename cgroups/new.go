@@ -140,6 +140,12 @@ func route(h *Host, lim Limits) (plan, error) {
 		}
 		if v := h.V1For("cpuacct"); v != nil {
 			p.addV1(v, "")
+		} else if lim.CPUAccounting {
+			return p, &UnavailableError{
+				Mode:    h.Mode,
+				Missing: "the cpuacct controller (the tree's CPU time cannot be counted for its CPU budget)",
+				Hint:    "mount the v1 cpuacct hierarchy, or cgroup2; or run without cpu_time_secs",
+			}
 		}
 		if len(p.v1) == 0 {
 			return p, &UnavailableError{

@@ -251,7 +251,8 @@ func Prepare(cfg Config) (*Prepared, error) {
 	_, _, pr.nofile = spawn.InitialState()
 	pr.Rlimits = rlimit.For(p.Limits, rlimit.Options{NofileCur: pr.nofile.Cur, NofileMax: pr.nofile.Max})
 
-	pr.cgroupPlan.limits = cgroups.Limits{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUQuotaCores: cfg.CPUQuota}
+	pr.cgroupPlan.limits = cgroups.Limits{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUQuotaCores: cfg.CPUQuota,
+		CPUAccounting: p.Limits.CPUSeconds > 0}
 	cgReport := CgroupReport{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUQuotaCores: cfg.CPUQuota,
 		CPUBudgetSeconds: p.Limits.CPUSeconds, Parent: cfg.CgroupParent, HostMode: cgroups.Unavailable}
 	if host, err := cgroups.Detect(); err != nil {
