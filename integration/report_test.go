@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -174,4 +176,39 @@ func readLines(t *testing.T, path string) []map[string]any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// TestReportRlimitsOfADegradedRun: without a cgroup (an unprivileged user)
+// and with --allow-degraded, the report lists the per-process fallbacks the
+// program was given, and the program has them.
+func TestReportRlimitsOfADegradedRun(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to switch to nobody")
+	}
+	w := newWorkspace(t)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "report.json")
+	args := []string{"--sandbox-policy", roPolicy, "--resource-limits", limits(256, 32, 0, 60), "--allow-degraded", "--report-file", path,
+		"--", "/bin/sh", "-c", "ulimit -v"}
+	r := run(t, runOpts{env: w.env(), dir: "/", cred: &syscall.Credential{Uid: 65534, Gid: 65534}}, args...)
+	if r.code != 0 || r.stdout != "262144\n" || !strings.Contains(r.stderr, "degraded (--allow-degraded)") {
+		t.Fatalf("the program's limits: %v", r)
+	}
+	var rep struct {
+		Rlimits []struct{ Name string } `json:"rlimits"`
+	}
+	b, _ := os.ReadFile(path)
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	var names []string
+	for _, l := range rep.Rlimits {
+		names = append(names, l.Name)
+	}
+	if !slices.Contains(names, "RLIMIT_AS") || !slices.Contains(names, "RLIMIT_NPROC") {
+		t.Errorf("report rlimits %v, want the fallbacks RLIMIT_AS and RLIMIT_NPROC", names)
+	}
 }

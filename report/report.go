@@ -133,7 +133,13 @@ func Build(in Input) *Report {
 		e := pr.Enforcement
 		r.Enforcement = &e
 		r.Degradations = append(r.Degradations, pr.Degradations...)
-		for _, l := range pr.Rlimits {
+		// What the program was given when set up got that far, else what
+		// was planned.
+		lims := res.Rlimits
+		if lims == nil {
+			lims = pr.Rlimits
+		}
+		for _, l := range lims {
 			r.Rlimits = append(r.Rlimits, rlimitLine{Name: l.Name, Soft: l.Cur, Hard: l.Max, Why: l.Why})
 		}
 	}

@@ -68,6 +68,10 @@ type Result struct {
 	Denials DenialCounts
 	// Degradations that were decided while setting up (besides Prepare's).
 	Degradations []string
+	// Rlimits are the limits the program was given, when set up got that
+	// far: Prepare's, or the per-process fallbacks of a run without a
+	// cgroup.
+	Rlimits []rlimit.Limit
 }
 
 // CgroupResult is what the run's cgroup saw.
@@ -90,6 +94,7 @@ func Run(pr *Prepared) Result {
 	s.timed("cleanup", func() { s.cleanup(&res) })
 	res.Wall = time.Since(start)
 	res.Degradations = s.degradations
+	res.Rlimits = s.rlimits
 	res.Denials = s.denials.counts()
 	return res
 }
