@@ -31,9 +31,6 @@ type Hierarchy struct {
 	// ("cpu", "cpuacct", "name=systemd"; co-mounted ones together); for v2,
 	// those available at the mount (its cgroup.controllers).
 	Controllers []string `json:"controllers"`
-	// Enabled are, for v2 only, the controllers enabled for the children of
-	// the mount's top cgroup (its cgroup.subtree_control).
-	Enabled []string `json:"enabled,omitempty"`
 	// Mount is the mountpoint ("/sys/fs/cgroup/memory").
 	Mount string `json:"mount"`
 	// Root is the cgroup mounted there (the root field of mountinfo), "/"
@@ -92,10 +89,9 @@ func Detect() (*Host, error) {
 	}
 	h := buildHost(parseMountinfo(string(mi)), parseProcCgroup(string(pc)))
 	if h.V2 != nil {
-		// Failures leave the lists empty: New reads what it needs again
-		// and reports then.
+		// A failure leaves the list empty: New then finds no v2
+		// controller and says which one it missed.
 		h.V2.Controllers, _ = readList(h.V2.Mount + "/cgroup.controllers")
-		h.V2.Enabled, _ = readList(h.V2.Mount + "/cgroup.subtree_control")
 	}
 	return h, nil
 }
