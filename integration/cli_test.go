@@ -196,6 +196,22 @@ func TestStandaloneDefault(t *testing.T) {
 	}
 }
 
+// TestExplainRecordsNothing: --explain with a report or denial log is
+// refused, and the file is not created.
+func TestExplainRecordsNothing(t *testing.T) {
+	w := newWorkspace(t)
+	for _, opt := range []string{"--report-file", "--log-denials"} {
+		path := filepath.Join(w.out, "out-"+opt[2:])
+		r := run(t, runOpts{env: w.env(), dir: w.root}, "--explain", opt, path, "--sandbox-policy", roPolicy)
+		if r.code != 125 || r.stdout != "" || !strings.Contains(r.stderr, opt+" with --explain") {
+			t.Errorf("%s: %v", opt, r)
+		}
+		if _, err := os.Lstat(path); err == nil {
+			t.Errorf("%s: the file was created", opt)
+		}
+	}
+}
+
 // TestLogOptions: a log file alone is a log at level info, and nothing of
 // it reaches stdout or stderr; a bad level from the environment is named as
 // such.

@@ -61,6 +61,14 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stdout, "%s %s\n", prog, version)
 		return 0
 	}
+	if o.explain {
+		// Refused before openOutputs would create (and truncate) them.
+		for _, name := range []string{"--report-file", "--report-fd", "--log-denials"} {
+			if o.set[name] {
+				return fail(supervisor.ExitSetup, fmt.Errorf("%s with --explain: --explain runs nothing, so there is nothing to record", name))
+			}
+		}
+	}
 	out, err := openOutputs(o)
 	if err != nil {
 		return fail(supervisor.ExitSetup, err)
