@@ -149,6 +149,10 @@ except OSError as e: print("python", e.errno)'
 		if !strings.HasSuffix(out.stdout, "ok\n") {
 			t.Errorf("%s: socketpair failed: %q", mode, out.stdout)
 		}
+		// The probe's own connect: refused by the filter (no inet socket).
+		if !strings.Contains(out.stdout, "EPERM\n") {
+			t.Errorf("%s: the probe's connect was not refused with EPERM: %q", mode, out.stdout)
+		}
 	}
 }
 

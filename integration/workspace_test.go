@@ -204,6 +204,9 @@ func TestSymlinkOutOfTheRootGivesNothing(t *testing.T) {
 		if got := readFile(t, filepath.Join(w.out, "victim")); got != "original\n" {
 			t.Errorf("%s: outside file changed through a symlink: %q", mode, got)
 		}
+		if _, err := os.Lstat(filepath.Join(w.out, "new")); err == nil || !deniedMessage(r.stderr) {
+			t.Errorf("%s: a file created through the link, or no permission error: %v", mode, r)
+		}
 	}
 }
 
