@@ -146,8 +146,8 @@ func TestNothingOutlivesARunAndNoCgroupLeaks(t *testing.T) {
 	w := newWorkspace(t)
 	id := tag(t)
 	r := w.sandbox(t, roPolicy, nil, "/bin/sh", "-c", `"$0" daemon 1000 "$1"`, probe, id)
-	if r.code != 0 {
-		t.Fatalf("%v", r)
+	if r.code != 0 || r.stdout != "ok\n" {
+		t.Fatalf("the daemon did not start: %v", r)
 	}
 	if left := processesTagged(id); len(left) > 0 {
 		t.Errorf("daemon left running: %v", left)

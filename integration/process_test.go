@@ -94,8 +94,8 @@ func TestTimeoutEndsTheWholeTree(t *testing.T) {
 	script := fmt.Sprintf(`"$0" daemon 1000 %[1]s; "$0" ignore-term-sleep 1000 %[1]s & "$0" sleep 1000 %[1]s`, id)
 	start := time.Now()
 	r := w.sandbox(t, roPolicy, []string{"--resource-limits", limits}, "/bin/sh", "-c", script, probe)
-	if r.code != 124 {
-		t.Fatalf("exit %d, want 124 (%v)", r.code, r)
+	if r.code != 124 || !strings.HasPrefix(r.stdout, "ok\n") {
+		t.Fatalf("exit %d, want 124 after the daemon started (%v)", r.code, r)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %s to end a 1 s timeout", d)
@@ -111,8 +111,8 @@ func TestLeftoverDaemonKilled(t *testing.T) {
 	w := newWorkspace(t)
 	id := tag(t)
 	r := w.sandbox(t, roPolicy, nil, "/bin/sh", "-c", `"$0" daemon 1000 "$1"; exit 3`, probe, id)
-	if r.code != 3 {
-		t.Fatalf("exit %d, want 3 (%v)", r.code, r)
+	if r.code != 3 || r.stdout != "ok\n" {
+		t.Fatalf("exit %d, want 3 after the daemon started (%v)", r.code, r)
 	}
 	if left := processesTagged(id); len(left) > 0 {
 		t.Errorf("daemon left running: %v", left)

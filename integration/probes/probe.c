@@ -408,17 +408,33 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(op, "daemon") && a) {
-		/* setsid'd, double-forked grandchild sleeping with a tag. */
+		/* setsid'd, double-forked grandchild sleeping with a tag. "ok"
+		 * only once its exec succeeded: the close-on-exec pipe then
+		 * reads EOF; a failed exec writes its errno first. */
+		int pfd[2];
+		if (pipe2(pfd, O_CLOEXEC) < 0)
+			return result(-1);
 		pid_t p = fork();
 		if (p == 0) {
+			close(pfd[0]);
 			setsid();
 			if (fork() == 0) {
 				execl("/proc/self/exe", "probe", "sleep", a, b ? b : "tag", (char *)NULL);
+				int e = errno;
+				write(pfd[1], &e, sizeof e);
 				_exit(1);
 			}
 			_exit(0);
 		}
+		close(pfd[1]);
 		waitpid(p, NULL, 0);
+		int e = 0;
+		ssize_t n = read(pfd[0], &e, sizeof e);
+		close(pfd[0]);
+		if (n > 0) {
+			errno = e;
+			return result(-1);
+		}
 		return result(0);
 	}
 	if (!strcmp(op, "rlimit") && a) {
