@@ -47,7 +47,7 @@ fuzz-short:
 
 # The same suites in a throwaway QEMU guest with a real unified cgroup v2 and
 # another kernel (Debian 12's 6.1, Landlock ABI 2): integration/vm/README.md.
-VM_PKGS ?= ./integration/ ./cgroups/ ./spawn/
+VM_PKGS ?= ./integration/ ./cgroups/ ./spawn/ ./integration/vm/selftest/
 vm-test: build probe
 	SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) SANDBOX_PROBE=$(CURDIR)/$(PROBE) integration/vm/run-tests.sh $(VM_PKGS)
 
