@@ -225,9 +225,10 @@ func (r *resolver) protectGitFile(root, gitFile, given string, write *deniedList
 	return nil
 }
 
-// maxGitFile bounds how much of a ".git" or "commondir" file is read; real
-// ones hold one path.
-const maxGitFile = 16 << 10
+// maxGitFile bounds how much of a ".git" or "commondir" file is read: git's
+// own limit (read_gitfile_gently), so that any file git follows is followed
+// here too (trailing newlines, which git strips, can make one large).
+const maxGitFile = 1 << 20
 
 // readSmallRegularFile returns the content of p when it is a regular file
 // of at most maxGitFile bytes. It never blocks on a FIFO or device and never

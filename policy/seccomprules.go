@@ -66,7 +66,13 @@ func (r *resolver) seccompRules() error {
 		if blocks[rule.Syscall] {
 			continue
 		}
-		if native, _ := r.in.Syscalls.Lookup(rule.Syscall); !native {
+		native, known := r.in.Syscalls.Lookup(rule.Syscall)
+		if !known {
+			// An older libseccomp without the name: the rule would be
+			// lost, and with it what it stops.
+			return r.seccomp.err("", "the strict model's rule for "+quote(rule.Syscall)+" cannot be built: the syscall table (libseccomp) does not know the call")
+		}
+		if !native {
 			if !listed[rule.Syscall] {
 				listed[rule.Syscall] = true
 				sc.Skipped = append(sc.Skipped, SkippedSyscall{Syscall: rule.Syscall, Why: "strict model rule: not a system call on this architecture, so there is nothing to filter"})

@@ -326,7 +326,7 @@ func TestSeccompNotNativeStructural(t *testing.T) {
 	in := e.input(SandboxPolicy{Kind: KindReadOnly})
 	table := testSyscalls()
 	table["io_uring_setup"] = false
-	delete(table, "clone3")
+	table["clone3"] = false
 	in.Syscalls = table
 	sc := mustResolve(t, in).Seccomp
 	for _, r := range sc.Rules {
@@ -340,6 +340,20 @@ func TestSeccompNotNativeStructural(t *testing.T) {
 	}
 	if !reflect.DeepEqual(skipped, []string{"umount", "clone3", "io_uring_setup"}) {
 		t.Errorf("skipped %+v", sc.Skipped)
+	}
+}
+
+// TestSeccompStructuralUnknownToTheTable: a strict-model rule whose call
+// the syscall table does not know at all (an older libseccomp) is an
+// error, not a rule quietly left out.
+func TestSeccompStructuralUnknownToTheTable(t *testing.T) {
+	e := newTestEnv(t)
+	in := e.input(SandboxPolicy{Kind: KindReadOnly})
+	table := testSyscalls()
+	delete(table, "io_uring_setup")
+	in.Syscalls = table
+	if got := resolveError(t, in); !strings.Contains(got, `"io_uring_setup" cannot be built`) {
+		t.Errorf("got %s", got)
 	}
 }
 
