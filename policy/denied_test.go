@@ -291,3 +291,26 @@ func TestReadSmallRegularFile(t *testing.T) {
 		}
 	}
 }
+
+// TestWritableRootInsideGitRefused: a root (or the cwd) in a .git directory
+// would make hooks writable whatever <root>/.git protection says.
+func TestWritableRootInsideGitRefused(t *testing.T) {
+	e := newTestEnv(t)
+	hooks := filepath.Join(e.ws, ".git", "hooks")
+	mkdirs(t, hooks)
+	for _, root := range []string{filepath.Join(e.ws, ".git"), hooks} {
+		got := resolveError(t, e.input(wsPolicy(root)))
+		if !strings.Contains(got, "writable_roots[0].root") || !strings.Contains(got, "inside a .git directory") {
+			t.Errorf("%s: %s", root, got)
+		}
+	}
+	in := e.input(wsPolicy(e.ws))
+	in.PolicyCwd = hooks
+	if got := resolveError(t, in); !strings.HasPrefix(got, "--sandbox-policy-cwd: ") || !strings.Contains(got, "inside a .git directory") {
+		t.Errorf("cwd: %s", got)
+	}
+	// A directory merely named like one is not a .git directory.
+	other := filepath.Join(e.ws, "x.git")
+	mkdirs(t, other)
+	mustResolve(t, e.input(wsPolicy(other)))
+}

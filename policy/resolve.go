@@ -226,11 +226,17 @@ func (r *resolver) writableRoots() ([]WritablePath, error) {
 		if err != nil {
 			return nil, r.policyErr(at+".root", err.Error())
 		}
+		if inGitDir(c) {
+			return nil, r.policyErr(at+".root", plain(c)+": inside a .git directory; a writable root there would make the repository's hooks and config writable, which the protected metadata forbids")
+		}
 		add(c, at, wr.Root)
 	}
 	cwdGiven := r.in.PolicyCwd
 	if cwdGiven == "" {
 		cwdGiven = r.in.ProcessCwd
+	}
+	if inGitDir(r.plan.PolicyCwd) {
+		return nil, &Error{Arg: "--sandbox-policy-cwd", Msg: plain(r.plan.PolicyCwd) + ": inside a .git directory; as a writable root it would make the repository's hooks and config writable, which the protected metadata forbids"}
 	}
 	add(r.plan.PolicyCwd, "policy_cwd", cwdGiven)
 	if !pol.ExcludeSlashTmp || !pol.ExcludeTmpdirEnvVar {
@@ -242,6 +248,18 @@ func (r *resolver) writableRoots() ([]WritablePath, error) {
 		r.note("exclude_slash_tmp / exclude_tmpdir_env_var false: ignored, as VT Code ignores them; /tmp and $TMPDIR are not made writable (the program gets a private TMPDIR when its temp dir is not writable).")
 	}
 	return roots, nil
+}
+
+// inGitDir reports whether the canonical path p is a .git directory or lies
+// in one. (Other protected names are not refused as root components:
+// Codex keeps its worktrees under ~/.codex.)
+func inGitDir(p string) bool {
+	for _, c := range strings.Split(p, "/") {
+		if c == ".git" {
+			return true
+		}
+	}
+	return false
 }
 
 // standardDevices are writable in every policy.
