@@ -54,12 +54,16 @@ func expandTilde(p string, home func() (string, error)) (string, error) {
 	return rustJoin(h, strings.TrimPrefix(strings.TrimPrefix(p, "~"), "/")), nil
 }
 
-// rustJoin joins a relative path to base the way Rust's Path::join does
-// (a separator is added only when base does not end with one); an empty
+// rustJoin joins a path to base the way Rust's Path::join does: an
+// absolute rel replaces base ("~//etc/x" is /etc/x for VT Code), a
+// separator is added only when base does not end with one, and an empty
 // rel leaves base unchanged.
 func rustJoin(base, rel string) string {
 	if rel == "" {
 		return base
+	}
+	if strings.HasPrefix(rel, "/") {
+		return rel
 	}
 	if strings.HasSuffix(base, "/") {
 		return base + rel

@@ -126,6 +126,7 @@ func TestExpandTilde(t *testing.T) {
 	home := func() (string, error) { return "/h", nil }
 	for in, want := range map[string]string{
 		"~": "/h", "~/": "/h", "~/.ssh": "/h/.ssh", "~/a/b": "/h/a/b", "~user": "~user", "/x/~": "/x/~", "a": "a", "": "",
+		"~//etc/x": "/etc/x", // Path::join: an absolute part replaces the home
 	} {
 		if got, err := expandTilde(in, home); err != nil || got != want {
 			t.Errorf("expandTilde(%q) = %q, %v; want %q", in, got, err, want)
