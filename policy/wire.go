@@ -3,10 +3,13 @@
 // translate into kernel objects.
 //
 // Decoding follows serde_json's behaviour for VT Code's Rust types field by
-// field (CONTRACT §5 and §9), with two deliberate differences, both fail-closed:
-// an unknown field is rejected (it would be a restriction this helper cannot
-// enforce), and the variants danger_full_access and external_sandbox are
-// rejected (running them would mean running with no sandbox at all).
+// field (CONTRACT §5 and §9), with three deliberate differences, all
+// fail-closed: an unknown field is rejected (it would be a restriction this
+// helper cannot enforce); the variants danger_full_access and
+// external_sandbox are rejected (running them would mean running with no
+// sandbox at all); and a struct written as a JSON array, which serde also
+// accepts ([1,2] for a ResourceLimits), is rejected (VT Code never writes
+// one).
 package policy
 
 // Kind names a SandboxPolicy variant, exactly as serde spells its tag.
