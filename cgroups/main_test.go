@@ -172,7 +172,7 @@ func delegatedHelper(args []string) int {
 		// The supervisor moved itself into a leaf so deleg could enable
 		// the controllers for its groups.
 		own, _ := os.ReadFile("/proc/self/cgroup")
-		if !strings.HasSuffix(strings.TrimSpace(string(own)), "/"+supervisorLeaf) {
+		if !strings.HasSuffix(strings.TrimSpace(string(own)), "/"+SupervisorLeaf) {
 			return fail("not moved into the leaf: %s", own)
 		}
 		if b, _ := os.ReadFile(g.Path() + "/pids.max"); strings.TrimSpace(string(b)) != "16" {

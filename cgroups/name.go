@@ -20,10 +20,11 @@ import (
 // differ. "<pid>-<start>-<random>" and "<pid>-<random>" (older names) are
 // parsed too.
 
-// supervisorLeaf is the cgroup a delegated supervisor moves itself into so
-// that its own cgroup may enable controllers (see New). It carries the
-// prefix but no pid, so CleanupStale never takes it for a sandbox.
-const supervisorLeaf = NamePrefix + "supervisor"
+// SupervisorLeaf is the name of the cgroup a delegated supervisor moves
+// itself into so that its own cgroup may enable controllers (see New). It
+// carries the prefix but no pid, so CleanupStale never takes it for a
+// sandbox.
+const SupervisorLeaf = NamePrefix + "supervisor"
 
 var self struct {
 	once  sync.Once

@@ -202,7 +202,7 @@ func (g *group) createV2(h *Host, lim Limits, opt Options, ctrls []string, name 
 		parent, top, shared = hier.Mount+"/"+DefaultV2Parent, hier.Mount, true
 	default:
 		own := hier.Own
-		if path.Base(own) == supervisorLeaf {
+		if path.Base(own) == SupervisorLeaf {
 			own = path.Dir(own) // moved there by an earlier New
 		}
 		if parent, err = hier.Dir(own); err != nil {

@@ -122,7 +122,7 @@ func defaultV2Parent(hier *Hierarchy) (string, error) {
 		return hier.Mount + "/" + DefaultV2Parent, nil
 	}
 	own := hier.Own
-	if path.Base(own) == supervisorLeaf {
+	if path.Base(own) == SupervisorLeaf {
 		own = path.Dir(own)
 	}
 	return hier.Dir(own)

@@ -174,11 +174,11 @@ func ownV2Dir(hier *Hierarchy, dir string) bool {
 }
 
 // moveSelfToLeaf moves this process (all its threads) from dir into
-// dir/<supervisorLeaf>, creating it if needed, so that dir may enable
+// dir/<SupervisorLeaf>, creating it if needed, so that dir may enable
 // controllers for its children. Only this process is moved: other processes
 // in dir are not ours to move.
 func moveSelfToLeaf(dir string) error {
-	leaf := dir + "/" + supervisorLeaf
+	leaf := dir + "/" + SupervisorLeaf
 	if err := mkdir(leaf); err != nil && !errors.Is(err, unix.EEXIST) {
 		return err
 	}

@@ -60,7 +60,7 @@ func cgroupsLive() cgroupFacts {
 // a delegated supervisor moves itself into (cgroups.New).
 func ownDir(hier *cgroups.Hierarchy) (string, error) {
 	own := hier.Own
-	if path.Base(own) == cgroups.NamePrefix+"supervisor" {
+	if path.Base(own) == cgroups.SupervisorLeaf {
 		own = path.Dir(own)
 	}
 	return hier.Dir(own)
