@@ -33,12 +33,8 @@ type options struct {
 	argv []string // PROGRAM ARGS...
 }
 
-// usageError is a bad command line: one line, exit 125.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+// usagef is a bad command line: one line, exit 125.
+func usagef(format string, a ...any) error { return fmt.Errorf(format, a...) }
 
 type optKind int
 
