@@ -32,14 +32,12 @@ type nsProbes struct {
 	privileged bool
 	user       nsAttempt // unprivileged only
 	mnt, net   nsAttempt
-	elapsed    time.Duration
 }
 
 // trueBinaries are tried in order for the child.
 var trueBinaries = []string{"/bin/true", "/usr/bin/true"}
 
 func probeNamespaces(privileged bool, timeout time.Duration) nsProbes {
-	start := time.Now()
 	p := nsProbes{privileged: privileged}
 	bin := ""
 	for _, b := range trueBinaries {
@@ -61,7 +59,6 @@ func probeNamespaces(privileged bool, timeout time.Duration) nsProbes {
 		run(&p.net, unix.CLONE_NEWUSER|unix.CLONE_NEWNET)
 	}
 	wg.Wait()
-	p.elapsed = time.Since(start)
 	return p
 }
 
