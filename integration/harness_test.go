@@ -9,6 +9,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -133,7 +135,10 @@ func run(t *testing.T, o runOpts, args ...string) result {
 	cmd.Dir = o.dir
 	cmd.ExtraFiles = o.extra
 	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + os.Getenv("HOME"), "LANG=C"}, o.env...)
-	cmd.WaitDelay = 5 * time.Second
+	// Long enough for a starved reader in a loaded TCG guest (100 helpers
+	// at once took a pipe's EOF past 5 s there); a copy of the pipes held
+	// on purpose outlives any delay, and is then listed (see below).
+	cmd.WaitDelay = 20 * time.Second
 	if o.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: o.cred}
 	}
@@ -146,6 +151,25 @@ func run(t *testing.T, o runOpts, args ...string) result {
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
+			if errors.Is(err, exec.ErrWaitDelay) {
+				// The helper exited but something still holds its
+				// stdout or stderr: list every process and its fds.
+				ents, _ := os.ReadDir("/proc")
+				for _, e := range ents {
+					if _, err := strconv.Atoi(e.Name()); err != nil {
+						continue
+					}
+					cl, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+					st, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+					fds, _ := os.ReadDir("/proc/" + e.Name() + "/fd")
+					var fl []string
+					for _, f := range fds {
+						l, _ := os.Readlink("/proc/" + e.Name() + "/fd/" + f.Name())
+						fl = append(fl, f.Name()+"="+l)
+					}
+					t.Logf("process %s %q %s fds %v", e.Name(), strings.ReplaceAll(string(cl), "\x00", " "), strings.Fields(string(st))[:5], fl)
+				}
+			}
 			t.Fatalf("running %v: %v", args, err)
 		}
 		code = ee.ExitCode()
