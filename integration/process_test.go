@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -123,7 +124,17 @@ func TestLeftoverDaemonKilled(t *testing.T) {
 // the helper reach the program, and the helper returns after it.
 func TestSignalsReachTheProgram(t *testing.T) {
 	w := newWorkspace(t)
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
+	sigs := []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT}
+	// Under nohup (or any parent that ignores them) these arrive ignored,
+	// the helper keeps them so for the program as exec would, and a shell
+	// cannot trap a signal ignored on entry. Caught here, they are reset
+	// to their defaults in the helper at exec.
+	caught := make(chan os.Signal, len(sigs))
+	for _, sig := range sigs {
+		signal.Notify(caught, sig)
+	}
+	defer signal.Stop(caught)
+	for _, sig := range sigs {
 		t.Run(sig.String(), func(t *testing.T) {
 			ready := filepath.Join(w.root, "src", "ready-"+fmt.Sprint(int(sig)))
 			// The program reports the signal it got by its exit status.
