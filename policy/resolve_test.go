@@ -27,7 +27,8 @@ func testSyscalls() fakeSyscalls {
 	}
 	for _, n := range []string{"clone", "clone3", "io_uring_setup", "io_uring_enter", "io_uring_register",
 		"ioctl", "open_by_handle_at", "socket", "prctl", "chmod",
-		"pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"} {
+		"pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "chroot",
+		"fanotify_init", "syslog", "clock_adjtime", "sethostname", "setdomainname", "vhangup", "pidfd_getfd", "quotactl_fd"} {
 		t[n] = true
 	}
 	t["umount"] = false

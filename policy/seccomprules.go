@@ -15,11 +15,13 @@ const (
 	opMaskedEq = "masked_eq"
 )
 
-// seccompRules fills Plan.Seccomp: first the profile's blocked_syscalls,
-// then the strict model's structural rules (namespaces, io_uring, terminal
-// injection, file handles, socket families), which log_only never relaxes.
-// Each rule compares an argument at most once: libseccomp refuses a rule
-// that compares the same argument twice, so ranges become several rules.
+// seccompRules fills Plan.Seccomp: first the profile's blocked_syscalls
+// (and the twins of a listed mount the strict model leaves open), then the
+// strict model's structural rules (namespaces, mounts, io_uring, terminal
+// injection and hang-up, file handles, calls that reach the host whatever
+// the namespaces, socket families), which log_only never relaxes. Each rule
+// compares an argument at most once: libseccomp refuses a rule that compares
+// the same argument twice, so ranges become several rules.
 func (r *resolver) seccompRules() error {
 	prof := r.in.Seccomp
 	sc := &r.plan.Seccomp
@@ -35,13 +37,16 @@ func (r *resolver) seccompRules() error {
 	}
 	// blocks records the syscalls a rule already fails unconditionally.
 	blocks := map[string]bool{}
+	logged := map[string]bool{}
 	listed := map[string]bool{}
+	listedAt := map[string]string{}
 	for i, name := range prof.BlockedSyscalls {
 		if listed[name] {
 			continue
 		}
 		listed[name] = true
 		at := "blocked_syscalls[" + strconv.Itoa(i) + "]"
+		listedAt[name] = at
 		native, known := r.in.Syscalls.Lookup(name)
 		switch {
 		case name == "" || !known:
@@ -56,9 +61,37 @@ func (r *resolver) seccompRules() error {
 			sc.Skipped = append(sc.Skipped, SkippedSyscall{Syscall: name, Why: at + ": log_only is true, but the strict model's rules for it still deny what they deny, so it is not logged"})
 		case prof.LogOnly:
 			sc.Rules = append(sc.Rules, SyscallRule{Syscall: name, Action: ActionLog, Why: at + ", logged and allowed because log_only is true"})
+			logged[name] = true
 		default:
 			sc.Rules = append(sc.Rules, SyscallRule{Syscall: name, Action: ActionErrno, Errno: "EPERM", Why: at})
 			blocks[name] = true
+		}
+	}
+
+	// A blocked call with an open twin is a hole. With allow_namespaces
+	// the strict model leaves the mount calls to the profile, and a
+	// profile that lists mount would still let a root caller's program
+	// fsmount and move_mount over (or away from) the masks: the twins go
+	// with mount, blocked or logged as it is.
+	if blocks["mount"] || logged["mount"] {
+		at := listedAt["mount"] + " (mount): "
+		for _, name := range mountTwins {
+			if listed[name] || restricted[name] {
+				continue // listed itself, or the strict model's rules stand
+			}
+			listed[name] = true
+			native, known := r.in.Syscalls.Lookup(name)
+			switch {
+			case !known:
+				return r.seccomp.err("", "the rule for "+quote(name)+", the twin of the listed mount, cannot be built: the syscall table (libseccomp) does not know the call")
+			case !native:
+				sc.Skipped = append(sc.Skipped, SkippedSyscall{Syscall: name, Why: at + name + " is its twin, but not a system call on this architecture"})
+			case logged["mount"]:
+				sc.Rules = append(sc.Rules, SyscallRule{Syscall: name, Action: ActionLog, Why: at + name + " changes mounts another way, logged and allowed because log_only is true"})
+			default:
+				sc.Rules = append(sc.Rules, eperm(name, at+name+" changes mounts another way, so it is blocked with mount"))
+				blocks[name] = true
+			}
 		}
 	}
 
@@ -135,21 +168,60 @@ func structuralRules(allowNamespaces bool, mode NetworkMode) []SyscallRule {
 		// The sandbox's own view of the filesystem is made of mounts: a
 		// program with CAP_SYS_ADMIN over it (root) must not be able to
 		// move, clone or peel them.
-		for _, s := range []string{"mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"} {
+		for _, s := range append([]string{"mount", "umount2"}, mountTwins...) {
 			rules = append(rules, eperm(s, "allow_namespaces is false: no mount operations (the sandbox's view is made of mounts)"))
 		}
+		rules = append(rules, eperm("chroot", "allow_namespaces is false: with CAP_SYS_CHROOT (a root caller's program) chroot swaps the root the sandbox gave for a directory of the program's choosing, as pivot_root would"))
 	}
 	for _, s := range []string{"io_uring_setup", "io_uring_enter", "io_uring_register"} {
 		rules = append(rules, eperm(s, "io_uring performs operations that seccomp never sees"))
 	}
+	// ioctl requests are ints: the kernel looks at the low 32 bits only,
+	// so the high ones are masked off rather than compared.
 	rules = append(rules,
 		eperm("ioctl", "TIOCSTI pushes input into the terminal, to be run outside the sandbox",
 			masked(1, 0xffffffff, unix.TIOCSTI)),
 		eperm("ioctl", "TIOCLINUX can inject input into a Linux console",
 			masked(1, 0xffffffff, unix.TIOCLINUX)),
+		eperm("ioctl", "TIOCCONS redirects the host's console output (kernel messages, /dev/console) to a terminal of the program's choosing (with CAP_SYS_ADMIN)",
+			masked(1, 0xffffffff, unix.TIOCCONS)),
+		eperm("ioctl", "TIOCVHANGUP hangs up a terminal as vhangup does, the one shared with the caller included: SIGHUP to the user's shell (with CAP_SYS_ADMIN)",
+			masked(1, 0xffffffff, unix.TIOCVHANGUP)),
+		eperm("ioctl", "USERFAULTFD_IOC_NEW on /dev/userfaultfd makes a userfaultfd without the userfaultfd call, which VT Code's list blocks",
+			masked(1, 0xffffffff, userfaultfdIocNew)),
 		eperm("open_by_handle_at", "with CAP_DAC_READ_SEARCH it opens files by handle, around path-based restrictions"),
 	)
+	for _, c := range hostCalls {
+		rules = append(rules, eperm(c.name, c.why))
+	}
 	return append(rules, socketRules(mode)...)
+}
+
+// mountTwins change the mount table another way than mount and umount2
+// (pivot_root moves the root mount, the rest is the new mount API).
+var mountTwins = []string{"pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"}
+
+// userfaultfdIocNew is USERFAULTFD_IOC_NEW, _IO(0xAA, 0x00) (linux/
+// userfaultfd.h; golang.org/x/sys has no constant). _IO's direction bits
+// differ between architectures (0 on x86 and arm, 1<<29 on mips, powerpc
+// and sparc): they are taken from BLKRRPART, _IO(0x12, 95).
+const userfaultfdIocNew = unix.BLKRRPART&^0xffff | 0xaa<<8
+
+// hostCalls reach what namespaces do not separate (the clock, the kernel
+// log, the host's names, the terminal shared with the caller, every open
+// of every file, other processes' fds, disk quotas): whatever the profile
+// lists, a program in the sandbox must not make them. Most need a
+// capability, which a root caller's program has; no compiler, git, node,
+// python, go or npm makes them.
+var hostCalls = []struct{ name, why string }{
+	{"fanotify_init", "with CAP_SYS_ADMIN a mark on a whole filesystem or mount hands the program an open fd of every file host processes open (around Landlock and the masks), and its permission events stall them"},
+	{"syslog", "reads the host's kernel log; with CAP_SYSLOG it clears it and changes the console log level"},
+	{"clock_adjtime", "adjusts the host's clock (with CAP_SYS_TIME): the twin of adjtimex, which VT Code's list blocks and which glibc's adjtimex() now reaches through clock_adjtime"},
+	{"sethostname", "renames the host (with CAP_SYS_ADMIN) wherever the sandbox has no UTS namespace of its own (Landlock-only mode)"},
+	{"setdomainname", "changes the host's NIS domain name (with CAP_SYS_ADMIN) wherever the sandbox has no UTS namespace of its own"},
+	{"vhangup", "hangs up the controlling terminal, shared with the caller: SIGHUP to the user's login shell and all on it (with CAP_SYS_TTY_CONFIG)"},
+	{"pidfd_getfd", "copies an open fd out of another process of the user's (the shell, ssh-agent, an editor): ptrace's fd theft without ptrace, which VT Code's list blocks"},
+	{"quotactl_fd", "changes the disk quotas of a host filesystem (with CAP_SYS_ADMIN): the twin of quotactl, which VT Code's list blocks"},
 }
 
 // inetFamilies are the IP socket families.

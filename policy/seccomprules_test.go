@@ -119,9 +119,10 @@ func TestSeccompStrictProfile(t *testing.T) {
 	wantNames := []string{
 		"clone(args)", "clone(args)", "clone(args)", "clone(args)", "clone(args)", "clone(args)", "clone(args)",
 		"clone3/errnoENOSYS",
-		"pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+		"pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "chroot",
 		"io_uring_setup", "io_uring_enter", "io_uring_register",
-		"ioctl(args)", "ioctl(args)", "open_by_handle_at",
+		"ioctl(args)", "ioctl(args)", "ioctl(args)", "ioctl(args)", "ioctl(args)", "open_by_handle_at",
+		"fanotify_init", "syslog", "clock_adjtime", "sethostname", "setdomainname", "vhangup", "pidfd_getfd", "quotactl_fd",
 		"socket(args)", "socket(args)",
 	}
 	if !reflect.DeepEqual(got, wantNames) {
@@ -188,6 +189,202 @@ func TestSeccompAlwaysRules(t *testing.T) {
 	}
 	if denies(rules, "ioctl", 0, unix.TIOCGWINSZ) || denies(rules, "ioctl", unix.TIOCSTI, 0) {
 		t.Error("harmless ioctl denied")
+	}
+}
+
+// TestSeccompHostCalls: what reaches the host whatever the namespaces is
+// denied under every profile, the most permissive and log_only included,
+// and the terminal, console and userfaultfd ioctls whatever the high bits.
+func TestSeccompHostCalls(t *testing.T) {
+	calls := []string{"fanotify_init", "syslog", "clock_adjtime", "sethostname", "setdomainname", "vhangup", "pidfd_getfd", "quotactl_fd"}
+	for _, prof := range []SeccompProfile{
+		StrictSeccompProfile(),
+		{BlockedSyscalls: []string{}, AllowNamespaces: true, AllowNetworkSockets: true},
+		{BlockedSyscalls: append([]string{"syslog"}, BlockedSyscalls...), AllowNamespaces: true, AllowNetworkSockets: true, LogOnly: true},
+	} {
+		modes := []NetworkMode{NetworkNone}
+		if prof.AllowNetworkSockets {
+			modes = append(modes, NetworkFull, NetworkAllowlist)
+		}
+		for _, mode := range modes {
+			sc := seccompPlan(t, prof, mode).Seccomp
+			for _, s := range calls {
+				if !denies(sc.Rules, s) {
+					t.Errorf("%+v %s: %s allowed", prof, mode, s)
+				}
+			}
+			for _, req := range []uint64{unix.TIOCCONS, unix.TIOCVHANGUP, userfaultfdIocNew, 1<<32 | unix.TIOCCONS, 0xdead<<48 | unix.TIOCVHANGUP, 1<<63 | userfaultfdIocNew} {
+				if !denies(sc.Rules, "ioctl", 1, req) {
+					t.Errorf("%+v: ioctl %#x allowed", prof, req)
+				}
+			}
+			// A listed host call under log_only is not logged: the
+			// strict model's rule stands.
+			for _, r := range sc.Rules {
+				if r.Syscall == "syslog" && r.Action != ActionErrno {
+					t.Errorf("syslog relaxed: %+v", r)
+				}
+			}
+		}
+	}
+	if userfaultfdIocNew != 0xaa00 && userfaultfdIocNew != 0x2000aa00 {
+		t.Errorf("USERFAULTFD_IOC_NEW %#x", userfaultfdIocNew)
+	}
+	// Every host call says what it would do.
+	for _, c := range hostCalls {
+		if len(c.why) < 40 {
+			t.Errorf("%s: reason %q", c.name, c.why)
+		}
+	}
+}
+
+// TestSeccompOrdinaryCallsAllowed: the strict model's twins stop at what
+// ordinary programs do. kcmp only compares (Mesa and libdrm compare their
+// own fds); TIOCSCTTY with 1 is what Go's SysProcAttr.Setctty and
+// util-linux's script pass for every new pty; process_madvise only advises;
+// name_to_handle_at hands out handles that only open_by_handle_at (denied)
+// can use.
+func TestSeccompOrdinaryCallsAllowed(t *testing.T) {
+	for _, prof := range []SeccompProfile{StrictSeccompProfile(), {BlockedSyscalls: []string{}, AllowNetworkSockets: true}} {
+		rules := seccompPlan(t, prof, NetworkNone).Seccomp.Rules
+		for _, s := range []string{"kcmp", "process_madvise", "name_to_handle_at", "inotify_init1", "fanotify_mark", "pidfd_open", "pidfd_send_signal",
+			"clock_gettime", "uname", "setsid", "chdir", "fchdir", "execve", "wait4", "prctl", "chmod"} {
+			if denies(rules, s) {
+				t.Errorf("%s denied", s)
+			}
+		}
+		for _, a := range [][]uint64{
+			{0, unix.TIOCSCTTY, 0}, {0, unix.TIOCSCTTY, 1}, {0, unix.TIOCGWINSZ}, {0, unix.TIOCSWINSZ}, {0, unix.TCGETS}, {0, unix.TCSETS},
+			{0, unix.TIOCGPGRP}, {0, unix.TIOCSPGRP}, {0, unix.TIOCOUTQ}, {0, unix.TIOCGSID}, {0, unix.TIOCEXCL}, {unix.TIOCCONS, 0}, {0, 0xaa01},
+		} {
+			if denies(rules, "ioctl", a...) {
+				t.Errorf("ioctl %#x denied", a)
+			}
+		}
+	}
+}
+
+// TestSeccompChroot: chroot goes with the mount calls: denied when
+// allow_namespaces is false (a root caller's program has CAP_SYS_CHROOT),
+// left alone with namespaces, where a program's own user namespace makes
+// it ordinary.
+func TestSeccompChroot(t *testing.T) {
+	if !denies(seccompPlan(t, StrictSeccompProfile(), NetworkNone).Seccomp.Rules, "chroot") {
+		t.Error("chroot allowed")
+	}
+	logging := StrictSeccompProfile()
+	logging.LogOnly = true
+	if !denies(seccompPlan(t, logging, NetworkNone).Seccomp.Rules, "chroot") {
+		t.Error("chroot allowed under log_only")
+	}
+	open := StrictSeccompProfile()
+	open.AllowNamespaces = true
+	if denies(seccompPlan(t, open, NetworkNone).Seccomp.Rules, "chroot") {
+		t.Error("chroot denied with allow_namespaces")
+	}
+}
+
+// TestSeccompMountTwins: with allow_namespaces the profile's mount carries
+// its twins (the new mount API, pivot_root) with it, blocked or logged as
+// mount is; without mount in the list they stay open; a twin that is
+// listed itself gets only its own rule.
+func TestSeccompMountTwins(t *testing.T) {
+	twins := []string{"pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"}
+	withNS := func(list []string, logOnly bool) []SyscallRule {
+		return seccompPlan(t, SeccompProfile{BlockedSyscalls: list, AllowNamespaces: true, LogOnly: logOnly}, NetworkNone).Seccomp.Rules
+	}
+
+	// VT Code's list with allow_namespaces: mount is blocked, so are its
+	// twins, right after the list.
+	rules := withNS(append([]string(nil), BlockedSyscalls...), false)
+	at := 29 // VT Code's list: 31 names, iopl twice, umount not native
+	if got := ruleNames(rules[at : at+len(twins)]); !reflect.DeepEqual(got, twins) {
+		t.Fatalf("twins %q", got)
+	}
+	for _, r := range rules[at : at+len(twins)] {
+		if r.Why != "blocked_syscalls[1] (mount): "+r.Syscall+" changes mounts another way, so it is blocked with mount" {
+			t.Errorf("%+v", r)
+		}
+	}
+	if denies(rules, "chroot") || denies(rules, "clone", unix.CLONE_NEWNS) {
+		t.Error("allow_namespaces: chroot or clone(CLONE_NEWNS) denied")
+	}
+
+	// Without mount in the list the mount API is the program's.
+	for _, r := range withNS([]string{"ptrace"}, false) {
+		if containsString(twins, r.Syscall) || r.Syscall == "mount" {
+			t.Errorf("rule %+v", r)
+		}
+	}
+
+	// log_only: logged with mount, never denied.
+	rules = withNS([]string{"mount"}, true)
+	if got := ruleNames(rules[:1+len(twins)]); !reflect.DeepEqual(got, append([]string{"mount/log"}, addSuffix(twins, "/log")...)) {
+		t.Fatalf("logged %q", got)
+	}
+	for _, r := range rules[1 : 1+len(twins)] {
+		if !strings.HasSuffix(r.Why, "logged and allowed because log_only is true") || denies(rules, r.Syscall) {
+			t.Errorf("%+v", r)
+		}
+	}
+
+	// A twin listed itself, before or after mount: its own rule only
+	// (a second unconditional one would be refused by libseccomp).
+	for _, list := range [][]string{{"fsmount", "mount"}, {"mount", "fsmount"}} {
+		n := 0
+		for _, r := range withNS(list, false) {
+			if r.Syscall == "fsmount" {
+				n++
+				if !strings.HasPrefix(r.Why, "blocked_syscalls[") || strings.Contains(r.Why, "(mount)") {
+					t.Errorf("%q: %+v", list, r)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%q: %d fsmount rules", list, n)
+		}
+	}
+
+	// Without namespaces the strict model's own rules cover the twins:
+	// none comes from the list.
+	for _, r := range seccompPlan(t, SeccompProfile{BlockedSyscalls: []string{"mount"}}, NetworkNone).Seccomp.Rules {
+		if strings.Contains(r.Why, "(mount)") {
+			t.Errorf("twin rule without namespaces: %+v", r)
+		}
+	}
+}
+
+func addSuffix(names []string, suffix string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n + suffix
+	}
+	return out
+}
+
+// TestSeccompMountTwinsTable: a twin of a listed mount that is not native
+// is skipped with the reason; one the table does not know is an error.
+func TestSeccompMountTwinsTable(t *testing.T) {
+	e := newTestEnv(t)
+	in := e.input(SandboxPolicy{Kind: KindReadOnly})
+	in.Seccomp = SeccompProfile{BlockedSyscalls: []string{"ptrace", "mount"}, AllowNamespaces: true}
+	table := testSyscalls()
+	table["fspick"] = false
+	in.Syscalls = table
+	sc := mustResolve(t, in).Seccomp
+	want := []SkippedSyscall{{Syscall: "fspick", Why: "blocked_syscalls[1] (mount): fspick is its twin, but not a system call on this architecture"}}
+	if !reflect.DeepEqual(sc.Skipped, want) {
+		t.Errorf("skipped %+v", sc.Skipped)
+	}
+	for _, r := range sc.Rules {
+		if r.Syscall == "fspick" {
+			t.Errorf("rule %+v", r)
+		}
+	}
+
+	delete(table, "fspick")
+	if got := resolveError(t, in); !strings.Contains(got, `"fspick", the twin of the listed mount, cannot be built`) {
+		t.Errorf("got %s", got)
 	}
 }
 
@@ -316,7 +513,9 @@ func TestSeccompUserBlockedStructural(t *testing.T) {
 			t.Errorf("redundant rule %+v", r)
 		}
 	}
-	if n := len(ruleNames(rules)); n != 3+7+3+8+1+10+1 { // listed, clone, io_uring, unshare, setns, mount API, open_by_handle_at
+	// listed, clone, io_uring, unshare, setns, mount API, chroot,
+	// open_by_handle_at, host calls
+	if n := len(ruleNames(rules)); n != 3+7+3+8+1+10+1+1+8 {
 		t.Errorf("%d rules: %q", n, ruleNames(rules))
 	}
 }
