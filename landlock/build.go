@@ -3,6 +3,8 @@ package landlock
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -72,4 +74,23 @@ func addPath(ruleset int, r Rule) error {
 		return fmt.Errorf("landlock: %s: add rule %s: %w", r.Path, access, err)
 	}
 	return nil
+}
+
+// DirRulesWithin returns the rules of s for directories at or beneath one of
+// dirs, each limited to the rights the ruleset handles: the rules a
+// directory mounted over after the ruleset was built (a private /proc or
+// /dev) needs again on the new mount, whose root is another inode.
+func (s *Spec) DirRulesWithin(dirs []string) []Rule {
+	var out []Rule
+	for _, r := range s.Rules {
+		for _, d := range dirs {
+			if r.Path == d || strings.HasPrefix(r.Path, d+"/") {
+				if st, err := os.Stat(r.Path); err == nil && st.IsDir() && r.Access&s.HandledFS != 0 {
+					out = append(out, Rule{Path: r.Path, Access: r.Access & s.HandledFS})
+				}
+				break
+			}
+		}
+	}
+	return out
 }

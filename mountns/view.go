@@ -48,6 +48,10 @@ type Options struct {
 	// Proxy, with Network, asks the child to listen on 127.0.0.1:Port in
 	// that namespace and send the socket over the unix socket FD.
 	Proxy *ProxyListener
+	// Isolate gives the program a process world of its own: PID, IPC, UTS
+	// and cgroup namespaces, an init as PID 1, a fresh /proc that shows
+	// only the namespace's processes, and a minimal /dev.
+	Isolate bool
 }
 
 // ProxyListener is where the proxy's listener is made and where it goes.
@@ -61,7 +65,12 @@ type View struct {
 	// Privileged repeats Options.Privileged.
 	Privileged     bool
 	NamespaceFlags uintptr
-	Ops            []spawn.Op
+	// UnshareFlags are made after the child joined its cgroup (a cgroup
+	// namespace rooted there); Init says the child is the PID namespace's
+	// init (spawn.Request.Init).
+	UnshareFlags uintptr
+	Init         bool
+	Ops          []spawn.Op
 	// Placeholders are names to create on the host before the run (and
 	// remove after it) so that a mount can cover them.
 	Placeholders []string
@@ -71,10 +80,22 @@ type View struct {
 	ReadOnly      []string    `json:"read_only"`
 	Narrowed      []Narrowing `json:"narrowed,omitempty"`
 
-	opts  Options    // what the view was built for
-	roots []string   // the Plan's writable roots
-	masks []spawn.Op // the mounts that deny, decided once by Build
+	opts    Options    // what the view was built for
+	exact   bool       // the filesystem view (Build), not only the isolation (Isolation)
+	roots   []string   // the Plan's writable roots
+	masks   []spawn.Op // the mounts that deny, decided once by Build
+	devices []string   // the device nodes of the private /dev, as found on the host
+	hostPts bool       // the host has a /dev/pts to bind
 }
+
+// Devices are the nodes of the program's /dev, bound from the host's when
+// they exist there: what bubblewrap's --dev gives. No block device, no
+// console, no kernel log, no memory device.
+var Devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// hiddenBy are the trees a private /proc and /dev replace: nothing of the
+// host's in them needs masking.
+var hiddenBy = []string{"/dev", "/proc"}
 
 // Narrowing is a name the program cannot create although the policy does
 // not deny it, because a denied path that does not exist yet lies beneath it.
@@ -91,7 +112,7 @@ const (
 
 // Build decides the view for p.
 func Build(p *policy.Plan, o Options) (*View, error) {
-	v := &View{Privileged: o.Privileged, opts: o}
+	v := &View{Privileged: o.Privileged, opts: o, exact: true}
 	for _, r := range p.Filesystem.WritableRoots {
 		v.roots = append(v.roots, r.Path)
 	}
@@ -107,10 +128,40 @@ func Build(p *policy.Plan, o Options) (*View, error) {
 	if err := v.decideMasks(p, o, inRoot); err != nil {
 		return nil, err
 	}
+	v.findDevices()
 	if err := v.assemble(); err != nil {
 		return nil, err
 	}
 	return v, nil
+}
+
+// Isolation decides a mount namespace that changes nothing of the
+// filesystem the program sees but /proc and /dev (o.Isolate), for the
+// Landlock-only filesystem mode: the process isolation without the exact
+// view.
+func Isolation(o Options) (*View, error) {
+	v := &View{Privileged: o.Privileged, opts: o}
+	v.findDevices()
+	if err := v.assemble(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// findDevices lists the Devices that exist on the host as character
+// devices, the ones the private /dev can bind.
+func (v *View) findDevices() {
+	if !v.opts.Isolate {
+		return
+	}
+	for _, d := range Devices {
+		var st unix.Stat_t
+		if unix.Stat("/dev/"+d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFCHR {
+			v.devices = append(v.devices, d)
+		}
+	}
+	var st unix.Stat_t
+	v.hostPts = unix.Stat("/dev/pts/ptmx", &st) == nil
 }
 
 // With returns the view with what exists only once the run is set up: a
@@ -131,11 +182,12 @@ func (v *View) With(tmp string, proxy *ProxyListener) (*View, error) {
 }
 
 // assemble writes the view's operations from its options and decisions:
-// namespaces, the read-only tree with the writable roots cloned back, then
-// the masks.
+// namespaces, the read-only tree with the writable roots cloned back, the
+// private /dev and /proc, then the masks.
 func (v *View) assemble() error {
 	o := v.opts
 	v.NamespaceFlags = unix.CLONE_NEWNS
+	v.UnshareFlags, v.Init = 0, false
 	v.Ops = nil
 	op := func(x spawn.Op) { v.Ops = append(v.Ops, x) }
 
@@ -144,6 +196,11 @@ func (v *View) assemble() error {
 		op(spawn.Op{Kind: spawn.OpWrite, A: "/proc/self/setgroups", B: "deny", Desc: "user namespace: setgroups deny"})
 		op(spawn.Op{Kind: spawn.OpWrite, A: "/proc/self/uid_map", B: fmt.Sprintf("%d %d 1", o.UID, o.UID), Desc: "user namespace: uid map"})
 		op(spawn.Op{Kind: spawn.OpWrite, A: "/proc/self/gid_map", B: fmt.Sprintf("%d %d 1", o.GID, o.GID), Desc: "user namespace: gid map"})
+	}
+	if o.Isolate {
+		v.NamespaceFlags |= unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
+		v.UnshareFlags = unix.CLONE_NEWCGROUP
+		v.Init = true
 	}
 	if o.Network {
 		v.NamespaceFlags |= unix.CLONE_NEWNET
@@ -158,18 +215,31 @@ func (v *View) assemble() error {
 	// Writable roots keep their own mount trees (with whatever was
 	// read-only in them still read-only): clone them before everything is
 	// made read-only, attach the clones back afterwards, shallowest first.
-	roots := outermost(append(append([]string(nil), v.roots...), o.ExtraWritable...))
-	if len(roots) > spawn.MaxSlots {
-		return fmt.Errorf("mountns: %d writable roots; at most %d can be mounted", len(roots), spawn.MaxSlots)
+	var roots []string
+	if v.exact {
+		roots = outermost(append(append([]string(nil), v.roots...), o.ExtraWritable...))
+	}
+	if n := len(v.devices) + 1; len(roots)+n > spawn.MaxSlots {
+		return fmt.Errorf("mountns: %d writable roots; at most %d can be mounted", len(roots), spawn.MaxSlots-n)
 	}
 	for i, r := range roots {
 		op(spawn.Op{Kind: spawn.OpOpenTree, FD: i, A: r, Desc: "clone writable root " + r})
 	}
-	op(spawn.Op{Kind: spawn.OpSetAttr, A: "/", FD: 1, Flags: mountAttrRdonly, Desc: "make everything read-only"})
+	if v.exact {
+		op(spawn.Op{Kind: spawn.OpSetAttr, A: "/", FD: 1, Flags: mountAttrRdonly, Desc: "make everything read-only"})
+	}
+	if o.Isolate {
+		v.privateDevAndProc(len(roots))
+	}
 	for i, r := range roots {
 		op(spawn.Op{Kind: spawn.OpMoveMount, FD: i, A: r, Desc: "writable root " + r})
 	}
-	v.Ops = append(v.Ops, v.masks...)
+	for _, m := range v.masks {
+		if o.Isolate && underAny(maskedPath(m), hiddenBy) {
+			continue // not in the private /dev or /proc at all
+		}
+		op(m)
+	}
 
 	// The working directory was looked up before the mounts: look it up
 	// again so that it is the new view's.
@@ -177,6 +247,62 @@ func (v *View) assemble() error {
 		op(spawn.Op{Kind: spawn.OpChdir, A: o.Cwd, Desc: "re-enter working directory " + o.Cwd})
 	}
 	return nil
+}
+
+// privateDevAndProc adds the operations that replace /dev with a tmpfs
+// holding only the host's Devices (bound, so that they stay the same
+// devices with the same Landlock rules), the host's devpts (the caller's
+// terminal keeps its name, so tty, ttyname and job control work as
+// outside; without it, a new devpts instance), a /dev/shm of its own and
+// the usual links, read-only; and /proc with a procfs of the child's PID
+// namespace, read-only as the rest of the view. Device mounts are cloned
+// into slots from slot on.
+func (v *View) privateDevAndProc(slot int) {
+	op := func(x spawn.Op) { v.Ops = append(v.Ops, x) }
+	const dirFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	for i, d := range v.devices {
+		op(spawn.Op{Kind: spawn.OpOpenTree, FD: slot + i, A: "/dev/" + d, Desc: "clone /dev/" + d})
+	}
+	ptsSlot := slot + len(v.devices)
+	if v.hostPts {
+		op(spawn.Op{Kind: spawn.OpOpenTree, FD: ptsSlot, A: "/dev/pts", Desc: "clone /dev/pts"})
+	}
+	op(spawn.Op{Kind: spawn.OpMount, A: "tmpfs", B: "/dev", C: "tmpfs", D: "mode=0755,size=64k,nr_inodes=64", Flags: dirFlags, Desc: "private /dev"})
+	for i, d := range v.devices {
+		op(spawn.Op{Kind: spawn.OpCreate, A: "/dev/" + d, Flags: 0o666, Desc: "create /dev/" + d})
+		op(spawn.Op{Kind: spawn.OpMoveMount, FD: slot + i, A: "/dev/" + d, Desc: "bind /dev/" + d})
+	}
+	op(spawn.Op{Kind: spawn.OpMkdir, A: "/dev/pts", Flags: 0o755, Desc: "create /dev/pts"})
+	if v.hostPts {
+		op(spawn.Op{Kind: spawn.OpMoveMount, FD: ptsSlot, A: "/dev/pts", Desc: "bind /dev/pts"})
+	} else {
+		op(spawn.Op{Kind: spawn.OpMount, A: "devpts", B: "/dev/pts", C: "devpts", D: "newinstance,ptmxmode=0666,mode=620",
+			Flags: unix.MS_NOSUID | unix.MS_NOEXEC, Desc: "private /dev/pts"})
+	}
+	op(spawn.Op{Kind: spawn.OpMkdir, A: "/dev/shm", Flags: 0o755, Desc: "create /dev/shm"})
+	op(spawn.Op{Kind: spawn.OpMount, A: "tmpfs", B: "/dev/shm", C: "tmpfs", D: "mode=1777,size=64m", Flags: dirFlags, Desc: "private /dev/shm"})
+	for _, l := range [][2]string{{"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"}} {
+		op(spawn.Op{Kind: spawn.OpSymlink, A: l[0], B: "/dev/" + l[1], Desc: "link /dev/" + l[1]})
+	}
+	op(spawn.Op{Kind: spawn.OpMount, B: "/dev", Flags: unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY | dirFlags, Desc: "make /dev read-only"})
+	op(spawn.Op{Kind: spawn.OpMount, A: "proc", B: "/proc", C: "proc", Flags: unix.MS_RDONLY | dirFlags, Desc: "private /proc"})
+}
+
+// maskedPath is the path a mask operation covers.
+func maskedPath(op spawn.Op) string {
+	if op.Kind == spawn.OpSetAttr {
+		return op.A
+	}
+	return op.B
+}
+
+func underAny(path string, dirs []string) bool {
+	for _, d := range dirs {
+		if policy.Within(path, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // decideMasks looks at each denied path and daemon socket on the host and

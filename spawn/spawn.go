@@ -34,25 +34,30 @@ type Step int
 
 // The child's steps, in order.
 const (
-	StepNone Step = iota
-	StepClone
-	StepCgroup
-	StepOp
-	StepRlimit
-	StepPdeathsig
-	StepFDs
-	StepNoNewPrivs
-	StepLandlock
-	StepSeccomp
-	StepSignals
-	StepExec
+	StepNone         Step = C.SE_STEP_NONE
+	StepClone        Step = C.SE_STEP_CLONE
+	StepCgroup       Step = C.SE_STEP_CGROUP
+	StepUnshare      Step = C.SE_STEP_UNSHARE
+	StepOp           Step = C.SE_STEP_OP
+	StepRlimit       Step = C.SE_STEP_RLIMIT
+	StepPdeathsig    Step = C.SE_STEP_PDEATHSIG
+	StepFDs          Step = C.SE_STEP_FDS
+	StepCapabilities Step = C.SE_STEP_CAPS
+	StepNoNewPrivs   Step = C.SE_STEP_NNP
+	StepLandlock     Step = C.SE_STEP_LANDLOCK
+	StepSeccomp      Step = C.SE_STEP_SECCOMP
+	StepSignals      Step = C.SE_STEP_SIGNALS
+	StepExec         Step = C.SE_STEP_EXEC
+	StepInit         Step = C.SE_STEP_INIT
 )
 
-var stepNames = [...]string{"", "clone", "cgroup", "setup", "rlimit", "pdeathsig", "fds", "no_new_privs", "landlock", "seccomp", "signals", "exec"}
+var stepNames = map[Step]string{StepNone: "", StepClone: "clone", StepCgroup: "cgroup", StepUnshare: "unshare", StepOp: "setup",
+	StepRlimit: "rlimit", StepPdeathsig: "pdeathsig", StepFDs: "fds", StepCapabilities: "capabilities", StepNoNewPrivs: "no_new_privs",
+	StepLandlock: "landlock", StepSeccomp: "seccomp", StepSignals: "signals", StepExec: "exec", StepInit: "init"}
 
 func (s Step) String() string {
-	if int(s) < len(stepNames) {
-		return stepNames[s]
+	if n, ok := stepNames[s]; ok {
+		return n
 	}
 	return fmt.Sprintf("step %d", int(s))
 }
@@ -79,6 +84,18 @@ const (
 	// namespace and sends the listening socket over the unix socket FD
 	// (see ReceiveFD): the supervisor serves it from outside.
 	OpListenSend OpKind = C.SE_OP_LISTEN_SEND
+	// OpMkdir makes the directory A with mode Flags; OpCreate the empty
+	// regular file A with mode Flags (something to mount a file on);
+	// OpSymlink makes B a symbolic link to A.
+	OpMkdir   OpKind = C.SE_OP_MKDIR
+	OpCreate  OpKind = C.SE_OP_CREATE
+	OpSymlink OpKind = C.SE_OP_SYMLINK
+	// OpLandlockRule adds a rule granting the Landlock rights Flags
+	// beneath the directory A to Request.RulesetFD, in the child's own
+	// view: for directories the mounts made new (a rule names an inode,
+	// and a mount over a directory hides the rules given to the one
+	// below). A missing A is skipped.
+	OpLandlockRule OpKind = C.SE_OP_LANDLOCK_RULE
 )
 
 // MaxSlots is the number of mount trees Ops can hold at once.
@@ -123,11 +140,38 @@ type Request struct {
 	JoinFDs []int
 	// NamespaceFlags are CLONE_NEW* flags for the child.
 	NamespaceFlags uintptr
+	// UnshareFlags are unshare(2) flags applied right after the cgroup
+	// joins (CLONE_NEWCGROUP: a cgroup namespace rooted at the run's
+	// cgroup).
+	UnshareFlags uintptr
+	// Init, with CLONE_NEWPID in NamespaceFlags, makes the child the init
+	// of the new PID namespace: it runs the setup steps, starts the
+	// program as its own child (PID 2), forwards to it the signals sent to
+	// the init from outside, reaps orphans, and exits when the program
+	// does, which ends everything left in the namespace. Process.Status
+	// then tells the program's own wait status.
+	Init bool
+	// DropCapabilities empties every capability set of the program and
+	// its bounding set, and sets and locks the securebits that stop a
+	// uid-0 program from regaining any (SECBIT_NOROOT,
+	// SECBIT_NO_SETUID_FIXUP, SECBIT_KEEP_CAPS off,
+	// SECBIT_NO_CAP_AMBIENT_RAISE).
+	DropCapabilities bool
+	// TakeForeground, with Init, says that TTY is a terminal whose
+	// foreground process group is the caller's: the program then leads a
+	// process group of its own and takes the terminal's foreground (a
+	// job-control shell in a PID namespace cannot name the caller's group,
+	// and fails when it restores it), and the init passes signals on to
+	// that group. Otherwise the program stays in the caller's process
+	// group. The caller gives the foreground back when the run ends.
+	TakeForeground bool
+	TTY            int
 	// Ops run in order after the cgroup joins.
 	Ops []Op
 
 	Rlimits []Rlimit
-	// Pdeathsig is sent to the child when the creating thread exits.
+	// Pdeathsig is sent to the child when the creating thread exits (the
+	// init always gets SIGKILL).
 	Pdeathsig syscall.Signal
 	// KeepFDs stay open across exec; every other fd above 2 is closed.
 	KeepFDs []int
@@ -145,11 +189,32 @@ type Request struct {
 
 // Process is a started child.
 type Process struct {
+	// Pid is the child's: the program's, or with Request.Init the init's.
 	Pid int
 	// PidFD is a pidfd for the child (close-on-exec), or -1 when the kernel
 	// could not give one. The caller owns it.
 	PidFD int
+
+	init *C.struct_se_init
 }
+
+// Status is the program's own wait status when the child was an init
+// (Request.Init) that saw the program end; ok is false otherwise (no init,
+// or the init itself was killed), and the child's status is the program's.
+// Call it once the child has been reaped.
+func (p *Process) Status() (status unix.WaitStatus, ok bool) {
+	if p.init == nil {
+		return 0, false
+	}
+	var st C.int
+	if C.se_init_status(p.init, &st) == 0 {
+		return 0, false
+	}
+	return unix.WaitStatus(st), true
+}
+
+// initStack is the init's stack: it calls nothing deep.
+const initStack = 32 << 10
 
 // Error is a failure of the child before its program ran.
 type Error struct {
@@ -230,6 +295,31 @@ func Start(req *Request) (*Process, error) {
 	r.join_fds = a.ints(req.JoinFDs)
 	r.njoin = C.int(len(req.JoinFDs))
 	r.ns_flags = C.ulong(req.NamespaceFlags)
+	r.unshare_flags = C.ulong(req.UnshareFlags)
+	r.fg_tty = -1
+	if req.Init && req.TakeForeground {
+		r.fg_tty = C.int(req.TTY)
+	}
+	if req.DropCapabilities {
+		r.drop_caps = 1
+	}
+	var init *C.struct_se_init
+	if req.Init {
+		if req.NamespaceFlags&unix.CLONE_NEWPID == 0 {
+			return nil, fmt.Errorf("spawn: an init needs CLONE_NEWPID")
+		}
+		// The init outlives this call: its stack and state live in a
+		// mapping that is never unmapped.
+		size := (initStack + int(C.sizeof_struct_se_init) + 4095) &^ 4095
+		base := C.se_guard_alloc(C.size_t(size))
+		if base == nil {
+			return nil, fmt.Errorf("spawn: out of memory")
+		}
+		init = (*C.struct_se_init)(unsafe.Add(base, initStack))
+		init.stack = base
+		init.stack_size = initStack
+		r.init = init
+	}
 	if len(req.Ops) > 0 {
 		ops := unsafe.Slice((*C.struct_se_op)(a.alloc(C.sizeof_struct_se_op*C.size_t(len(req.Ops)))), len(req.Ops))
 		for i, op := range req.Ops {
@@ -305,7 +395,7 @@ func Start(req *Request) (*Process, error) {
 	if pid < 0 {
 		return nil, &Error{Step: StepClone, Errno: syscall.Errno(-pid)}
 	}
-	p := &Process{Pid: int(pid), PidFD: int(r.pidfd)}
+	p := &Process{Pid: int(pid), PidFD: int(r.pidfd), init: init}
 	if r.used_clone3 == 0 {
 		p.PidFD = -1
 	}
@@ -335,9 +425,16 @@ func detail(req *Request, step Step, i int) string {
 		}
 	case StepCgroup:
 		return "join cgroup"
+	case StepCapabilities:
+		if i >= 0 && i < len(capSteps) {
+			return capSteps[i]
+		}
 	}
 	return ""
 }
+
+// capSteps name the parts of dropping capabilities, in order.
+var capSteps = []string{"securebits", "ambient set", "bounding set", "capset"}
 
 func rlimitName(r int) string {
 	switch r {

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #if !defined(__x86_64__)
@@ -30,6 +31,7 @@
 #define SE_CLOSE_RANGE_CLOEXEC (1U << 2)
 #define SE_NR_clone3 435
 #define SE_NR_close_range 436
+#define SE_NR_landlock_add_rule 445
 #define SE_NR_landlock_restrict_self 446
 #define SE_PR_SET_PDEATHSIG 1
 #define SE_PR_SET_NO_NEW_PRIVS 38
@@ -41,6 +43,15 @@
 #define SE_OPEN_TREE_CLONE 1
 #define SE_AT_RECURSIVE 0x8000
 #define SE_MOVE_MOUNT_F_EMPTY_PATH 0x4
+#define SE_PR_SET_DUMPABLE 4
+#define SE_PR_CAPBSET_DROP 24
+#define SE_PR_SET_SECUREBITS 28
+#define SE_PR_CAP_AMBIENT 47
+#define SE_PR_CAP_AMBIENT_CLEAR_ALL 4
+/* SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP, SECBIT_KEEP_CAPS off,
+ * SECBIT_NO_CAP_AMBIENT_RAISE, each with its _LOCKED bit. */
+#define SE_SECUREBITS_LOCKED_DOWN 0xef
+#define SE_LINUX_CAPABILITY_VERSION_3 0x20080522
 
 struct se_mount_attr {
 	uint64_t attr_set, attr_clr, propagation, userns_fd;
@@ -198,9 +209,44 @@ static long se_listen_send(int fd, unsigned short port)
 	return ret;
 }
 
-static int se_child(void *arg)
+/* se_drop_caps leaves the process no capability it could use or regain:
+ * securebits first (setting them needs CAP_SETPCAP), then the ambient and
+ * bounding sets, then the effective, permitted and inheritable sets. */
+static long se_drop_caps(int *which)
 {
-	struct se_req *r = arg;
+	struct {
+		uint32_t version;
+		int pid;
+	} hdr = {SE_LINUX_CAPABILITY_VERSION_3, 0};
+	struct {
+		uint32_t effective, permitted, inheritable;
+	} data[2];
+	*which = 0;
+	long ret = SYS2(SYS_prctl, SE_PR_SET_SECUREBITS, SE_SECUREBITS_LOCKED_DOWN);
+	if (ret < 0)
+		return ret;
+	*which = 1;
+	ret = SYS5(SYS_prctl, SE_PR_CAP_AMBIENT, SE_PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (ret < 0 && ret != -EINVAL) /* EINVAL: no ambient set (before 4.3) */
+		return ret;
+	*which = 2;
+	for (int cap = 0; cap < 64; cap++) {
+		ret = SYS2(SYS_prctl, SE_PR_CAPBSET_DROP, cap);
+		if (ret == -EINVAL)
+			break; /* past the kernel's last capability */
+		if (ret < 0)
+			return ret;
+	}
+	*which = 3;
+	memset(data, 0, sizeof data);
+	return SYS2(SYS_capset, &hdr, data);
+}
+
+/* se_setup runs the steps that give the child its place: the cgroup
+ * joins, a late unshare, the namespace and mount operations and the
+ * rlimits. */
+static void se_setup(struct se_req *r)
+{
 	long ret;
 	int i;
 
@@ -209,6 +255,11 @@ static int se_child(void *arg)
 		ret = SYS3(SYS_write, r->join_fds[i], "0", 1);
 		if (ret < 0)
 			se_fail(r, SE_STEP_CGROUP, i, ret);
+	}
+	if (r->unshare_flags) {
+		ret = SYS1(SYS_unshare, r->unshare_flags);
+		if (ret < 0)
+			se_fail(r, SE_STEP_UNSHARE, 0, ret);
 	}
 
 	for (i = 0; i < r->nops; i++) {
@@ -257,6 +308,34 @@ static int se_child(void *arg)
 		case SE_OP_LISTEN_SEND:
 			ret = se_listen_send(op->fd, (unsigned short)op->flags);
 			break;
+		case SE_OP_MKDIR:
+			ret = SYS3(SYS_mkdirat, AT_FDCWD, op->a, op->flags);
+			break;
+		case SE_OP_CREATE:
+			ret = SYS4(SYS_openat, AT_FDCWD, op->a, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, op->flags);
+			if (ret >= 0)
+				ret = SYS1(SYS_close, ret);
+			break;
+		case SE_OP_SYMLINK:
+			ret = SYS3(SYS_symlinkat, op->a, AT_FDCWD, op->b);
+			break;
+		case SE_OP_LANDLOCK_RULE: {
+			struct __attribute__((packed)) {
+				uint64_t allowed_access;
+				int32_t parent_fd;
+			} attr;
+			long fd = SYS4(SYS_openat, AT_FDCWD, op->a, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+			ret = fd;
+			if (fd == -ENOENT || fd == -ENOTDIR) {
+				ret = 0; /* not granting is the safe side */
+			} else if (fd >= 0) {
+				attr.allowed_access = op->flags;
+				attr.parent_fd = (int32_t)fd;
+				ret = SYS4(SE_NR_landlock_add_rule, r->ruleset_fd, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &attr, 0);
+				SYS1(SYS_close, fd);
+			}
+			break;
+		}
 		default:
 			ret = -EINVAL;
 		}
@@ -271,14 +350,24 @@ static int se_child(void *arg)
 		if (ret < 0)
 			se_fail(r, SE_STEP_RLIMIT, i, ret);
 	}
+}
 
-	if (r->pdeathsig) {
-		ret = SYS2(SYS_prctl, SE_PR_SET_PDEATHSIG, r->pdeathsig);
+/* se_program runs the program's own steps and execs it: fds, capabilities
+ * (unless an init dropped them already), no_new_privs, Landlock, seccomp,
+ * the signal state. clone3 says whether the clone that made this process
+ * cleared the signal handlers. */
+static __attribute__((noreturn)) void se_program(struct se_req *r, int clone3, int drop_caps)
+{
+	long ret;
+	int i;
+
+	if (r->init && r->fg_tty >= 0) {
+		int pgrp = (int)SYS0(SYS_getpid);
+		ret = SYS2(SYS_setpgid, 0, 0);
+		if (ret >= 0)
+			ret = SYS3(SYS_ioctl, r->fg_tty, TIOCSPGRP, &pgrp);
 		if (ret < 0)
-			se_fail(r, SE_STEP_PDEATHSIG, 0, ret);
-		/* The supervisor may have died before the prctl took effect. */
-		if (SYS0(SYS_getppid) != r->parent_pid)
-			se_fail(r, SE_STEP_PDEATHSIG, 1, -ESRCH);
+			se_fail(r, SE_STEP_SIGNALS, -2, ret);
 	}
 
 	/* Every fd above 2 closes at exec, except the ones kept on purpose: an
@@ -290,6 +379,13 @@ static int se_child(void *arg)
 		ret = SYS3(SYS_fcntl, r->keep_fds[i], F_SETFD, 0);
 		if (ret < 0)
 			se_fail(r, SE_STEP_FDS, i, ret);
+	}
+
+	if (drop_caps) {
+		int which;
+		ret = se_drop_caps(&which);
+		if (ret < 0)
+			se_fail(r, SE_STEP_CAPS, which, ret);
 	}
 
 	ret = SYS5(SYS_prctl, SE_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
@@ -321,7 +417,7 @@ static int se_child(void *arg)
 
 	/* Signal dispositions as the helper found them. clone3 cleared every
 	 * handler; the legacy clone did not, so reset them here. */
-	if (!r->used_clone3) {
+	if (!clone3) {
 		struct se_kernel_sigaction dfl = {0};
 		for (int s = 1; s <= 64; s++)
 			if (s != SIGKILL && s != SIGSTOP)
@@ -340,6 +436,123 @@ static int se_child(void *arg)
 	int which = 0;
 	ret = se_exec(r, &which);
 	se_fail(r, SE_STEP_EXEC, which, ret);
+}
+
+static long se_clone_call(long nr, long a, long b, long c, long d, long e,
+			  int (*fn)(void *), void *arg);
+
+static int se_program_main(void *arg)
+{
+	struct se_req *r = arg;
+	se_program(r, r->prog_clone3, 0); /* the init dropped them */
+}
+
+/* se_init_main is PID 1 of the program's PID namespace: see struct
+ * se_init. */
+static int se_init_main(struct se_req *r)
+{
+	struct se_init *g = r->init;
+	long ret, pid;
+
+	/* Tied to the supervisor's creating thread: should the supervisor die,
+	 * the init dies, and with it the whole namespace. A supervisor that
+	 * died before this took effect is seen below: the write to the ready
+	 * pipe, whose only reader it is, fails. */
+	ret = SYS2(SYS_prctl, SE_PR_SET_PDEATHSIG, SIGKILL);
+	if (ret < 0)
+		se_fail(r, SE_STEP_PDEATHSIG, 0, ret);
+	se_setup(r);
+	/* The supervisor's memory is shared with this process: nothing in the
+	 * namespace may read or write it through /proc (after the id maps,
+	 * which a non-dumpable process can no longer write). */
+	SYS2(SYS_prctl, SE_PR_SET_DUMPABLE, 0);
+	if (r->drop_caps) {
+		int which;
+		ret = se_drop_caps(&which);
+		if (ret < 0)
+			se_fail(r, SE_STEP_CAPS, which, ret);
+	}
+
+	/* The program, as PID 2, on the request's stack: this process waits
+	 * (CLONE_VFORK) until it has execed or failed. */
+	uintptr_t top = ((uintptr_t)r->stack + r->stack_size) & ~(uintptr_t)15;
+	struct se_clone_args args;
+	memset(&args, 0, sizeof args);
+	args.flags = CLONE_VM | CLONE_VFORK | SE_CLONE_CLEAR_SIGHAND;
+	args.exit_signal = SIGCHLD;
+	args.stack = (uint64_t)(uintptr_t)r->stack;
+	args.stack_size = (uint64_t)(top - (uintptr_t)r->stack);
+	r->prog_clone3 = 1;
+	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_program_main, r);
+	if (pid == -ENOSYS) {
+		r->prog_clone3 = 0;
+		pid = se_clone_call(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD, (long)top, 0, 0, 0, se_program_main, r);
+	}
+	if (pid < 0)
+		se_fail(r, SE_STEP_INIT, 0, pid);
+	if (r->fail_step != SE_STEP_NONE)
+		se_exit(125); /* the program's steps failed; it has exited */
+	g->prog_pid = (int)pid;
+	g->prog_group = r->fg_tty >= 0;
+	/* Out of the caller's process group, which the program stays in: a
+	 * signal sent to the group (a terminal's Ctrl-C, the caller's killpg)
+	 * reaches the program once, not again through this process. */
+	SYS2(SYS_setpgid, 0, 0);
+
+	char c = 'R';
+	int fd = g->ready_fd;
+	ret = SYS3(SYS_write, fd, &c, 1);
+	if (ret != 1)
+		se_exit(125); /* the supervisor is gone */
+	/* From here on the request is freed: only g and this stack. Nothing
+	 * of the supervisor's stays open here. */
+	SYS3(SE_NR_close_range, 0, ~0U, 0);
+
+	uint64_t all = ~0ULL;
+	for (;;) {
+		siginfo_t si;
+		long sig = SYS4(SYS_rt_sigtimedwait, &all, &si, 0, 8);
+		if (sig < 0)
+			continue;
+		if (sig == SIGCHLD) {
+			for (;;) {
+				int st = 0;
+				long w = SYS4(SYS_wait4, -1, &st, WNOHANG | __WALL, 0);
+				if (w <= 0)
+					break;
+				if (w == g->prog_pid) {
+					g->prog_status = st;
+					g->done = 1;
+					se_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+				}
+			}
+			continue;
+		}
+		/* Only what the supervisor (outside the namespace, so si_pid 0)
+		 * sends is passed on. */
+		if (si.si_pid == 0)
+			SYS2(SYS_kill, g->prog_group ? -g->prog_pid : g->prog_pid, sig);
+	}
+}
+
+static int se_child(void *arg)
+{
+	struct se_req *r = arg;
+	long ret;
+
+	if (r->init)
+		return se_init_main(r);
+
+	se_setup(r);
+	if (r->pdeathsig) {
+		ret = SYS2(SYS_prctl, SE_PR_SET_PDEATHSIG, r->pdeathsig);
+		if (ret < 0)
+			se_fail(r, SE_STEP_PDEATHSIG, 0, ret);
+		/* The supervisor may have died before the prctl took effect. */
+		if (SYS0(SYS_getppid) != r->parent_pid)
+			se_fail(r, SE_STEP_PDEATHSIG, 1, -ESRCH);
+	}
+	se_program(r, r->used_clone3, r->drop_caps);
 }
 
 /*
@@ -378,12 +591,26 @@ long se_spawn(struct se_req *r)
 	sigset_t all, old;
 	long pid;
 	int pidfd = -1;
-	uintptr_t top = ((uintptr_t)r->stack + r->stack_size) & ~(uintptr_t)15;
+	int ready[2] = {-1, -1};
+	void *stack = r->stack;
+	size_t stack_size = r->stack_size;
+	uint64_t wait_flag = CLONE_VFORK;
 
 	r->fail_step = SE_STEP_NONE;
 	r->fail_index = 0;
 	r->fail_errno = 0;
 	r->parent_pid = getpid();
+	if (r->init) {
+		/* The init lives on after this call: its own stack, and a pipe
+		 * instead of CLONE_VFORK to say when the program runs. */
+		if (pipe2(ready, O_CLOEXEC) < 0)
+			return -errno;
+		r->init->ready_fd = ready[1];
+		stack = r->init->stack;
+		stack_size = r->init->stack_size;
+		wait_flag = 0;
+	}
+	uintptr_t top = ((uintptr_t)stack + stack_size) & ~(uintptr_t)15;
 
 	/* No signal may reach the child while it still shares our handlers
 	 * and memory: block everything in this thread (the child inherits the
@@ -393,11 +620,11 @@ long se_spawn(struct se_req *r)
 
 	struct se_clone_args args;
 	memset(&args, 0, sizeof args);
-	args.flags = CLONE_VM | CLONE_VFORK | SE_CLONE_CLEAR_SIGHAND | SE_CLONE_PIDFD | r->ns_flags;
+	args.flags = CLONE_VM | wait_flag | SE_CLONE_CLEAR_SIGHAND | SE_CLONE_PIDFD | r->ns_flags;
 	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
 	args.exit_signal = SIGCHLD;
-	args.stack = (uint64_t)(uintptr_t)r->stack;
-	args.stack_size = (uint64_t)(top - (uintptr_t)r->stack);
+	args.stack = (uint64_t)(uintptr_t)stack;
+	args.stack_size = (uint64_t)(top - (uintptr_t)stack);
 	if (r->cgroup_fd >= 0) {
 		args.flags |= SE_CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)r->cgroup_fd;
@@ -409,12 +636,33 @@ long se_spawn(struct se_req *r)
 		 * the legacy call, with the handlers reset by the child. x86_64
 		 * argument order: flags, stack, parent_tid, child_tid, tls. */
 		r->used_clone3 = 0;
-		pid = se_clone_call(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD | (long)r->ns_flags,
+		pid = se_clone_call(SYS_clone, CLONE_VM | (long)wait_flag | SIGCHLD | (long)r->ns_flags,
 				    (long)top, 0, 0, 0, se_child, r);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, 0);
+	if (r->init) {
+		close(ready[1]);
+		if (pid > 0) {
+			/* 'R' once the program runs; EOF when the init exited
+			 * first, after a failed step. */
+			char c;
+			while (read(ready[0], &c, 1) < 0 && errno == EINTR)
+				;
+		}
+		close(ready[0]);
+	}
 	r->pidfd = pidfd;
 	return pid;
+}
+
+/* se_init_status reports the program's wait status as the init recorded
+ * it; 0 when it has none (the init itself was killed). */
+int se_init_status(struct se_init *g, int *status)
+{
+	if (!g->done)
+		return 0;
+	*status = g->prog_status;
+	return 1;
 }
 
 /*

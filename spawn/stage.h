@@ -23,12 +23,17 @@ enum se_step {
 	SE_STEP_RLIMIT,    /* prlimit */
 	SE_STEP_PDEATHSIG, /* PR_SET_PDEATHSIG, or the parent already gone */
 	SE_STEP_FDS,       /* close_range / keeping fds */
+	SE_STEP_CAPS,      /* securebits, ambient and bounding sets, capset */
 	SE_STEP_NNP,       /* PR_SET_NO_NEW_PRIVS */
 	SE_STEP_LANDLOCK,  /* landlock_restrict_self */
 	SE_STEP_SECCOMP,   /* seccomp(SECCOMP_SET_MODE_FILTER) */
 	SE_STEP_SIGNALS,   /* restoring signal dispositions and mask */
 	SE_STEP_EXEC,      /* execve of every candidate failed */
+	SE_STEP_UNSHARE,   /* unshare(unshare_flags) after the cgroup joins */
+	SE_STEP_INIT,      /* the namespace's init: starting the program */
 };
+
+struct se_init;
 
 /* Kinds of prepared operations (se_op.kind). */
 enum se_op_kind {
@@ -40,6 +45,10 @@ enum se_op_kind {
 	SE_OP_MOVE_MOUNT,  /* move_mount(slot[fd], "", a, MOVE_MOUNT_F_EMPTY_PATH) */
 	SE_OP_LO_UP,       /* bring the loopback interface of the child's network namespace up */
 	SE_OP_LISTEN_SEND, /* listen on 127.0.0.1:flags (TCP) and send the socket over the unix socket fd */
+	SE_OP_MKDIR,       /* mkdir(a, flags) */
+	SE_OP_CREATE,      /* create the empty regular file a (mode flags), to mount a file on */
+	SE_OP_SYMLINK,     /* symlink(a, b): b is a link to a */
+	SE_OP_LANDLOCK_RULE, /* add a rule granting flags beneath the directory a to the ruleset; a missing a is skipped */
 };
 
 #define SE_MAX_SLOTS 64
@@ -72,6 +81,12 @@ struct se_req {
 	const int *join_fds;    /* cgroup.procs fds to write "0" to */
 	int njoin;
 	unsigned long ns_flags; /* CLONE_NEW* flags for the child, or 0 */
+	/* unshare(2) flags applied right after the cgroup joins (a cgroup
+	 * namespace must be made once the child is in its cgroup), or 0. */
+	unsigned long unshare_flags;
+	/* Set: the child is the first process of a new PID namespace (see
+	 * struct se_init) and starts the program as its own child. */
+	struct se_init *init;
 
 	const struct se_op *ops;
 	int nops;
@@ -85,6 +100,15 @@ struct se_req {
 
 	const int *keep_fds;
 	int nkeep;
+
+	/* Set: the program keeps no capability (every set and the bounding
+	 * set empty, securebits set and locked). */
+	int drop_caps;
+	/* With an init: a terminal whose foreground process group the
+	 * program takes, leading a group of its own in its PID namespace
+	 * (the caller's group has no number there, and job-control shells
+	 * restore the foreground group they found); or -1. */
+	int fg_tty;
 
 	int ruleset_fd; /* Landlock ruleset, or -1 */
 	uint32_t ruleset_flags;
@@ -111,6 +135,24 @@ struct se_req {
 	/* Out: set by se_spawn. */
 	int pidfd;
 	int used_clone3;
+	int prog_clone3; /* the init's clone of the program used clone3 */
+};
+
+/* The init of a PID namespace: the child se_spawn starts is PID 1 there.
+ * It applies the namespace and mount steps, starts the program as PID 2,
+ * then only forwards the signals the supervisor sends it, reaps orphans,
+ * and exits when the program does (the kernel then kills whatever is left
+ * in the namespace), recording the program's wait status here. It shares
+ * the supervisor's memory but, once the program runs, touches only this
+ * struct and its stack, both mapped for it and never unmapped. */
+struct se_init {
+	void *stack;
+	size_t stack_size;
+	int ready_fd;              /* set by se_spawn: written once the program runs */
+	volatile int prog_pid;     /* the program's pid in the namespace */
+	int prog_group;            /* it leads its own process group: signals go to the group */
+	volatile int prog_status;  /* its wait status, once done */
+	volatile int done;
 };
 
 /* A guardian outlives a supervisor killed with SIGKILL and ends its
@@ -137,6 +179,10 @@ long se_guardian(struct se_guard *g, void *stack, size_t stack_size, void *boot_
  * itself failed. When it returns a pid, the child has either execed the
  * program or exited after setting fail_step. */
 long se_spawn(struct se_req *req);
+
+/* se_init_status reports the program's wait status as the init recorded
+ * it: 1 and *status set, or 0 when it recorded none. */
+int se_init_status(struct se_init *g, int *status);
 
 /* The state of the process before the Go runtime started (see stage.c). */
 void se_initial_state(sigset_t *mask, int *ignored, int max, int *nignored,

@@ -8,6 +8,8 @@ package supervisor
 
 import (
 	"fmt"
+
+	"golang.org/x/sys/unix"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -114,7 +116,63 @@ type Enforcement struct {
 	Landlock   LandlockReport   `json:"landlock"`
 	Seccomp    SeccompReport    `json:"seccomp"`
 	Cgroup     CgroupReport     `json:"cgroup"`
+	Process    ProcessReport    `json:"process"`
 	Timeout    string           `json:"timeout"`
+}
+
+// ProcessReport says what process world the program lives in: its own
+// namespaces and init, and the capabilities it keeps.
+type ProcessReport struct {
+	// Namespaces are the namespaces the program gets of its own
+	// ("pid", "ipc", "uts", "cgroup", "mount", "user", "network").
+	Namespaces []string `json:"namespaces"`
+	// Init is true when a small init is PID 1 of the program's PID
+	// namespace: it forwards signals, reaps, and its end ends the
+	// namespace (nothing the program starts outlives it).
+	Init bool `json:"init"`
+	// Proc and Dev say what the program's /proc and /dev are.
+	Proc string `json:"proc"`
+	Dev  string `json:"dev"`
+	// Capabilities says what the program keeps: none.
+	Capabilities string `json:"capabilities"`
+	// NotEnforced lists the process isolation this host cannot give.
+	NotEnforced []string `json:"not_enforced,omitempty"`
+}
+
+// noCapabilities is what every program keeps, as the reports say it.
+const noCapabilities = "none: effective, permitted, inheritable, ambient and bounding sets empty; SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP, SECBIT_NO_CAP_AMBIENT_RAISE set and SECBIT_KEEP_CAPS clear, each locked"
+
+// processReport describes the process world of a run that is isolated
+// (namespaces could be had) or not, with view's namespace flags.
+func processReport(isolated bool, flags uintptr, netns bool, why string) (ProcessReport, string) {
+	r := ProcessReport{Capabilities: noCapabilities}
+	if !isolated {
+		r.Namespaces = []string{}
+		r.Proc, r.Dev = "the host's", "the host's"
+		r.NotEnforced = []string{
+			"no PID namespace: the program sees every process on the host and can signal, renice and prlimit the user's other processes and its own supervisor",
+			"no IPC namespace: the program reaches the host's SysV IPC and POSIX message queues",
+			"no UTS namespace",
+			"no private /dev: device nodes are protected by file permissions alone",
+		}
+		return r, "no PID, IPC or UTS namespace and no private /dev (" + why + "): the program shares the host's process world and devices"
+	}
+	for _, n := range []struct {
+		flag uintptr
+		name string
+	}{{unix.CLONE_NEWPID, "pid"}, {unix.CLONE_NEWIPC, "ipc"}, {unix.CLONE_NEWUTS, "uts"}, {unix.CLONE_NEWNS, "mount"}, {unix.CLONE_NEWUSER, "user"}, {unix.CLONE_NEWNET, "network"}} {
+		if flags&n.flag != 0 {
+			r.Namespaces = append(r.Namespaces, n.name)
+		}
+	}
+	r.Namespaces = append(r.Namespaces, "cgroup")
+	if netns && flags&unix.CLONE_NEWNET == 0 {
+		r.Namespaces = append(r.Namespaces, "network")
+	}
+	r.Init = true
+	r.Proc = "private: a procfs of the program's PID namespace, read-only"
+	r.Dev = "private: a read-only tmpfs with " + strings.Join(mountns.Devices, ", ") + " (where the host has them), pts (the host's, for the caller's terminal), ptmx, shm (empty, its own), fd, stdin, stdout, stderr; no block, memory, console or kernel-log device"
+	return r, ""
 }
 
 // LandlockReport is the Landlock part of Enforcement.
@@ -190,6 +248,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	isolated := fs.namespaces.OK
 	fs.PrivateTmp = needsPrivateTmp(p)
 	pr.fs = fs
 	exact := fs.Mode == FSExact
@@ -206,16 +265,28 @@ func Prepare(cfg Config) (*Prepared, error) {
 		pr.View = view
 		fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = view.Masked, view.ReadOnly, view.Placeholders, view.Narrowed
 		nw.MaskedSockets = view.MaskedSockets
+	} else if isolated {
+		view, err := mountns.Isolation(pr.viewOptions())
+		if err != nil {
+			return nil, err
+		}
+		pr.View = view
 	}
+	var nsFlags uintptr
+	if pr.View != nil {
+		nsFlags = pr.View.NamespaceFlags
+	}
+	proc, procDegraded := processReport(isolated, nsFlags, nw.netns, fs.namespaces.Why)
 	// In exact mode the mounts enforce the read side; Landlock need only
 	// handle it where the program could clone a mount around a mask:
 	// as root with the mount system calls allowed (allow_namespaces).
-	readsByMounts := exact && (!fs.privileged || !p.Seccomp.AllowNamespaces)
+	readsByMounts := exact && (!fs.namespaces.Privileged || !p.Seccomp.AllowNamespaces)
 	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts, LogDenials: cfg.LogDenials})
 	if err != nil {
 		return nil, err
 	}
 	pr.Landlock = spec
+	gaps := coveredGaps(spec.Gaps, isolated, nw.netns)
 	var boundary []string
 	for _, g := range spec.Gaps {
 		if g.WriteBoundary {
@@ -224,6 +295,9 @@ func Prepare(cfg Config) (*Prepared, error) {
 	}
 	if fs.degraded != "" {
 		boundary = append(boundary, fs.degraded)
+	}
+	if procDegraded != "" {
+		boundary = append(boundary, procDegraded)
 	}
 	if len(boundary) > 0 {
 		if !cfg.AllowDegraded {
@@ -275,7 +349,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 			Scoped:      landlock.ScopeNames(spec.Scoped),
 			Rules:       len(spec.Rules) + len(spec.Ports),
 			Narrowed:    spec.Narrowed,
-			NotEnforced: spec.Gaps,
+			NotEnforced: gaps,
 		},
 		Seccomp: SeccompReport{
 			Rules:           prog.Rules,
@@ -287,9 +361,30 @@ func Prepare(cfg Config) (*Prepared, error) {
 			Observed:        prog.Notify,
 		},
 		Cgroup:  cgReport,
+		Process: proc,
 		Timeout: fmt.Sprintf("%d s wall clock for the whole tree (SIGTERM, %s grace, SIGKILL; exit 124)", p.Limits.TimeoutSeconds, grace(cfg)),
 	}
 	return pr, nil
+}
+
+// coveredGaps returns Landlock's gaps with what another layer covers said
+// in each: without signal scoping (ABI < 6), no process outside the PID
+// namespace can be named, so none can be signalled; abstract unix sockets
+// are per network namespace.
+func coveredGaps(gaps []landlock.Gap, pidns, netns bool) []landlock.Gap {
+	out := make([]landlock.Gap, 0, len(gaps))
+	for _, g := range gaps {
+		if g.Right == "scope" && pidns {
+			g.Effect = "no Landlock scoping: signals are covered by the PID namespace (no process outside it can be named)"
+			if netns {
+				g.Effect += ", abstract unix sockets by the network namespace"
+			} else {
+				g.Effect += "; abstract unix sockets outside the sandbox are reachable"
+			}
+		}
+		out = append(out, g)
+	}
+	return out
 }
 
 // withStateProtected returns p with the helper's state directory (the
@@ -321,14 +416,21 @@ func withStateProtected(p *policy.Plan) *policy.Plan {
 // dir and the proxy's listener are added when the run is set up
 // (mountns.View.With).
 func (pr *Prepared) viewOptions() mountns.Options {
-	return mountns.Options{Privileged: pr.fs.privileged, UID: os.Getuid(), GID: os.Getgid(), Cwd: pr.cfg.Cwd,
-		Sockets: mountns.UnixSockets(), Network: pr.net.netns}
+	o := mountns.Options{Privileged: pr.fs.namespaces.Privileged, UID: os.Getuid(), GID: os.Getgid(), Cwd: pr.cfg.Cwd,
+		Network: pr.net.netns, Isolate: pr.fs.namespaces.OK}
+	if pr.fs.Mode == FSExact {
+		o.Sockets = mountns.UnixSockets()
+	}
+	return o
 }
 
 // fsChoice is the filesystem mode decided for a run.
 type fsChoice struct {
 	FilesystemReport
-	privileged bool
+	// namespaces says whether the child can have namespaces of its own
+	// (whatever the filesystem mode), and whether it needs a user
+	// namespace for them.
+	namespaces mountns.Availability
 	// degraded is set when the mode leaves part of the write boundary
 	// unenforced and nobody chose that explicitly.
 	degraded string
@@ -346,19 +448,20 @@ func chooseFS(cfg Config) (fsChoice, error) {
 	switch mode {
 	case FSLandlock:
 		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSLandlock, Why: "--fs-mode landlock",
-			NotEnforced: []string{metadataGap}}}, nil
+			NotEnforced: []string{metadataGap}}, namespaces: avail}, nil
 	case FSExact:
 		if !avail.OK {
 			return fsChoice{}, &RefusedError{Reason: "refusing to run: --fs-mode exact needs a mount namespace: " + avail.Why}
 		}
-		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSExact, Why: "--fs-mode exact; " + avail.Why}, privileged: avail.Privileged}, nil
+		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSExact, Why: "--fs-mode exact; " + avail.Why}, namespaces: avail}, nil
 	case FSAuto:
 		if avail.OK {
-			return fsChoice{FilesystemReport: FilesystemReport{Mode: FSExact, Why: avail.Why}, privileged: avail.Privileged}, nil
+			return fsChoice{FilesystemReport: FilesystemReport{Mode: FSExact, Why: avail.Why}, namespaces: avail}, nil
 		}
 		return fsChoice{
 			FilesystemReport: FilesystemReport{Mode: FSLandlock, Why: "no mount namespace: " + avail.Why, NotEnforced: []string{metadataGap}},
 			degraded:         "no mount namespace (" + avail.Why + "), and Landlock alone does not stop " + metadataGap + " (--fs-mode landlock accepts that)",
+			namespaces:       avail,
 		}, nil
 	}
 	return fsChoice{}, fmt.Errorf("--fs-mode: %q is not one of auto, exact, landlock", mode)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -82,7 +83,7 @@ type CgroupResult struct {
 }
 
 // forwarded are the signals passed on to the program.
-var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2}
+var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
 
 // Run builds the kernel objects for pr, starts the program and supervises
 // it until it and everything it started are gone.
@@ -373,10 +374,12 @@ func (s *session) supervise() Result {
 		CgroupFD:      -1,
 		Pdeathsig:     unix.SIGKILL,
 		KeepFDs:       cfg.KeepFDs,
-		RulesetFD:     s.rulesetFD,
-		NotifySock:    s.notifySock,
-		RulesetFlags:  s.spec.RestrictFlags,
-		BPF:           s.pr.Seccomp.BPF,
+		// Whatever the caller had, the program has none.
+		DropCapabilities: true,
+		RulesetFD:        s.rulesetFD,
+		NotifySock:       s.notifySock,
+		RulesetFlags:     s.spec.RestrictFlags,
+		BPF:              s.pr.Seccomp.BPF,
 	}
 	if s.group != nil {
 		req.CgroupFD = s.group.CloneIntoFD()
@@ -388,7 +391,20 @@ func (s *session) supervise() Result {
 	}
 	if s.view != nil {
 		req.NamespaceFlags = s.view.NamespaceFlags
+		req.UnshareFlags = s.view.UnshareFlags
+		req.Init = s.view.Init
 		req.Ops = s.view.Ops
+		if tty, ok := foregroundTTY(); ok && req.Init {
+			req.TakeForeground, req.TTY = true, tty
+			defer giveForegroundBack(tty)
+		}
+		if s.view.Init && s.rulesetFD >= 0 {
+			// The private /proc and /dev are new inodes: the rules given
+			// to the host's are given to them again.
+			for _, r := range s.spec.DirRulesWithin([]string{"/dev", "/proc"}) {
+				req.Ops = append(req.Ops, spawn.Op{Kind: spawn.OpLandlockRule, A: r.Path, Flags: uintptr(r.Access), Desc: "landlock rule for the private " + r.Path})
+			}
+		}
 	}
 	for _, l := range s.rlimits {
 		req.Rlimits = append(req.Rlimits, spawn.Rlimit{Resource: l.Resource, Cur: l.Cur, Max: l.Max})
@@ -407,6 +423,9 @@ func (s *session) supervise() Result {
 	reaper := newReaper(proc.Pid)
 	go reaper.loop()
 	t := &tree{self: os.Getpid(), group: s.group, reaped: reaper.done}
+	if req.Init {
+		t.init, t.initFD = proc.Pid, proc.PidFD
+	}
 
 	if err == nil {
 		if err = s.observe(); err != nil {
@@ -467,6 +486,9 @@ func (s *session) supervise() Result {
 
 	// The program is gone: nothing it started may run on.
 	s.timed("tree ended", t.end)
+	if st, ok := proc.Status(); ok {
+		status = st // the init's program: its own status, not the init's
+	}
 
 	res := Result{Started: true}
 	switch {
@@ -531,13 +553,29 @@ func forward(pid int, sig syscall.Signal) bool {
 // inForeground reports whether this process's group is the foreground group
 // of the terminal on one of its standard fds.
 func inForeground() bool {
+	_, ok := foregroundTTY()
+	return ok
+}
+
+// foregroundTTY returns the first standard fd that is a terminal, and
+// whether this process's group is that terminal's foreground group.
+func foregroundTTY() (int, bool) {
 	pgrp := unix.Getpgrp()
 	for fd := 0; fd < 3; fd++ {
 		if fg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil {
-			return fg == pgrp
+			return fd, fg == pgrp
 		}
 	}
-	return false
+	return -1, false
+}
+
+// giveForegroundBack makes this process's group the foreground group of
+// tty again, after a program that took it ended. SIGTTOU, which a
+// background group gets for that, is ignored for the call.
+func giveForegroundBack(tty int) {
+	signal.Ignore(unix.SIGTTOU)
+	defer signal.Reset(unix.SIGTTOU)
+	_ = unix.IoctlSetPointerInt(tty, unix.TIOCSPGRP, unix.Getpgrp())
 }
 
 // reaper waits for every child of the supervisor: the program, and the
@@ -571,18 +609,33 @@ func (r *reaper) loop() {
 
 // tree is the sandbox's process tree: the supervisor's descendants (as a
 // child subreaper it inherits every orphan), all in its cgroup where it has
-// one.
+// one. With a PID namespace, its init is the one child, and the rest of the
+// tree dies with it.
 type tree struct {
 	self   int
 	group  cgroups.Group
 	reaped <-chan struct{} // closed when the supervisor has no child left
+	init   int             // the PID namespace's init, or 0
+	initFD int             // its pidfd, opened at its start, or -1
 }
 
-// signal sends sig to every process of the tree.
-func (t *tree) signal(sig unix.Signal) { signalAll(descendants(t.self), sig) }
+// signal sends sig to every process of the tree but the init, which would
+// pass it on to the program a second time.
+func (t *tree) signal(sig unix.Signal) {
+	pids := descendants(t.self)
+	if t.init != 0 {
+		pids = slices.DeleteFunc(pids, func(p int) bool { return p == t.init })
+	}
+	signalAll(pids, sig)
+}
 
-// kill SIGKILLs the whole tree.
+// kill SIGKILLs the whole tree: through the init's pidfd first (its end
+// ends the namespace), which needs no file to be opened, so no limit the
+// program set on the supervisor can stop it.
 func (t *tree) kill() {
+	if t.init != 0 && t.initFD >= 0 {
+		_ = unix.PidfdSendSignal(t.initFD, unix.SIGKILL, nil, 0)
+	}
 	if t.group != nil && t.group.Kill() == nil {
 		return
 	}

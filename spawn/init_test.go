@@ -1,0 +1,126 @@
+package spawn
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// initRequest runs script as PID 2 of a new PID namespace with its own
+// /proc, with the init as PID 1, writing to the kept fd of the file it
+// returns.
+func initRequest(t *testing.T, script string) (*Request, *os.File) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root: a PID and mount namespace without a user namespace")
+	}
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	fd := strconv.Itoa(int(f.Fd()))
+	return &Request{
+		Paths: []string{"/bin/sh"}, Argv: []string{"sh", "-c", "exec >&" + fd + "; " + script}, Env: []string{"PATH=/usr/bin:/bin"},
+		KeepFDs:        []int{int(f.Fd())},
+		NamespaceFlags: unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
+		UnshareFlags:   unix.CLONE_NEWCGROUP,
+		Init:           true, DropCapabilities: true,
+		Ops: []Op{
+			{Kind: OpMount, B: "/", Flags: unix.MS_REC | unix.MS_PRIVATE, Desc: "make / private"},
+			{Kind: OpMount, A: "proc", B: "/proc", C: "proc", Flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, Desc: "proc"},
+		},
+		CgroupFD: -1, RulesetFD: -1, NotifySock: -1,
+	}, f
+}
+
+func TestInitRunsProgramAsPID2(t *testing.T) {
+	req, f := initRequest(t, `echo "pid $$ ppid $PPID"; ls /proc | grep -c '^[0-9]'; grep -E '^Cap(Eff|Prm|Inh|Bnd|Amb)' /proc/self/status; exit 3`)
+	p, err := Start(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p.PidFD)
+	var st unix.WaitStatus
+	if _, err := unix.Wait4(p.Pid, &st, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	prog, ok := p.Status()
+	if !ok || prog.ExitStatus() != 3 || st.ExitStatus() != 3 {
+		t.Fatalf("program status %v (recorded %v), init status %v: want exit 3", prog, ok, st)
+	}
+	b, _ := os.ReadFile(f.Name())
+	out := string(b)
+	if !strings.HasPrefix(out, "pid 2 ppid 1\n") {
+		t.Fatalf("output %q: want the program as PID 2, child of the init", out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	// ls itself, the shell and the init: only the namespace's processes.
+	if n, _ := strconv.Atoi(lines[1]); n < 2 || n > 4 {
+		t.Fatalf("%s processes in /proc: want only the namespace's (output %q)", lines[1], out)
+	}
+	caps := lines[2:]
+	if len(caps) != 5 {
+		t.Fatalf("capability lines %q", caps)
+	}
+	for _, c := range caps {
+		if !strings.HasSuffix(c, "0000000000000000") {
+			t.Errorf("%s: want no capability", c)
+		}
+	}
+}
+
+func TestInitProgramKilledBySignal(t *testing.T) {
+	req, _ := initRequest(t, `kill -TERM $$`)
+	p, err := Start(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p.PidFD)
+	var st unix.WaitStatus
+	if _, err := unix.Wait4(p.Pid, &st, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	prog, ok := p.Status()
+	if !ok || !prog.Signaled() || prog.Signal() != unix.SIGTERM {
+		t.Fatalf("program status %v (recorded %v): want killed by SIGTERM", prog, ok)
+	}
+}
+
+func TestInitForwardsSignalsAndEndsTheNamespace(t *testing.T) {
+	// A daemon that outlives the shell must not outlive the init.
+	req, f := initRequest(t, `setsid sleep 1000 & echo $! ; trap 'echo got-usr1; exit 9' USR1; echo ready; while :; do sleep 0.05; done`)
+	p, err := Start(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p.PidFD)
+	for i := 0; i < 200; i++ {
+		if b, _ := os.ReadFile(f.Name()); strings.Contains(string(b), "ready") {
+			break
+		}
+		unix.Nanosleep(&unix.Timespec{Nsec: 20e6}, nil)
+	}
+	if err := unix.Kill(p.Pid, unix.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.WaitStatus
+	if _, err := unix.Wait4(p.Pid, &st, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	prog, ok := p.Status()
+	b, _ := os.ReadFile(f.Name())
+	if !ok || prog.ExitStatus() != 9 || !strings.Contains(string(b), "got-usr1") {
+		t.Fatalf("program status %v (recorded %v), output %q: want the forwarded SIGUSR1 handled, exit 9", prog, ok, b)
+	}
+	// The init is reaped only once its namespace is empty: no sleep 1000.
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if cl, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(cl) == "sleep\x001000\x00" {
+			t.Fatalf("the daemon (pid %s) outlived the namespace", e.Name())
+		}
+	}
+}
