@@ -89,6 +89,27 @@ type Group interface {
 	// WaitEmpty returns when no process is left in the group (cgroup.events
 	// "populated 0" on v2; an empty cgroup.procs on v1), or ctx's error.
 	WaitEmpty(ctx context.Context) error
+	// OOMKilled returns a channel that is closed once the kernel has
+	// OOM-killed a process of the group: the group's oom_kill count
+	// (memory.oom_control on v1, added up over the group's child cgroups;
+	// memory.events on v2) went above 0. A
+	// process stalled at the limit, or an OOM that found no victim, does
+	// not count. On v1 the kernel kills only the process it picked, and a
+	// parent that waits for it runs on: end the group (Kill) when the
+	// channel is closed. On v2 memory.oom.group has killed the whole group
+	// already; the channel is closed there too.
+	//
+	// The first call sets the watch up (v1: an eventfd registered in
+	// cgroup.event_control for memory.oom_control; v2: an inotify watch on
+	// memory.events) with one goroutine parked in the runtime poller; New
+	// does none of it. Later calls return the same channel. A kill counted
+	// before the call closes the channel at once. The channel is nil (never
+	// ready) when the group has no memory controller (no memory limit on a
+	// hybrid or v1 host). Remove ends the watch: a channel not closed by
+	// then never is. An error (a kernel before 4.13, which counts no OOM
+	// kills; a removed group) leaves the group as it was. Safe for
+	// concurrent use.
+	OOMKilled() (<-chan struct{}, error)
 	// Remove removes every cgroup directory this Group created. It fails if a
 	// process is still inside. Idempotent.
 	Remove() error

@@ -29,8 +29,9 @@ type group struct {
 	made []string
 
 	mu      sync.Mutex
-	closed  bool     // fds closed
-	pending []string // group directories not removed yet
+	closed  bool      // fds closed
+	pending []string  // group directories not removed yet
+	oom     *oomWatch // made by the first OOMKilled
 }
 
 func (g *group) Mode() Mode { return g.mode }
@@ -142,10 +143,10 @@ func (g *group) WaitEmpty(ctx context.Context) error {
 	})
 }
 
-// Remove closes the fds, removes the group directories (child cgroups a
-// nested supervisor left first) and then the parents New created that are
-// now empty. A directory that still holds a process stays, with a
-// *BusyError; a later Remove tries again.
+// Remove closes the fds and ends the OOM watch, removes the group
+// directories (child cgroups a nested supervisor left first) and then the
+// parents New created that are now empty. A directory that still holds a
+// process stays, with a *BusyError; a later Remove tries again.
 func (g *group) Remove() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -160,6 +161,9 @@ func (g *group) Remove() error {
 			unix.Close(fd)
 		}
 		g.joinFDs = nil
+		if g.oom != nil {
+			g.oom.close()
+		}
 	}
 	left := g.pending[:0]
 	for _, d := range g.pending {

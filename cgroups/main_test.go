@@ -82,13 +82,38 @@ func helperMain(name string) int {
 		fmt.Fprintln(os.Stderr, "helper: exec:", err)
 		return 3
 	case "hog": // allocate and touch 300 MB
-		fmt.Println("allocating")
-		b := make([]byte, 300<<20)
-		for i := 0; i < len(b); i += 4096 {
-			b[i] = 1
+		return hog()
+	case "oomparent": // argv carries the tag: run an oomchild, say when and how it ended, then sleep
+		exe, err := os.Executable()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 3
 		}
-		fmt.Println("survived", len(b))
+		c := exec.Command(exe)
+		c.Env = append(os.Environ(), envHelper+"=oomchild", envNJoin+"=0")
+		c.Stdout, c.Stderr = os.Stdout, os.Stderr
+		err = c.Run()
+		fmt.Printf("child ended %d %v\n", time.Now().UnixNano(), err)
+		time.Sleep(1000 * time.Second)
 		return 0
+	case "oomchild": // the OOM killer's first choice (oom_score_adj 1000), then hog
+		if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 3
+		}
+		return hog()
+	case "nestedhog": // wait (10 s at most) to be moved into a cgroup named oom-nested, then hog
+		for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			b, _ := os.ReadFile("/proc/self/cgroup")
+			if strings.Contains(string(b), "/oom-nested\n") {
+				break
+			}
+			if time.Now().After(end) {
+				fmt.Fprintf(os.Stderr, "helper: not moved into oom-nested:\n%s", b)
+				return 3
+			}
+		}
+		return hog()
 	case "spin": // burn the given CPU time (not wall time: the host may be busy)
 		d, _ := time.ParseDuration(args[0])
 		x := 0
@@ -122,6 +147,17 @@ func helperMain(name string) int {
 	}
 	fmt.Fprintln(os.Stderr, "helper: unknown", name)
 	return 3
+}
+
+// hog allocates and touches 300 MB.
+func hog() int {
+	fmt.Println("allocating")
+	b := make([]byte, 300<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	fmt.Println("survived", len(b))
+	return 0
 }
 
 func cpuTime() time.Duration {

@@ -297,8 +297,12 @@ func TestForkBombPidsLimit(t *testing.T) {
 func TestMemoryLimitOOM(t *testing.T) {
 	h := realHost(t)
 	g := newGroup(t, h, Limits{MemoryBytes: 64 << 20, Pids: 64}, Options{})
+	oom, err := g.OOMKilled()
+	if err != nil || oom == nil {
+		t.Fatalf("OOMKilled: %v, %v", oom, err)
+	}
 	cmd, out := startIn(t, g, "hog")
-	err := waitCmd(t, cmd)
+	err = waitCmd(t, cmd)
 	b, _ := os.ReadFile(out)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
@@ -315,11 +319,26 @@ func TestMemoryLimitOOM(t *testing.T) {
 	if st.OOMKills == 0 {
 		t.Error("OOMKills = 0")
 	}
+	select {
+	case <-oom:
+	case <-time.After(5 * time.Second):
+		t.Error("the OOM watch did not fire within 5 s of the kill")
+	}
+	// A watch set up after the kill is fired at once, without an fd.
+	gg := g.(*group)
+	var w *oomWatch
+	if gg.mem != nil {
+		w, err = watchV1OOM(gg.mem.path)
+	} else {
+		w, err = watchV2OOM(gg.v2.path)
+	}
+	if err != nil || !closed(w.fired) || w.f != nil {
+		t.Errorf("a watch set up after the kill: %+v, %v: want fired, no fd", w, err)
+	}
 	if st.MemoryPeakBytes != 0 && (st.MemoryPeakBytes < 32<<20 || st.MemoryPeakBytes > 65<<20) {
 		t.Errorf("MemoryPeakBytes = %d", st.MemoryPeakBytes)
 	}
 	// No escape into swap (this host may have none: the file is checked).
-	gg := g.(*group)
 	swapFile, want := "", ""
 	switch {
 	case gg.mem != nil:
@@ -331,6 +350,301 @@ func TestMemoryLimitOOM(t *testing.T) {
 		t.Errorf("%s = %q, want %s", swapFile, b, want)
 	} else if err != nil && swapOn() {
 		t.Errorf("swap is on and %s cannot be read: %v", swapFile, err)
+	}
+}
+
+// closed says whether ch is closed (a nil channel never is).
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// alive says whether pid is a process that has not exited (a zombie has).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// TestOOMKilled: a child is OOM-killed while its parent lives on (as a
+// shell's child would be); the watch must fire within a few seconds of the
+// kill, with the parent still alive.
+// On a hybrid host it runs again on a legacy view of the host (v1 only: no
+// CLONE_INTO_CGROUP, the freezer for the kill).
+func TestOOMKilled(t *testing.T) {
+	h := realHost(t)
+	testOOMKilled(t, h)
+	if h.Mode == Hybrid {
+		t.Run("legacy-view", func(t *testing.T) { testOOMKilled(t, &Host{Mode: Legacy, V1: h.V1}) })
+	}
+}
+
+func testOOMKilled(t *testing.T, h *Host) {
+	g := newGroup(t, h, Limits{MemoryBytes: 64 << 20, Pids: 64}, Options{})
+	gg := g.(*group)
+	if gg.v2 != nil && gg.mem == nil {
+		// On v2 memory.oom.group kills the parent too (TestMemoryLimitOOM
+		// has the watch see that); without it (before 4.19, or set to 0) v2
+		// kills one process, as v1 does.
+		if err := writeFile(gg.v2.path+"/memory.oom.group", "0"); err != nil && !errors.Is(err, unix.ENOENT) {
+			t.Fatal(err)
+		}
+	}
+	oom, err := g.OOMKilled()
+	if err != nil {
+		t.Fatalf("OOMKilled: %v", err)
+	}
+	if oom == nil {
+		t.Fatal("OOMKilled: nil channel for a group with a memory limit")
+	}
+	if again, err := g.OOMKilled(); again != oom || err != nil {
+		t.Errorf("second OOMKilled: another channel (%v)", err)
+	}
+	if closed(oom) {
+		t.Fatal("fired before anything ran")
+	}
+	tag := newTag(t)
+	cmd, out := startIn(t, g, "oomparent", tag)
+	pid := cmd.Process.Pid
+	// Fired, and when the parent reaped its killed child.
+	var firedAt, reapedAt time.Time
+	var report string
+	for end := time.Now().Add(60 * time.Second); firedAt.IsZero() || reapedAt.IsZero(); time.Sleep(2 * time.Millisecond) {
+		if firedAt.IsZero() && closed(oom) {
+			firedAt = time.Now()
+			if !alive(pid) {
+				b, _ := os.ReadFile(out)
+				t.Fatalf("the parent died before the watch fired; output:\n%s", b)
+			}
+		}
+		if reapedAt.IsZero() {
+			b, _ := os.ReadFile(out)
+			if i := bytes.Index(b, []byte("child ended ")); i >= 0 && bytes.IndexByte(b[i:], '\n') > 0 {
+				report = string(b[i : i+bytes.IndexByte(b[i:], '\n')])
+				f := strings.Fields(report)
+				ns, err := strconv.ParseInt(f[2], 10, 64)
+				if err != nil {
+					t.Fatalf("report %q: %v", report, err)
+				}
+				reapedAt = time.Unix(0, ns)
+			}
+		}
+		st, _ := g.Stats()
+		switch {
+		case reapedAt.IsZero() && !alive(pid):
+			b, _ := os.ReadFile(out)
+			t.Fatalf("the parent died; stats %+v; output:\n%s", st, b)
+		case !reapedAt.IsZero() && firedAt.IsZero() && time.Since(reapedAt) > 5*time.Second:
+			t.Fatalf("the watch did not fire within 5 s of the kill (%q); stats %+v", report, st)
+		case time.Now().After(end):
+			b, _ := os.ReadFile(out)
+			t.Fatalf("timed out: fired %v, parent's report %q; stats %+v; output:\n%s", !firedAt.IsZero(), report, st, b)
+		}
+	}
+	if !strings.HasSuffix(report, "signal: killed") {
+		t.Fatalf("the child was not killed: %q", report)
+	}
+	t.Logf("parent: %q; the watch fired %v after the parent reaped its child", report, firedAt.Sub(reapedAt))
+	if d := firedAt.Sub(reapedAt); d > 3*time.Second {
+		t.Errorf("the watch fired %v after the kill", d)
+	}
+	if !alive(pid) {
+		t.Error("the parent did not live on after its child's OOM kill")
+	}
+	st, err := g.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stats %+v", st)
+	if st.OOMKills == 0 {
+		t.Error("fired, but OOMKills = 0")
+	}
+	// What the supervisor does next: end the whole tree.
+	killAndWait(t, g)
+	waitCmd(t, cmd)
+
+	// Remove ends the watch: its fd closed, its goroutine returned.
+	w := gg.oom
+	if err := g.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if w.f != nil || (w.done != nil && !closed(w.done)) {
+		t.Error("the watch still runs after Remove")
+	}
+	if again, err := g.OOMKilled(); again != oom || !closed(again) || err != nil {
+		t.Errorf("OOMKilled after Remove: %v, %v", again, err)
+	}
+}
+
+// TestOOMKilledNested: the group's limit kills a process in a child cgroup
+// (one a nested supervisor would make). v1 counts the kill only in that
+// child's memory.oom_control: the watch must still fire.
+func TestOOMKilledNested(t *testing.T) {
+	h := realHost(t)
+	g := newGroup(t, h, Limits{MemoryBytes: 64 << 20, Pids: 64}, Options{})
+	gg := g.(*group)
+	dir := ""
+	switch {
+	case gg.mem != nil:
+		dir = gg.mem.path
+	case gg.v2 != nil:
+		dir = gg.v2.path
+	}
+	oom, err := g.OOMKilled()
+	if err != nil || oom == nil {
+		t.Fatalf("OOMKilled: %v, %v", oom, err)
+	}
+	nested := dir + "/oom-nested"
+	if err := mkdir(nested); err != nil {
+		t.Fatal(err)
+	}
+	cmd, out := startIn(t, g, "nestedhog")
+	waitInGroup(t, g, cmd.Process.Pid)
+	if err := writeFile(nested+"/cgroup.procs", strconv.Itoa(cmd.Process.Pid)); err != nil {
+		t.Fatal(err)
+	}
+	err = waitCmd(t, cmd)
+	var ee *exec.ExitError
+	if b, _ := os.ReadFile(out); !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("nestedhog: %v, want killed; output:\n%s", err, b)
+	}
+	select {
+	case <-oom:
+	case <-time.After(5 * time.Second):
+		b, _ := os.ReadFile(nested + "/memory.oom_control")
+		t.Fatalf("the watch did not fire within 5 s of the kill in %s (%s)", nested, b)
+	}
+	st, _ := g.Stats()
+	t.Logf("stats of the group %+v", st)
+}
+
+// TestOOMKilledNotOnStall: on v1 with the OOM killer disabled the group
+// goes under OOM (the eventfd is signalled) but nothing is killed: the
+// watch must not fire. Once the killer is enabled again, the hog is killed
+// and the watch fires.
+func TestOOMKilledNotOnStall(t *testing.T) {
+	h := realHost(t)
+	g := newGroup(t, h, Limits{MemoryBytes: 64 << 20, Pids: 64}, Options{})
+	gg := g.(*group)
+	if gg.mem == nil {
+		t.Skip("the memory limit is on cgroup2: no memory.oom_control, and memory.events counts no stall")
+	}
+	ctl := gg.mem.path + "/memory.oom_control"
+	if err := writeFile(ctl, "1"); err != nil {
+		t.Fatal(err)
+	}
+	oom, err := g.OOMKilled()
+	if err != nil || oom == nil {
+		t.Fatalf("OOMKilled: %v, %v", oom, err)
+	}
+	cmd, out := startIn(t, g, "hog")
+	waitFor(t, "under_oom 1", 30*time.Second, func() bool {
+		v, _, _ := readKey(ctl, "under_oom")
+		return v == 1
+	})
+	time.Sleep(2 * oomRecheck)
+	if closed(oom) {
+		b, _ := os.ReadFile(ctl)
+		t.Fatalf("fired on a stall without a kill:\n%s", b)
+	}
+	if !alive(cmd.Process.Pid) {
+		t.Fatal("the hog is gone with the OOM killer disabled")
+	}
+	if err := writeFile(ctl, "0"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-oom:
+	case <-time.After(10 * time.Second):
+		b, _ := os.ReadFile(ctl)
+		t.Fatalf("no fire within 10 s of enabling the OOM killer:\n%s", b)
+	}
+	err = waitCmd(t, cmd)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		b, _ := os.ReadFile(out)
+		t.Fatalf("hog: %v, want killed; output:\n%s", err, b)
+	}
+}
+
+// TestOOMKilledNoMemory: without a memory controller nothing counts OOM
+// kills: a nil channel, no error.
+func TestOOMKilledNoMemory(t *testing.T) {
+	h := realHost(t)
+	g := newGroup(t, h, Limits{Pids: 16}, Options{})
+	oom, err := g.OOMKilled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Mode != Unified && oom != nil {
+		t.Error("a channel for a group without a memory controller")
+	}
+	t.Logf("channel %v (unified: non-nil where the parent enables memory for its children)", oom)
+}
+
+// watchFDs counts this process's eventfd and inotify fds.
+func watchFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		l, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		if l == "anon_inode:[eventfd]" || l == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestOOMKilledRemove: Remove ends a watch that has not fired (its fd
+// closed, its goroutine returned); OOMKilled on a group removed before any
+// watch is an error.
+func TestOOMKilledRemove(t *testing.T) {
+	h := realHost(t)
+	g := newGroup(t, h, Limits{MemoryBytes: 64 << 20}, Options{})
+	before := watchFDs(t)
+	oom, err := g.OOMKilled()
+	if err != nil || oom == nil {
+		t.Fatalf("OOMKilled: %v, %v", oom, err)
+	}
+	w := g.(*group).oom
+	if w.f == nil || closed(w.done) {
+		t.Fatal("no watch running")
+	}
+	if n := watchFDs(t); n != before+1 {
+		t.Errorf("%d eventfd/inotify fds with the watch, %d before", n, before)
+	}
+	if err := g.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if w.f != nil || !closed(w.done) {
+		t.Error("the watch still runs after Remove")
+	}
+	if n := watchFDs(t); n != before {
+		t.Errorf("%d eventfd/inotify fds after Remove, %d before the watch", n, before)
+	}
+	if closed(oom) {
+		t.Error("Remove fired the watch")
+	}
+	if again, err := g.OOMKilled(); again != oom || err != nil {
+		t.Errorf("OOMKilled after Remove: %v, %v; want the same channel", again, err)
+	}
+	g2 := newGroup(t, h, Limits{MemoryBytes: 64 << 20}, Options{})
+	if err := g2.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := g2.OOMKilled(); c != nil || err == nil {
+		t.Errorf("OOMKilled on a removed group: %v, %v", c, err)
 	}
 }
 
@@ -730,6 +1044,29 @@ func BenchmarkNewRemove(b *testing.B) {
 	for b.Loop() {
 		g, err := New(h, lim, Options{})
 		if err != nil {
+			b.Fatal(err)
+		}
+		if err := g.Remove(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNewOOMKilledRemove is BenchmarkNewRemove with the OOM watch set
+// up: the difference is its cost.
+func BenchmarkNewOOMKilledRemove(b *testing.B) {
+	h := realHost(b)
+	lim := Limits{MemoryBytes: 64 << 20, Pids: 32}
+	if _, err := route(h, lim); err != nil {
+		b.Skip(err)
+	}
+	defer reportCPU(b)()
+	for b.Loop() {
+		g, err := New(h, lim, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := g.OOMKilled(); err != nil {
 			b.Fatal(err)
 		}
 		if err := g.Remove(); err != nil {

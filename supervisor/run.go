@@ -454,6 +454,16 @@ func (s *session) supervise() Result {
 	timeout := time.NewTimer(time.Duration(p.Limits.TimeoutSeconds) * time.Second)
 	defer timeout.Stop()
 	budget := newCPUWatch(s.group, p.Limits.CPUSeconds)
+	// The first OOM kill ends the whole tree, on every cgroup layout: a v1
+	// memory controller kills one process, and a shell that waits for it
+	// would run on (v2 kills the group itself: memory.oom.group).
+	var oomKilled <-chan struct{}
+	if s.group != nil && p.Limits.MemoryBytes > 0 {
+		var err error
+		if oomKilled, err = s.group.OOMKilled(); err != nil {
+			s.log().Warn("no OOM watch", "error", err)
+		}
+	}
 	var killTimer <-chan time.Time
 	var ending Ending
 	var status unix.WaitStatus
@@ -478,6 +488,13 @@ func (s *session) supervise() Result {
 				t.signal(unix.SIGXCPU)
 				killTimer = time.After(time.Second)
 			}
+		case <-oomKilled:
+			oomKilled = nil
+			if ending == "" {
+				s.log().Warn("out of memory: ending the tree")
+				ending = OOM
+				t.kill()
+			}
 		case <-killTimer:
 			t.kill()
 			killTimer = time.After(50 * time.Millisecond)
@@ -496,6 +513,8 @@ func (s *session) supervise() Result {
 		res.Ending, res.ExitCode = Timeout, ExitTimeout
 	case ending == CPUBudget:
 		res.Ending, res.ExitCode = CPUBudget, ExitCPUBudget
+	case ending == OOM:
+		res.Ending, res.Signal, res.ExitCode = OOM, unix.SIGKILL, 128+int(unix.SIGKILL)
 	case status.Signaled():
 		res.Ending, res.Signal, res.ExitCode = Signaled, status.Signal(), 128+int(status.Signal())
 	default:
