@@ -281,7 +281,29 @@ func Start(req *Request) (*Process, error) {
 	a := &arena{}
 	defer a.free()
 
-	r := (*C.struct_se_req)(a.alloc(C.sizeof_struct_se_req))
+	var r *C.struct_se_req
+	var init *C.struct_se_init
+	if req.Init {
+		if req.NamespaceFlags&unix.CLONE_NEWPID == 0 {
+			return nil, fmt.Errorf("spawn: an init needs CLONE_NEWPID")
+		}
+		// The init outlives this call in its own copy of the address
+		// space: its stack, its state and the request (which the init and
+		// the program's steps write their failures into) live in a shared
+		// mapping that is never unmapped.
+		size := (initStack + int(C.sizeof_struct_se_init) + int(C.sizeof_struct_se_req) + 64 + 4095) &^ 4095
+		base := C.se_shared_alloc(C.size_t(size))
+		if base == nil {
+			return nil, fmt.Errorf("spawn: out of memory")
+		}
+		init = (*C.struct_se_init)(unsafe.Add(base, initStack))
+		init.stack = base
+		init.stack_size = initStack
+		r = (*C.struct_se_req)(unsafe.Add(base, (initStack+int(C.sizeof_struct_se_init)+63)&^63))
+		r.init = init
+	} else {
+		r = (*C.struct_se_req)(a.alloc(C.sizeof_struct_se_req))
+	}
 	r.paths = a.strings(req.Paths)
 	r.npaths = C.int(len(req.Paths))
 	r.argv = a.strings(req.Argv)
@@ -302,23 +324,6 @@ func Start(req *Request) (*Process, error) {
 	}
 	if req.DropCapabilities {
 		r.drop_caps = 1
-	}
-	var init *C.struct_se_init
-	if req.Init {
-		if req.NamespaceFlags&unix.CLONE_NEWPID == 0 {
-			return nil, fmt.Errorf("spawn: an init needs CLONE_NEWPID")
-		}
-		// The init outlives this call: its stack and state live in a
-		// mapping that is never unmapped.
-		size := (initStack + int(C.sizeof_struct_se_init) + 4095) &^ 4095
-		base := C.se_guard_alloc(C.size_t(size))
-		if base == nil {
-			return nil, fmt.Errorf("spawn: out of memory")
-		}
-		init = (*C.struct_se_init)(unsafe.Add(base, initStack))
-		init.stack = base
-		init.stack_size = initStack
-		r.init = init
 	}
 	if len(req.Ops) > 0 {
 		ops := unsafe.Slice((*C.struct_se_op)(a.alloc(C.sizeof_struct_se_op*C.size_t(len(req.Ops)))), len(req.Ops))

@@ -462,9 +462,9 @@ static int se_init_main(struct se_req *r)
 	if (ret < 0)
 		se_fail(r, SE_STEP_PDEATHSIG, 0, ret);
 	se_setup(r);
-	/* The supervisor's memory is shared with this process: nothing in the
-	 * namespace may read or write it through /proc (after the id maps,
-	 * which a non-dumpable process can no longer write). */
+	/* This process holds a copy of the supervisor's memory: nothing in the
+	 * namespace may read it through /proc (after the id maps, which a
+	 * non-dumpable process can no longer write). */
 	SYS2(SYS_prctl, SE_PR_SET_DUMPABLE, 0);
 	if (r->drop_caps) {
 		int which;
@@ -600,15 +600,21 @@ long se_spawn(struct se_req *r)
 	r->fail_index = 0;
 	r->fail_errno = 0;
 	r->parent_pid = getpid();
+	uint64_t vm_flag = CLONE_VM;
 	if (r->init) {
-		/* The init lives on after this call: its own stack, and a pipe
-		 * instead of CLONE_VFORK to say when the program runs. */
+		/* The init lives on after this call, in a copy of this address
+		 * space: sharing it would make the supervisor a victim of any OOM
+		 * kill of the init (the kernel kills every process sharing the
+		 * victim's memory). The request and the init's state are in
+		 * shared mappings, so both sides see them; a pipe instead of
+		 * CLONE_VFORK says when the program runs. */
 		if (pipe2(ready, O_CLOEXEC) < 0)
 			return -errno;
 		r->init->ready_fd = ready[1];
 		stack = r->init->stack;
 		stack_size = r->init->stack_size;
 		wait_flag = 0;
+		vm_flag = 0;
 	}
 	uintptr_t top = ((uintptr_t)stack + stack_size) & ~(uintptr_t)15;
 
@@ -620,7 +626,7 @@ long se_spawn(struct se_req *r)
 
 	struct se_clone_args args;
 	memset(&args, 0, sizeof args);
-	args.flags = CLONE_VM | wait_flag | SE_CLONE_CLEAR_SIGHAND | SE_CLONE_PIDFD | r->ns_flags;
+	args.flags = vm_flag | wait_flag | SE_CLONE_CLEAR_SIGHAND | SE_CLONE_PIDFD | r->ns_flags;
 	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
 	args.exit_signal = SIGCHLD;
 	args.stack = (uint64_t)(uintptr_t)stack;
@@ -636,7 +642,7 @@ long se_spawn(struct se_req *r)
 		 * the legacy call, with the handlers reset by the child. x86_64
 		 * argument order: flags, stack, parent_tid, child_tid, tls. */
 		r->used_clone3 = 0;
-		pid = se_clone_call(SYS_clone, CLONE_VM | (long)wait_flag | SIGCHLD | (long)r->ns_flags,
+		pid = se_clone_call(SYS_clone, (long)vm_flag | (long)wait_flag | SIGCHLD | (long)r->ns_flags,
 				    (long)top, 0, 0, 0, se_child, r);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, 0);
@@ -851,5 +857,11 @@ long se_guardian(struct se_guard *g, void *stack, size_t stack_size, void *boot_
 void *se_guard_alloc(size_t size)
 {
 	void *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? 0 : p;
+}
+
+void *se_shared_alloc(size_t size)
+{
+	void *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	return p == MAP_FAILED ? 0 : p;
 }
