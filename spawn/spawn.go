@@ -281,28 +281,34 @@ func Start(req *Request) (*Process, error) {
 	a := &arena{}
 	defer a.free()
 
-	var r *C.struct_se_req
+	r := (*C.struct_se_req)(a.alloc(C.sizeof_struct_se_req))
+	r.procs_fd = -1
 	var init *C.struct_se_init
 	if req.Init {
 		if req.NamespaceFlags&unix.CLONE_NEWPID == 0 {
 			return nil, fmt.Errorf("spawn: an init needs CLONE_NEWPID")
 		}
-		// The init outlives this call in its own copy of the address
-		// space: its stack, its state and the request (which the init and
-		// the program's steps write their failures into) live in a shared
+		// The init outlives this call: its stack and state live in a
 		// mapping that is never unmapped.
-		size := (initStack + int(C.sizeof_struct_se_init) + int(C.sizeof_struct_se_req) + 64 + 4095) &^ 4095
-		base := C.se_shared_alloc(C.size_t(size))
+		size := (initStack + int(C.sizeof_struct_se_init) + 4095) &^ 4095
+		base := C.se_guard_alloc(C.size_t(size))
 		if base == nil {
 			return nil, fmt.Errorf("spawn: out of memory")
 		}
 		init = (*C.struct_se_init)(unsafe.Add(base, initStack))
 		init.stack = base
 		init.stack_size = initStack
-		r = (*C.struct_se_req)(unsafe.Add(base, (initStack+int(C.sizeof_struct_se_init)+63)&^63))
 		r.init = init
-	} else {
-		r = (*C.struct_se_req)(a.alloc(C.sizeof_struct_se_req))
+		if req.CgroupFD >= 0 && req.CgroupProcs != "" {
+			// Where clone3 is refused the init's program joins through
+			// cgroup.procs.
+			procs, err := unix.Open(req.CgroupProcs, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return nil, fmt.Errorf("spawn: %s: %w", req.CgroupProcs, err)
+			}
+			defer unix.Close(procs)
+			r.procs_fd = C.int(procs)
+		}
 	}
 	r.paths = a.strings(req.Paths)
 	r.npaths = C.int(len(req.Paths))

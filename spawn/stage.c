@@ -242,16 +242,18 @@ static long se_drop_caps(int *which)
 	return SYS2(SYS_capset, &hdr, data);
 }
 
-/* se_setup runs the steps that give the child its place: the cgroup
- * joins, a late unshare, the namespace and mount operations and the
- * rlimits. */
-static void se_setup(struct se_req *r)
+/* se_place puts the process in its cgroups (the v1 joins, and the v2 one
+ * when it was not born there) and then makes the late namespaces (a cgroup
+ * namespace is rooted where the process is when it is made). */
+static void se_place(struct se_req *r, int join_v2)
 {
 	long ret;
-	int i;
-
-	/* Placement first: nothing may run or fork outside the cgroups. */
-	for (i = 0; i < r->njoin; i++) {
+	if (join_v2) {
+		ret = SYS3(SYS_write, r->procs_fd, "0", 1);
+		if (ret < 0)
+			se_fail(r, SE_STEP_CGROUP, -1, ret);
+	}
+	for (int i = 0; i < r->njoin; i++) {
 		ret = SYS3(SYS_write, r->join_fds[i], "0", 1);
 		if (ret < 0)
 			se_fail(r, SE_STEP_CGROUP, i, ret);
@@ -261,6 +263,13 @@ static void se_setup(struct se_req *r)
 		if (ret < 0)
 			se_fail(r, SE_STEP_UNSHARE, 0, ret);
 	}
+}
+
+/* se_setup runs the namespace and mount operations and sets the rlimits. */
+static void se_setup(struct se_req *r)
+{
+	long ret;
+	int i;
 
 	for (i = 0; i < r->nops; i++) {
 		const struct se_op *op = &r->ops[i];
@@ -441,10 +450,22 @@ static __attribute__((noreturn)) void se_program(struct se_req *r, int clone3, i
 static long se_clone_call(long nr, long a, long b, long c, long d, long e,
 			  int (*fn)(void *), void *arg);
 
+/* se_program_main is the program's process under an init: it joins its
+ * cgroups (born into the v2 one where clone3 could do that), makes the
+ * late namespaces, drops every capability, and goes on as any program. */
 static int se_program_main(void *arg)
 {
 	struct se_req *r = arg;
-	se_program(r, r->prog_clone3, 0); /* the init dropped them */
+	long ret;
+	int which;
+
+	se_place(r, r->procs_fd >= 0 && !(r->prog_clone3 && r->cgroup_fd >= 0));
+	if (r->drop_caps) {
+		ret = se_drop_caps(&which);
+		if (ret < 0)
+			se_fail(r, SE_STEP_CAPS, which, ret);
+	}
+	se_program(r, r->prog_clone3, 0);
 }
 
 /* se_init_main is PID 1 of the program's PID namespace: see struct
@@ -462,19 +483,16 @@ static int se_init_main(struct se_req *r)
 	if (ret < 0)
 		se_fail(r, SE_STEP_PDEATHSIG, 0, ret);
 	se_setup(r);
-	/* This process holds a copy of the supervisor's memory: nothing in the
+	/* This process shares the supervisor's memory: nothing in the
 	 * namespace may read it through /proc (after the id maps, which a
 	 * non-dumpable process can no longer write). */
 	SYS2(SYS_prctl, SE_PR_SET_DUMPABLE, 0);
-	if (r->drop_caps) {
-		int which;
-		ret = se_drop_caps(&which);
-		if (ret < 0)
-			se_fail(r, SE_STEP_CAPS, which, ret);
-	}
 
-	/* The program, as PID 2, on the request's stack: this process waits
-	 * (CLONE_VFORK) until it has execed or failed. */
+	/* The program, as PID 2, on the request's stack, born into the run's
+	 * cgroup: this process stays in the supervisor's, so that an OOM kill
+	 * in the run's group never picks it (the kernel kills every process
+	 * sharing a victim's memory, and this one shares the supervisor's).
+	 * It waits (CLONE_VFORK) until the program has execed or failed. */
 	uintptr_t top = ((uintptr_t)r->stack + r->stack_size) & ~(uintptr_t)15;
 	struct se_clone_args args;
 	memset(&args, 0, sizeof args);
@@ -482,9 +500,14 @@ static int se_init_main(struct se_req *r)
 	args.exit_signal = SIGCHLD;
 	args.stack = (uint64_t)(uintptr_t)r->stack;
 	args.stack_size = (uint64_t)(top - (uintptr_t)r->stack);
+	if (r->cgroup_fd >= 0) {
+		args.flags |= SE_CLONE_INTO_CGROUP;
+		args.cgroup = (uint64_t)r->cgroup_fd;
+	}
 	r->prog_clone3 = 1;
 	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_program_main, r);
-	if (pid == -ENOSYS) {
+	if (pid == -ENOSYS && (r->cgroup_fd < 0 || r->procs_fd >= 0)) {
+		/* No clone3: the program joins through cgroup.procs. */
 		r->prog_clone3 = 0;
 		pid = se_clone_call(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD, (long)top, 0, 0, 0, se_program_main, r);
 	}
@@ -492,6 +515,14 @@ static int se_init_main(struct se_req *r)
 		se_fail(r, SE_STEP_INIT, 0, pid);
 	if (r->fail_step != SE_STEP_NONE)
 		se_exit(125); /* the program's steps failed; it has exited */
+	if (r->drop_caps) {
+		int which;
+		ret = se_drop_caps(&which);
+		if (ret < 0) {
+			SYS2(SYS_kill, pid, SIGKILL);
+			se_fail(r, SE_STEP_CAPS, which, ret);
+		}
+	}
 	g->prog_pid = (int)pid;
 	g->prog_group = r->fg_tty >= 0;
 	/* Out of the caller's process group, which the program stays in: a
@@ -543,6 +574,8 @@ static int se_child(void *arg)
 	if (r->init)
 		return se_init_main(r);
 
+	/* Placement first: nothing may run or fork outside the cgroups. */
+	se_place(r, 0);
 	se_setup(r);
 	if (r->pdeathsig) {
 		ret = SYS2(SYS_prctl, SE_PR_SET_PDEATHSIG, r->pdeathsig);
@@ -600,21 +633,15 @@ long se_spawn(struct se_req *r)
 	r->fail_index = 0;
 	r->fail_errno = 0;
 	r->parent_pid = getpid();
-	uint64_t vm_flag = CLONE_VM;
 	if (r->init) {
-		/* The init lives on after this call, in a copy of this address
-		 * space: sharing it would make the supervisor a victim of any OOM
-		 * kill of the init (the kernel kills every process sharing the
-		 * victim's memory). The request and the init's state are in
-		 * shared mappings, so both sides see them; a pipe instead of
-		 * CLONE_VFORK says when the program runs. */
+		/* The init lives on after this call, on its own stack; a pipe
+		 * instead of CLONE_VFORK says when the program runs. */
 		if (pipe2(ready, O_CLOEXEC) < 0)
 			return -errno;
 		r->init->ready_fd = ready[1];
 		stack = r->init->stack;
 		stack_size = r->init->stack_size;
 		wait_flag = 0;
-		vm_flag = 0;
 	}
 	uintptr_t top = ((uintptr_t)stack + stack_size) & ~(uintptr_t)15;
 
@@ -626,23 +653,23 @@ long se_spawn(struct se_req *r)
 
 	struct se_clone_args args;
 	memset(&args, 0, sizeof args);
-	args.flags = vm_flag | wait_flag | SE_CLONE_CLEAR_SIGHAND | SE_CLONE_PIDFD | r->ns_flags;
+	args.flags = CLONE_VM | wait_flag | SE_CLONE_CLEAR_SIGHAND | SE_CLONE_PIDFD | r->ns_flags;
 	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
 	args.exit_signal = SIGCHLD;
 	args.stack = (uint64_t)(uintptr_t)stack;
 	args.stack_size = (uint64_t)(top - (uintptr_t)stack);
-	if (r->cgroup_fd >= 0) {
+	if (r->cgroup_fd >= 0 && !r->init) { /* an init's program is born there */
 		args.flags |= SE_CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)r->cgroup_fd;
 	}
 	r->used_clone3 = 1;
 	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_child, r);
-	if (pid == -ENOSYS && r->cgroup_fd < 0) {
+	if (pid == -ENOSYS && (r->cgroup_fd < 0 || r->init)) {
 		/* No clone3 (an old kernel, or a container's seccomp filter):
 		 * the legacy call, with the handlers reset by the child. x86_64
 		 * argument order: flags, stack, parent_tid, child_tid, tls. */
 		r->used_clone3 = 0;
-		pid = se_clone_call(SYS_clone, (long)vm_flag | (long)wait_flag | SIGCHLD | (long)r->ns_flags,
+		pid = se_clone_call(SYS_clone, CLONE_VM | (long)wait_flag | SIGCHLD | (long)r->ns_flags,
 				    (long)top, 0, 0, 0, se_child, r);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, 0);
@@ -860,8 +887,3 @@ void *se_guard_alloc(size_t size)
 	return p == MAP_FAILED ? 0 : p;
 }
 
-void *se_shared_alloc(size_t size)
-{
-	void *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? 0 : p;
-}

@@ -78,6 +78,7 @@ struct se_req {
 
 	/* Placement. */
 	int cgroup_fd;          /* v2 directory for CLONE_INTO_CGROUP, or -1 */
+	int procs_fd;           /* with an init: that cgroup's cgroup.procs, to join without clone3, or -1 */
 	const int *join_fds;    /* cgroup.procs fds to write "0" to */
 	int njoin;
 	unsigned long ns_flags; /* CLONE_NEW* flags for the child, or 0 */
@@ -139,13 +140,13 @@ struct se_req {
 };
 
 /* The init of a PID namespace: the child se_spawn starts is PID 1 there.
- * It applies the namespace and mount steps, starts the program as PID 2,
- * then only forwards the signals the supervisor sends it, reaps orphans,
- * and exits when the program does (the kernel then kills whatever is left
- * in the namespace), recording the program's wait status here. It runs in
- * a copy of the supervisor's address space; this struct and the request
- * (se_req) are in a shared mapping, so that the supervisor sees what the
- * init and the program's steps write there. */
+ * It applies the namespace and mount steps, starts the program as PID 2
+ * (which alone goes into the run's cgroups), then only forwards the
+ * signals the supervisor sends it, reaps orphans, and exits when the
+ * program does (the kernel then kills whatever is left in the namespace),
+ * recording the program's wait status here. It shares the supervisor's
+ * memory but, once the program runs, touches only this struct and its
+ * stack, both in a mapping that is never unmapped. */
 struct se_init {
 	void *stack;
 	size_t stack_size;
@@ -170,10 +171,6 @@ struct se_guard {
 
 /* se_guard_alloc maps memory that is never unmapped, for a guardian. */
 void *se_guard_alloc(size_t size);
-
-/* se_shared_alloc maps memory that is never unmapped and stays shared with
- * a child that has its own copy of the address space (an init). */
-void *se_shared_alloc(size_t size);
 
 /* se_guardian starts the guardian through an intermediate process, so that
  * the guardian is not the caller's child, and returns the guardian's pid or
