@@ -10,6 +10,7 @@ package integration
 // changes only a namespace that ends with the test.
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
@@ -917,5 +918,41 @@ func isoDevTTY(t *testing.T, w *workspace, u isoUser, mode string) {
 	}
 	if !isoPoll(5*time.Second, func() bool { return strings.Contains(out.String(), "tty-42") }) {
 		t.Errorf("/dev/tty on a terminal: never saw the write; terminal shows %q", out.String())
+	}
+}
+
+// TestCPUBudgetDespiteStarvedSupervisor: the tree's CPU budget still ends
+// the run (ending cpu_budget, exit 152) when the program first limits its
+// parent's open files, which on the old binary was the supervisor itself
+// (its cgroup reads then failed and the budget never fired; the processes
+// died only of their own RLIMIT_CPU). Four spinners under a 2 s budget
+// spend it long before any of them reaches 2 s of its own.
+func TestCPUBudgetDespiteStarvedSupervisor(t *testing.T) {
+	needCgroups(t)
+	isoNeedTools(t, "prlimit")
+	u := isoAnyUser(t)[0] // root: the budget needs a cgroup
+	for _, mode := range fsModes {
+		t.Run(mode, func(t *testing.T) {
+			w := isoWorkspace(t, u)
+			id := tag(t)
+			report := filepath.Join(t.TempDir(), "report.json")
+			script := `prlimit --pid $PPID --nofile=0:0; "$0" spin 4 "$SE_ISO_TAG"`
+			args := append(isoArgs(t, w, mode, "--report-file", report, "--resource-limits", limits(256, 64, 2, 60)), "/bin/sh", "-c", script, probe)
+			p := isoStart(t, w, u, []string{"SE_ISO_TAG=" + id}, args)
+			t.Cleanup(func() { isoKillTagged(id) })
+			if !p.wait(45 * time.Second) {
+				_ = p.cmd.Process.Kill()
+				<-p.done
+				t.Fatalf("a 2 s CPU budget did not end the run within 45 s: %s", p.output())
+			}
+			var rep map[string]any
+			b, _ := os.ReadFile(report)
+			if err := json.Unmarshal(b, &rep); err != nil {
+				t.Fatalf("report: %v (%q)", err, b)
+			}
+			if p.code != 152 || rep["ending"] != "cpu_budget" {
+				t.Errorf("exit %d, ending %v: want the tree's CPU budget (152, cpu_budget): %s", p.code, rep["ending"], p.output())
+			}
+		})
 	}
 }
