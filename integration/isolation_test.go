@@ -256,6 +256,18 @@ func (p *isoProc) output() string {
 // TestNoCapabilities: whoever runs the helper, the program has no
 // capability in any set, the bounding set included, and its securebits
 // are locked (SECBIT_NOROOT and every *_LOCKED bit), in both modes.
+// isoStarted runs script, which first prints "started", in a fresh
+// workspace as u in mode, and returns the lines it printed after that.
+func isoStarted(t *testing.T, u isoUser, mode, script string) []string {
+	t.Helper()
+	w := isoWorkspace(t, u)
+	r := isoRun(t, w, u, mode, runOpts{}, "/bin/sh", "-c", script)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "started\n") {
+		t.Fatalf("the program did not run: %v", r)
+	}
+	return isoLines(r.stdout)[1:]
+}
+
 func TestNoCapabilities(t *testing.T) {
 	users := isoAnyUser(t)
 	python := "/usr/bin/python3"
@@ -270,13 +282,8 @@ func TestNoCapabilities(t *testing.T) {
 	for _, u := range users {
 		for _, mode := range fsModes {
 			t.Run(u.name+"/"+mode, func(t *testing.T) {
-				w := isoWorkspace(t, u)
-				r := isoRun(t, w, u, mode, runOpts{}, "/bin/sh", "-c", script)
-				if r.code != 0 || !strings.HasPrefix(r.stdout, "started\n") {
-					t.Fatalf("the program did not run: %v", r)
-				}
 				seen := map[string]bool{}
-				for _, l := range isoLines(r.stdout)[1:] {
+				for _, l := range isoStarted(t, u, mode, script) {
 					name, val, ok := strings.Cut(l, ":")
 					if !ok {
 						continue
@@ -299,7 +306,7 @@ func TestNoCapabilities(t *testing.T) {
 				}
 				for _, c := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
 					if !seen[c] {
-						t.Errorf("/proc/self/status has no %s: %v", c, r)
+						t.Errorf("/proc/self/status has no %s", c)
 					}
 				}
 				if python == "" {
@@ -387,13 +394,8 @@ func TestOwnNamespaces(t *testing.T) {
 	for _, u := range users {
 		for _, mode := range fsModes {
 			t.Run(u.name+"/"+mode, func(t *testing.T) {
-				w := isoWorkspace(t, u)
-				r := isoRun(t, w, u, mode, runOpts{}, "/bin/sh", "-c", script)
-				if r.code != 0 || !strings.HasPrefix(r.stdout, "started\n") {
-					t.Fatalf("the program did not run: %v", r)
-				}
 				got := map[string]string{}
-				for _, l := range isoLines(r.stdout)[1:] {
+				for _, l := range isoStarted(t, u, mode, script) {
 					if k, v, ok := strings.Cut(l, " "); ok {
 						got[k] = v
 					}

@@ -37,18 +37,25 @@ func initRequest(t *testing.T, script string) (*Request, *os.File) {
 	}, f
 }
 
-func TestInitRunsProgramAsPID2(t *testing.T) {
-	req, f := initRequest(t, `echo "pid $$ ppid $PPID"; ls /proc | grep -c '^[0-9]'; grep -E '^Cap(Eff|Prm|Inh|Bnd|Amb)' /proc/self/status; exit 3`)
+// runInit starts req, waits for the init and returns its status and the
+// program's as the init recorded it.
+func runInit(t *testing.T, req *Request) (init, prog unix.WaitStatus, ok bool) {
+	t.Helper()
 	p, err := Start(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Close(p.PidFD)
-	var st unix.WaitStatus
-	if _, err := unix.Wait4(p.Pid, &st, 0, nil); err != nil {
+	if _, err := unix.Wait4(p.Pid, &init, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	prog, ok := p.Status()
+	prog, ok = p.Status()
+	return init, prog, ok
+}
+
+func TestInitRunsProgramAsPID2(t *testing.T) {
+	req, f := initRequest(t, `echo "pid $$ ppid $PPID"; ls /proc | grep -c '^[0-9]'; grep -E '^Cap(Eff|Prm|Inh|Bnd|Amb)' /proc/self/status; exit 3`)
+	st, prog, ok := runInit(t, req)
 	if !ok || prog.ExitStatus() != 3 || st.ExitStatus() != 3 {
 		t.Fatalf("program status %v (recorded %v), init status %v: want exit 3", prog, ok, st)
 	}
@@ -75,16 +82,7 @@ func TestInitRunsProgramAsPID2(t *testing.T) {
 
 func TestInitProgramKilledBySignal(t *testing.T) {
 	req, _ := initRequest(t, `kill -TERM $$`)
-	p, err := Start(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(p.PidFD)
-	var st unix.WaitStatus
-	if _, err := unix.Wait4(p.Pid, &st, 0, nil); err != nil {
-		t.Fatal(err)
-	}
-	prog, ok := p.Status()
+	_, prog, ok := runInit(t, req)
 	if !ok || !prog.Signaled() || prog.Signal() != unix.SIGTERM {
 		t.Fatalf("program status %v (recorded %v): want killed by SIGTERM", prog, ok)
 	}
