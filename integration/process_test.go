@@ -36,9 +36,11 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"own status", roPolicy, []string{"/bin/sh", "-c", "exit 7"}, 7, ""},
 		{"signal", roPolicy, []string{"/bin/sh", "-c", "kill -TERM $$"}, 143, ""},
-		{"not found", roPolicy, []string{"no-such-program-anywhere"}, 127, "no-such-program-anywhere"},
+		// The name as typed, not the last PATH entry tried.
+		{"not found", roPolicy, []string{"no-such-program-anywhere"}, 127, "exec: no-such-program-anywhere: not found in PATH ("},
 		{"not found by path", roPolicy, []string{"/nonexistent/prog"}, 127, "/nonexistent/prog"},
 		{"not executable", roPolicy, []string{noexec}, 126, "noexec.sh"},
+		{"a directory", roPolicy, []string{w.root}, 126, "exec: " + w.root + ": is a directory"},
 		{"bad policy", `{"type":"workspace_read"}`, []string{"/bin/sh", "-c", "touch " + marker}, 125, "--sandbox-policy: "},
 		{"danger refused", `{"type":"danger_full_access"}`, []string{"/bin/sh", "-c", "touch " + marker}, 125, "danger_full_access"},
 	} {

@@ -1,8 +1,14 @@
 package supervisor
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/spawn"
 )
 
 // defaultPath is what glibc's execvp searches when PATH is unset
@@ -46,3 +52,27 @@ func lookupEnv(env []string, key string) (string, bool) {
 	}
 	return "", false
 }
+
+// execError says why the program could not be run in the user's words: the
+// name as typed when PATH was searched, and "is a directory" rather than
+// the EACCES the kernel gives for one.
+func execError(name string, env []string, se *spawn.Error) error {
+	path := se.Detail
+	switch {
+	case se.Errno == unix.ENOENT && !strings.Contains(name, "/"):
+		p, ok := lookupEnv(env, "PATH")
+		if !ok {
+			p = defaultPath
+		}
+		return fmt.Errorf("exec: %s: not found in PATH (%s)", name, p)
+	case se.Errno == unix.EACCES && isDir(path):
+		return fmt.Errorf("exec: %s: is a directory", path)
+	}
+	return se
+}
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+

@@ -439,6 +439,9 @@ func (s *session) supervise() Result {
 		t.end()
 		var se *spawn.Error
 		if errors.As(err, &se) {
+			if se.Step == spawn.StepExec {
+				err = execError(s.pr.Argv[0], s.env, se)
+			}
 			return Result{Ending: SetupFailed, ExitCode: se.ExitCode(), Err: err}
 		}
 		return setupFailed(err)

@@ -73,8 +73,9 @@ Information:
   --version                   the version
 
 Exit status:
-  the program's own; 128+N when it was killed by signal N; 124 when the
-  wall-clock timeout ended it; 125 when the helper refused the policy or
-  failed before the program ran; 126 when the program could not be executed;
-  127 when it was not found.
+  the program's own; 128+N when it was killed by signal N (137 when the
+  memory limit ended the tree); 124 when the wall-clock timeout ended it; 152
+  (128+SIGXCPU) when the tree's CPU budget ended it; 125 when the helper
+  refused the policy or failed before the program ran; 126 when the program
+  could not be executed; 127 when it was not found.
 `
