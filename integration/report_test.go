@@ -192,7 +192,7 @@ func TestReportRlimitsOfADegradedRun(t *testing.T) {
 	}
 	path := filepath.Join(dir, "report.json")
 	args := []string{"--sandbox-policy", roPolicy, "--resource-limits", limits(256, 32, 0, 60), "--allow-degraded", "--report-file", path,
-		"--", "/bin/sh", "-c", "ulimit -v"}
+		"--", "/bin/sh", "-c", "ulimit -d"}
 	r := run(t, runOpts{env: w.env(), dir: "/", cred: &syscall.Credential{Uid: 65534, Gid: 65534}}, args...)
 	if r.code != 0 || r.stdout != "262144\n" || !strings.Contains(r.stderr, "degraded (--allow-degraded)") {
 		t.Fatalf("the program's limits: %v", r)
@@ -208,7 +208,7 @@ func TestReportRlimitsOfADegradedRun(t *testing.T) {
 	for _, l := range rep.Rlimits {
 		names = append(names, l.Name)
 	}
-	if !slices.Contains(names, "RLIMIT_AS") || !slices.Contains(names, "RLIMIT_NPROC") {
-		t.Errorf("report rlimits %v, want the fallbacks RLIMIT_AS and RLIMIT_NPROC", names)
+	if !slices.Contains(names, "RLIMIT_DATA") || !slices.Contains(names, "RLIMIT_NPROC") {
+		t.Errorf("report rlimits %v, want the fallbacks RLIMIT_DATA and RLIMIT_NPROC", names)
 	}
 }

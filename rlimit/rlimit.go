@@ -38,7 +38,7 @@ type Options struct {
 	// Nofile is RLIMIT_NOFILE as the helper was started with (before the Go
 	// runtime raised it): the program gets it back.
 	NofileCur, NofileMax uint64
-	// TreeFallback sets RLIMIT_AS and RLIMIT_NPROC for the memory and pids
+	// TreeFallback sets RLIMIT_DATA and RLIMIT_NPROC for the memory and pids
 	// limits, for hosts where no cgroup can be made.
 	TreeFallback bool
 }
@@ -70,8 +70,12 @@ func For(l policy.Limits, o Options) []Limit {
 	}
 	if o.TreeFallback {
 		if l.MemoryBytes > 0 {
-			out = append(out, Limit{Resource: unix.RLIMIT_AS, Name: "RLIMIT_AS", Cur: l.MemoryBytes, Max: l.MemoryBytes,
-				Why: "max_memory_mb without a cgroup: caps each process's address space, not the tree's memory; runtimes that reserve large address ranges may fail early"})
+			// Not RLIMIT_AS: V8 and the Go runtime reserve gigabytes of
+			// address space they never touch, and die at start under it.
+			// RLIMIT_DATA counts only private writable mappings (4.7+), what
+			// a process really allocates.
+			out = append(out, Limit{Resource: unix.RLIMIT_DATA, Name: "RLIMIT_DATA", Cur: l.MemoryBytes, Max: l.MemoryBytes,
+				Why: "max_memory_mb without a cgroup: caps each process's private writable memory (heap, anonymous mappings), not the tree's; shared memory and page cache are not counted"})
 		}
 		if l.Pids > 0 {
 			out = append(out, Limit{Resource: unix.RLIMIT_NPROC, Name: "RLIMIT_NPROC", Cur: uint64(l.Pids), Max: uint64(l.Pids),

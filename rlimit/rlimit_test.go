@@ -29,11 +29,11 @@ func TestFor(t *testing.T) {
 	if c := got["RLIMIT_NOFILE"]; c.Cur != 1024 || c.Max != 4096 {
 		t.Errorf("nofile %+v", c)
 	}
-	if _, ok := got["RLIMIT_AS"]; ok {
+	if _, ok := got["RLIMIT_DATA"]; ok {
 		t.Errorf("tree limits set without the fallback")
 	}
 	got = names(For(l, Options{TreeFallback: true}))
-	if got["RLIMIT_AS"].Cur != 512<<20 || got["RLIMIT_NPROC"].Cur != 64 {
+	if _, ok := got["RLIMIT_AS"]; ok || got["RLIMIT_DATA"].Cur != 512<<20 || got["RLIMIT_NPROC"].Cur != 64 {
 		t.Errorf("fallback %+v", got)
 	}
 	if _, ok := got["RLIMIT_NOFILE"]; ok {

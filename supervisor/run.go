@@ -281,7 +281,7 @@ func (s *session) noCgroup(why string) error {
 	if !s.cfg.AllowDegraded {
 		return &RefusedError{Reason: "refusing to run: " + msg + "; run as root, or inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes ...), or pass --allow-degraded to fall back to per-process rlimits"}
 	}
-	s.degradations = append(s.degradations, msg+": per-process RLIMIT_AS, RLIMIT_NPROC and RLIMIT_CPU instead")
+	s.degradations = append(s.degradations, msg+": per-process RLIMIT_DATA, RLIMIT_NPROC and RLIMIT_CPU instead")
 	if s.cfg.Warn != nil {
 		s.cfg.Warn(s.degradations[len(s.degradations)-1])
 	}
