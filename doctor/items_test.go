@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -295,6 +296,15 @@ func TestTryCloneBounds(t *testing.T) {
 	}
 	if a := tryClone("/bin/true", 0, false, 1); a.ok || !a.timedOut {
 		t.Errorf("1ns timeout: %+v", a)
+	}
+	// An immediate refusal is the refusal, never "no answer" (the clone's
+	// goroutine cancels its context as it returns: racing that, it was
+	// reported as a timeout). CLONE_NEWUSER with CLONE_FS is EINVAL at once.
+	for i := 0; i < 200; i++ {
+		a := tryClone("/bin/true", syscall.CLONE_NEWUSER|syscall.CLONE_FS, true, DefaultForkTimeout)
+		if a.ok || a.timedOut || a.errno != syscall.EINVAL {
+			t.Fatalf("try %d: an immediate EINVAL reported as %+v", i, a)
+		}
 	}
 }
 

@@ -116,7 +116,9 @@ func tryClone(bin string, flags uintptr, userns bool, timeout time.Duration) nsA
 		switch {
 		case err == nil:
 			a.ok = true
-		case ctx.Err() != nil:
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			// Not ctx.Err() != nil: the goroutine's deferred cancel may
+			// already have run after an immediate refusal (EPERM).
 			a.timedOut = true
 			a.err = fmt.Sprintf("no answer within %v", timeout)
 		default:

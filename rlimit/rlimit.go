@@ -41,6 +41,9 @@ type Options struct {
 	// TreeFallback sets RLIMIT_DATA and RLIMIT_NPROC for the memory and pids
 	// limits, for hosts where no cgroup can be made.
 	TreeFallback bool
+	// Root says the program runs as uid 0, to which the kernel never
+	// applies RLIMIT_NPROC: the fallback then leaves it out.
+	Root bool
 }
 
 // For returns the limits for l, in a fixed order.
@@ -77,7 +80,7 @@ func For(l policy.Limits, o Options) []Limit {
 			out = append(out, Limit{Resource: unix.RLIMIT_DATA, Name: "RLIMIT_DATA", Cur: l.MemoryBytes, Max: l.MemoryBytes,
 				Why: "max_memory_mb without a cgroup: caps each process's private writable memory (heap, anonymous mappings), not the tree's; shared memory and page cache are not counted"})
 		}
-		if l.Pids > 0 {
+		if l.Pids > 0 && !o.Root {
 			out = append(out, Limit{Resource: unix.RLIMIT_NPROC, Name: "RLIMIT_NPROC", Cur: uint64(l.Pids), Max: uint64(l.Pids),
 				Why: "max_pids without a cgroup: counts every process of the user, inside and outside the sandbox, and does not apply to root"})
 		}

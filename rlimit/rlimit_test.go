@@ -39,6 +39,10 @@ func TestFor(t *testing.T) {
 	if _, ok := got["RLIMIT_NOFILE"]; ok {
 		t.Errorf("nofile without a known start value")
 	}
+	// uid 0 is never held to RLIMIT_NPROC: no fallback that does nothing.
+	if _, ok := names(For(l, Options{TreeFallback: true, Root: true}))["RLIMIT_NPROC"]; ok {
+		t.Errorf("RLIMIT_NPROC named as root's pids fallback")
+	}
 	got = names(For(policy.Limits{}, Options{NofileCur: Infinity, NofileMax: Infinity}))
 	if c := got["RLIMIT_NOFILE"]; c.Cur != maxSaneNofile || c.Max != Infinity {
 		t.Errorf("unlimited nofile %+v", c)

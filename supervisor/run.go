@@ -281,11 +281,18 @@ func (s *session) noCgroup(why string) error {
 	if !s.cfg.AllowDegraded {
 		return &RefusedError{Reason: "refusing to run: " + msg + "; run as root, or inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes ...), or pass --allow-degraded to fall back to per-process rlimits"}
 	}
-	s.degradations = append(s.degradations, msg+": per-process RLIMIT_DATA, RLIMIT_NPROC and RLIMIT_CPU instead")
+	root := os.Getuid() == 0
+	instead := ": per-process RLIMIT_DATA, RLIMIT_NPROC and RLIMIT_CPU instead"
+	if root && l.Pids > 0 {
+		// The kernel never applies RLIMIT_NPROC to uid 0: naming it as
+		// the fallback would be a limit silently gone.
+		instead = ": per-process RLIMIT_DATA and RLIMIT_CPU instead; max_pids is not enforced at all (RLIMIT_NPROC does not apply to root)"
+	}
+	s.degradations = append(s.degradations, msg+instead)
 	if s.cfg.Warn != nil {
 		s.cfg.Warn(s.degradations[len(s.degradations)-1])
 	}
-	s.rlimits = rlimit.For(s.pr.Plan.Limits, rlimit.Options{NofileCur: s.pr.nofile.Cur, NofileMax: s.pr.nofile.Max, TreeFallback: true})
+	s.rlimits = rlimit.For(s.pr.Plan.Limits, rlimit.Options{NofileCur: s.pr.nofile.Cur, NofileMax: s.pr.nofile.Max, TreeFallback: true, Root: root})
 	return nil
 }
 
