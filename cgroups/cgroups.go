@@ -76,10 +76,10 @@ type Group interface {
 	// for clone3's CLONE_INTO_CGROUP, or -1 when the host has no usable v2
 	// hierarchy. The Group owns the fd.
 	CloneIntoFD() int
-	// JoinFDs returns write-only fds of v1 cgroup.procs files. The child
-	// writes "0" to each of them before it execs, which moves it into those
-	// cgroups before it can run or fork anything. The Group owns the fds; they
-	// are close-on-exec.
+	// JoinFDs returns write-only fds of v1 tasks files. The child, a single
+	// thread then, writes "0" to each of them before it execs, which moves
+	// it into those cgroups before it can run or fork anything. The Group
+	// owns the fds; they are close-on-exec.
 	JoinFDs() []int
 	// Stats reads the current figures. Safe for concurrent use.
 	Stats() (Stats, error)

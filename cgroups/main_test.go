@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -69,7 +70,14 @@ func leftovers() []string {
 func helperMain(name string) int {
 	n, _ := strconv.Atoi(os.Getenv(envNJoin))
 	for fd := 3; fd < 3+n; fd++ {
-		if _, err := syscall.Write(fd, []byte("0")); err != nil {
+		// A join fd is a v1 tasks file, for the spawn stage's single
+		// thread; this helper is a Go process with several threads
+		// already, so it joins through the cgroup.procs beside it.
+		tasks, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(filepath.Dir(tasks), "cgroup.procs"), []byte("0"), 0)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "helper: join fd", fd, err)
 			return 3
 		}
