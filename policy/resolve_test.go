@@ -81,6 +81,7 @@ func newTestEnv(t *testing.T) testEnv {
 	d := realDir(t)
 	e := testEnv{dir: d, home: filepath.Join(d, "home"), ws: filepath.Join(d, "ws")}
 	mkdirs(t, e.home, e.ws)
+	confineSharedDirs(t, d)
 	return e
 }
 
