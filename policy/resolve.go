@@ -198,6 +198,9 @@ func (r *resolver) filesystem() error {
 	if err := r.protectMetadata(roots, &write); err != nil {
 		return err
 	}
+	if err := r.protectHooks(roots, &write); err != nil {
+		return err
+	}
 	fsys.ReadDenied = read.list
 	fsys.WriteDenied = write.list
 	return nil
