@@ -46,12 +46,12 @@ type gitConfigFile struct {
 // ends up using), relative ones taken from the top of the work tree as git
 // does; the real target of a hooks directory that is a symlink; the targets
 // of hooks that are symlinks; and every symlink inside a writable root on
-// the way to any of them, which could otherwise be pointed elsewhere. The
-// files the repository's own configuration includes are write-denied too
-// when they lie in a writable root: one could otherwise set core.hooksPath,
-// or anything else git runs. (The user's global files are not: a policy
-// that makes HOME writable gives ~/.gitconfig away as it gives ~/.bashrc.)
-// Git itself is never run: the files are parsed here.
+// the way to any of them, which could otherwise be pointed elsewhere. An
+// included configuration file that lies in a writable root is write-denied
+// too (one could otherwise set core.hooksPath, or anything else git runs),
+// unless the file including it is writable itself: a policy that makes
+// HOME writable gives ~/.gitconfig away, as it gives ~/.bashrc. Git itself
+// is never run: the files are parsed here.
 func (r *resolver) protectHooks(roots []WritablePath, write *deniedList) error {
 	repos, err := r.gitRepos(roots)
 	if err != nil || len(repos) == 0 {
