@@ -44,10 +44,13 @@ func (s *Spec) Build() (int, error) {
 }
 
 func addPath(ruleset int, r Rule) error {
-	fd, err := unix.Open(r.Path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	fd, err := openNoSymlinks(r.Path)
 	if err != nil {
-		if !r.Required && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) {
-			return nil // vanished since it was listed: not granting is the safe side
+		if !r.Required && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)) {
+			return nil // vanished or replaced since it was listed: not granting is the safe side
+		}
+		if errors.Is(err, unix.ELOOP) {
+			return fmt.Errorf("landlock: %s: a symbolic link appeared on the way after it was resolved; refusing to grant what it points to", r.Path)
 		}
 		return fmt.Errorf("landlock: %s: %w", r.Path, err)
 	}
@@ -74,6 +77,22 @@ func addPath(ruleset int, r Rule) error {
 		return fmt.Errorf("landlock: %s: add rule %s: %w", r.Path, access, err)
 	}
 	return nil
+}
+
+// openNoSymlinks opens the canonical path p with O_PATH, following no
+// symlink anywhere on the way (openat2 RESOLVE_NO_SYMLINKS; a symlink as
+// the last component is opened itself). The paths of a Plan have none: one
+// met here was made since the Plan was (by a sandboxed program racing this
+// start, for example), and following it would grant its target instead.
+// Kernels before 5.6 have no openat2: there only the last component is not
+// followed.
+func openNoSymlinks(p string) (int, error) {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_NO_SYMLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, p, &how)
+	if errors.Is(err, unix.ENOSYS) {
+		return unix.Open(p, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	}
+	return fd, err
 }
 
 // DirRulesWithin returns the rules of s for directories at or beneath one of

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"sandbox-executable/policy"
 )
 
@@ -239,6 +241,30 @@ func TestBuildOnThisKernel(t *testing.T) {
 	s.Rules = append(s.Rules, Rule{Path: filepath.Join(base, "gone"), Access: writeRights, Required: true})
 	if _, err := s.Build(); err == nil || !strings.Contains(err.Error(), "gone") {
 		t.Errorf("missing required path: err %v", err)
+	}
+	// A symlink on the way to a rule's path, made after the Plan (whose
+	// paths are canonical), is never followed: a required rule fails, an
+	// enumerated one is skipped.
+	if err := os.Rename(filepath.Join(base, "ws"), filepath.Join(base, "ws.real")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "home"), filepath.Join(base, "ws")); err != nil {
+		t.Fatal(err)
+	}
+	swapped := &Spec{ABI: s.ABI, HandledFS: s.HandledFS, Rules: []Rule{{Path: filepath.Join(base, "ws", "f"), Access: writeRights & s.HandledFS}}}
+	if fd, err := swapped.Build(); err != nil {
+		t.Errorf("an enumerated rule through a new symlink: %v", err)
+	} else {
+		os.NewFile(uintptr(fd), "ruleset").Close()
+	}
+	swapped.Rules[0].Required = true
+	if _, err := swapped.Build(); err == nil || !strings.Contains(err.Error(), "a symbolic link appeared on the way") {
+		t.Errorf("a required rule through a new symlink: err %v", err)
+	}
+	if fd, err := openNoSymlinks(filepath.Join(base, "ws")); err != nil {
+		t.Errorf("the new symlink itself: %v", err)
+	} else {
+		unix.Close(fd)
 	}
 }
 

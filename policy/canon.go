@@ -36,16 +36,28 @@ type canonical struct {
 // cannot be examined (EACCES) is treated like a missing one: a sandboxed
 // process with the same credentials cannot get past it either.
 func resolveLenient(p string) (canonical, error) {
+	c, _, err := walkPath(p, true)
+	return c, err
+}
+
+// walkPath resolves the absolute path p component by component, as the
+// kernel does, and returns with it every symlink it followed, in order:
+// each one's own path, with its parent canonical (so that where a link lies
+// can be judged by its real location). Lenient is resolveLenient's mode;
+// otherwise every component must exist and every one but the last must be
+// a directory, and the first that is not ends the walk with its error
+// (the strict mode of resolveExisting).
+func walkPath(p string, lenient bool) (canonical, []string, error) {
 	if !filepath.IsAbs(p) {
-		return canonical{}, errors.New("not an absolute path")
+		return canonical{}, nil, errors.New("not an absolute path")
 	}
 	if strings.IndexByte(p, 0) >= 0 {
-		return canonical{}, errors.New("contains a NUL byte")
+		return canonical{}, nil, errors.New("contains a NUL byte")
 	}
 	todo := splitComponents(p)
 	resolved := "/"
 	var missing []string // taken lexically beneath resolved
-	links := 0
+	var followed []string
 	var link string
 	for len(todo) > 0 {
 		c := todo[0]
@@ -65,23 +77,27 @@ func resolveLenient(p string) (canonical, error) {
 		next := filepath.Join(resolved, c)
 		fi, err := os.Lstat(next)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrPermission) {
+			if lenient && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrPermission)) {
 				missing = append(missing, c)
 				continue
 			}
-			return canonical{}, err
+			return canonical{}, followed, err
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
+			if !lenient && len(todo) > 0 && !fi.IsDir() {
+				// "file/..", "file/x": the kernel says ENOTDIR.
+				return canonical{}, followed, &fs.PathError{Op: "lstat", Path: next + "/" + todo[0], Err: syscall.ENOTDIR}
+			}
 			resolved = next
 			continue
 		}
-		links++
-		if links > maxSymlinks {
-			return canonical{}, syscall.ELOOP
+		followed = append(followed, next)
+		if len(followed) > maxSymlinks {
+			return canonical{}, followed, syscall.ELOOP
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return canonical{}, err
+			return canonical{}, followed, err
 		}
 		if len(todo) == 0 && link == "" {
 			// The given path's own last component is a symlink.
@@ -93,9 +109,9 @@ func resolveLenient(p string) (canonical, error) {
 		todo = append(splitComponents(target), todo...)
 	}
 	if len(missing) > 0 {
-		return canonical{Path: filepath.Join(append([]string{resolved}, missing...)...), Link: link}, nil
+		return canonical{Path: filepath.Join(append([]string{resolved}, missing...)...), Link: link}, followed, nil
 	}
-	return canonical{Path: resolved, Exists: true, Link: link}, nil
+	return canonical{Path: resolved, Exists: true, Link: link}, followed, nil
 }
 
 // splitComponents splits a path into its components, dropping empty ones
@@ -110,17 +126,20 @@ func splitComponents(p string) []string {
 	return out
 }
 
-// resolveExisting canonicalizes a path that must exist (filepath.EvalSymlinks
-// + Clean) and reports a failure as "<path>: <reason>".
-func resolveExisting(p string) (string, error) {
+// resolveExisting canonicalizes a path that must exist, as the kernel
+// resolves it (the result of filepath.EvalSymlinks + Clean, but with ".."
+// after a non-directory an error, as for the kernel), reports a failure as
+// "<path>: <reason>", and returns the symlinks followed on the way (see
+// walkPath).
+func resolveExisting(p string) (string, []string, error) {
 	if strings.IndexByte(p, 0) >= 0 {
-		return "", errors.New(quote(p) + ": contains a NUL byte")
+		return "", nil, errors.New(quote(p) + ": contains a NUL byte")
 	}
-	r, err := filepath.EvalSymlinks(p)
+	c, links, err := walkPath(p, false)
 	if err != nil {
-		return "", errors.New(plain(p) + ": " + errnoText(err))
+		return "", nil, errors.New(plain(p) + ": " + errnoText(err))
 	}
-	return filepath.Clean(r), nil
+	return c.Path, links, nil
 }
 
 // errnoText is the reason part of a filesystem error ("no such file or

@@ -183,13 +183,8 @@ func (r *resolver) protectMetadata(roots []WritablePath, write *deniedList) erro
 // config, so it is write-denied too, and so is the common directory named
 // by X/commondir (relative to X) when there is one.
 func (r *resolver) protectGitFile(root, gitFile, given string, write *deniedList) error {
-	content, ok := readSmallRegularFile(gitFile)
+	x, ok := gitFileTarget(gitFile)
 	if !ok {
-		return nil
-	}
-	line := strings.TrimRight(content, "\r\n")
-	x, found := strings.CutPrefix(line, "gitdir: ")
-	if !found || x == "" || strings.ContainsAny(x, "\x00\n") {
 		return nil
 	}
 	abs := x
@@ -204,13 +199,8 @@ func (r *resolver) protectGitFile(root, gitFile, given string, write *deniedList
 	if !gitdir.Exists {
 		return nil
 	}
-	commonFile := filepath.Join(gitdir.Path, "commondir")
-	content, ok = readSmallRegularFile(commonFile)
+	common, ok := commonDirOf(gitdir.Path)
 	if !ok {
-		return nil
-	}
-	common := strings.TrimRight(content, "\r\n")
-	if common == "" || strings.ContainsAny(common, "\x00\n") {
 		return nil
 	}
 	abs = common
@@ -223,6 +213,36 @@ func (r *resolver) protectGitFile(root, gitFile, given string, write *deniedList
 	}
 	write.addResolved(c, common, "protected_metadata (commondir of "+plain(gitdir.Path)+")", true)
 	return nil
+}
+
+// gitFileTarget returns X of a ".git" file "gitdir: X" at the canonical
+// path gitFile, as git reads it (read_gitfile_gently).
+func gitFileTarget(gitFile string) (string, bool) {
+	content, ok := readSmallRegularFile(gitFile)
+	if !ok {
+		return "", false
+	}
+	line := strings.TrimRight(content, "\r\n")
+	x, found := strings.CutPrefix(line, "gitdir: ")
+	if !found || x == "" || strings.ContainsAny(x, "\x00\n") {
+		return "", false
+	}
+	return x, true
+}
+
+// commonDirOf returns the content of gitdir's "commondir" file (relative
+// to gitdir unless absolute): the directory holding the hooks and config
+// a linked worktree shares with the main one.
+func commonDirOf(gitdir string) (string, bool) {
+	content, ok := readSmallRegularFile(filepath.Join(gitdir, "commondir"))
+	if !ok {
+		return "", false
+	}
+	common := strings.TrimRight(content, "\r\n")
+	if common == "" || strings.ContainsAny(common, "\x00\n") {
+		return "", false
+	}
+	return common, true
 }
 
 // maxGitFile bounds how much of a ".git" or "commondir" file is read: git's

@@ -43,6 +43,9 @@ type Filesystem struct {
 // WritablePath is one writable root.
 type WritablePath struct {
 	// Path is absolute and canonical (symlinks resolved, no "." or "..").
+	// A root reached through a symlink that a sandboxed program could have
+	// made (inside a writable root, or beneath a world-writable directory)
+	// is refused instead.
 	Path string `json:"path"`
 	// Source says where it came from: "writable_roots[N]" or "policy_cwd".
 	Source string `json:"source"`
@@ -59,7 +62,13 @@ type DeniedPath struct {
 	// canonical), so that it cannot be swapped for a real directory.
 	Path string `json:"path"`
 	// Source says where it came from: "sensitive_paths[N]",
-	// "default_sensitive_paths", "protected_metadata", "protected_metadata (gitdir of /ws/.git)".
+	// "default_sensitive_paths", "protected_metadata", "protected_metadata (gitdir of /ws/.git)",
+	// "protected_metadata (core.hooksPath of the repository at /ws, set in /ws/.git/config)",
+	// "protected_metadata (hooks of the repository at /ws)" (a symlinked hooks directory's target),
+	// "protected_metadata (target of the hook /ws/.git/hooks/pre-commit)",
+	// "protected_metadata (git config included by /ws/.git/config)"; a symlink
+	// inside a root on the way to one of these is denied too, its Source
+	// ending in "(a symbolic link on the way)".
 	Source string `json:"source"`
 	// Given is the path as written (for example "~/.ssh"), when that differs.
 	Given string `json:"given,omitempty"`

@@ -40,6 +40,11 @@ type resolver struct {
 	// otherHome, computed once.
 	otherDone bool
 	other     string
+
+	// cwdLinks are the symlinks the policy cwd's resolution followed.
+	cwdLinks []string
+	// sharedDirs caches sharedDirKind by directory.
+	sharedDirs map[string]string
 }
 
 func (r *resolver) resolve() (*Plan, error) {
@@ -166,10 +171,11 @@ func (r *resolver) policyCwd() (string, error) {
 		}
 		given = filepath.Join(r.in.ProcessCwd, given)
 	}
-	cwd, err := resolveExisting(given)
+	cwd, links, err := resolveExisting(given)
 	if err != nil {
 		return "", &Error{Arg: arg, Msg: err.Error()}
 	}
+	r.cwdLinks = links
 	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
 		return "", &Error{Arg: arg, Msg: plain(given) + ": not a directory"}
 	}
@@ -192,6 +198,9 @@ func (r *resolver) filesystem() error {
 	if err := r.protectMetadata(roots, &write); err != nil {
 		return err
 	}
+	if err := r.protectHooks(roots, &write); err != nil {
+		return err
+	}
 	fsys.ReadDenied = read.list
 	fsys.WriteDenied = write.list
 	return nil
@@ -199,7 +208,8 @@ func (r *resolver) filesystem() error {
 
 // writableRoots returns, for workspace_write, the policy's roots and the
 // policy cwd, canonical and de-duplicated (first source wins). read_only has
-// none.
+// none. A root or cwd reached through a symlink a sandboxed program could
+// have planted is refused (see refusePlantedLinks).
 func (r *resolver) writableRoots() ([]WritablePath, error) {
 	pol := &r.in.Policy
 	if pol.Kind != KindWorkspaceWrite {
@@ -214,6 +224,7 @@ func (r *resolver) writableRoots() ([]WritablePath, error) {
 		seen[path] = true
 		roots = append(roots, WritablePath{Path: path, Source: source, Given: givenIfDifferent(given, path)})
 	}
+	var traces []grantTrace
 	for i, wr := range pol.WritableRoots {
 		at := "writable_roots[" + strconv.Itoa(i) + "]"
 		if strings.IndexByte(wr.Root, 0) >= 0 {
@@ -222,10 +233,11 @@ func (r *resolver) writableRoots() ([]WritablePath, error) {
 		if !filepath.IsAbs(wr.Root) {
 			return nil, r.policyErr(at+".root", quote(wr.Root)+": not an absolute path (writable roots must be absolute)")
 		}
-		c, err := resolveExisting(wr.Root)
+		c, links, err := resolveExisting(wr.Root)
 		if err != nil {
 			return nil, r.policyErr(at+".root", err.Error())
 		}
+		traces = append(traces, grantTrace{links: links, fail: func(msg string) *Error { return r.policyErr(at+".root", msg) }})
 		if inGitDir(c) {
 			return nil, r.policyErr(at+".root", plain(c)+": inside a .git directory; a writable root there would make the repository's hooks and config writable, which the protected metadata forbids")
 		}
@@ -239,6 +251,10 @@ func (r *resolver) writableRoots() ([]WritablePath, error) {
 		return nil, &Error{Arg: "--sandbox-policy-cwd", Msg: plain(r.plan.PolicyCwd) + ": inside a .git directory; as a writable root it would make the repository's hooks and config writable, which the protected metadata forbids"}
 	}
 	add(r.plan.PolicyCwd, "policy_cwd", cwdGiven)
+	traces = append(traces, grantTrace{links: r.cwdLinks, fail: func(msg string) *Error { return &Error{Arg: "--sandbox-policy-cwd", Msg: msg} }})
+	if err := r.refusePlantedLinks(roots, traces); err != nil {
+		return nil, err
+	}
 	if !pol.ExcludeSlashTmp || !pol.ExcludeTmpdirEnvVar {
 		// Codex reads false as "/tmp and $TMPDIR are writable"; VT Code
 		// never reads these flags, and sends false by default and for

@@ -81,6 +81,11 @@ func newTestEnv(t *testing.T) testEnv {
 	d := realDir(t)
 	e := testEnv{dir: d, home: filepath.Join(d, "home"), ws: filepath.Join(d, "ws")}
 	mkdirs(t, e.home, e.ws)
+	confineSharedDirs(t, d)
+	// The host's git configuration is not the test's.
+	prevSystem := systemGitConfig
+	systemGitConfig = filepath.Join(d, "etc", "gitconfig")
+	t.Cleanup(func() { systemGitConfig = prevSystem })
 	return e
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -559,13 +560,20 @@ func withEnv(env []string, key, value string) []string {
 	return append(out, key+"="+value)
 }
 
-// makePrivateTmp creates the program's private temp dir.
+// makePrivateTmp creates the program's private temp dir, and returns its
+// canonical path: Landlock opens a rule's path without following any
+// symlink, and $TMPDIR may name one.
 func makePrivateTmp() (string, error) {
 	dir, err := os.MkdirTemp("", "sandbox-executable-tmp-")
 	if err != nil {
 		return "", fmt.Errorf("private temp dir: %w", err)
 	}
-	return dir, nil
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		os.Remove(dir)
+		return "", fmt.Errorf("private temp dir: %w", err)
+	}
+	return real, nil
 }
 
 // forward passes a signal the supervisor received on to the program, and
