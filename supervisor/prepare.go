@@ -228,6 +228,14 @@ type SeccompReport struct {
 	// Observed is true when denied calls are answered through user
 	// notifications, so that each one is seen (--log-denials).
 	Observed bool `json:"observed"`
+	// Cache says where the program came from: "loaded" from the compiled-
+	// filter cache (its tag verified under this user's key), "compiled"
+	// (and stored), "rejected" (an entry failed the checks: it was not
+	// loaded, the program was compiled and the entry replaced), or "off"
+	// (no state directory).
+	Cache string `json:"cache"`
+	// CacheRejected says what was wrong with a rejected entry.
+	CacheRejected string `json:"cache_rejected,omitempty"`
 }
 
 // RefusedError is returned when the host cannot enforce what the policy
@@ -312,15 +320,15 @@ func Prepare(cfg Config) (*Prepared, error) {
 
 	// The Plan's rules, plus what this host's mode adds.
 	rules := &policy.Seccomp{Rules: append(append([]policy.SyscallRule(nil), p.Seccomp.Rules...), nw.extraRules...)}
-	sopt := seccomp.Options{Notify: cfg.LogDenials}
-	if dir, err := runstate.Dir("bpf"); err == nil {
-		sopt.CacheDir = dir
-	}
+	sopt := seccomp.Options{Notify: cfg.LogDenials, Cache: filterCache(cfg)}
 	prog, err := seccomp.Compile(rules, sopt)
 	if err != nil {
 		return nil, err
 	}
 	pr.Seccomp = prog
+	if prog.Cache == seccomp.CacheRejected && cfg.Log != nil {
+		cfg.Log.Warn("seccomp cache entry rejected: compiled again and replaced", "why", prog.CacheRejection)
+	}
 
 	_, _, pr.nofile = spawn.InitialState()
 	pr.Rlimits = rlimit.For(p.Limits, rlimit.Options{NofileCur: pr.nofile.Cur, NofileMax: pr.nofile.Max})
@@ -359,6 +367,8 @@ func Prepare(cfg Config) (*Prepared, error) {
 			NoNewPrivileges: true,
 			HostRules:       nw.extraRules,
 			Observed:        prog.Notify,
+			Cache:           prog.Cache,
+			CacheRejected:   prog.CacheRejection,
 		},
 		Cgroup:  cgReport,
 		Process: proc,
@@ -385,6 +395,24 @@ func coveredGaps(gaps []landlock.Gap, pidns, netns bool) []landlock.Gap {
 		out = append(out, g)
 	}
 	return out
+}
+
+// filterCache is the compiled-filter cache of this user, or nil when the
+// state directory or its key cannot be had (every program is then
+// compiled).
+func filterCache(cfg Config) *seccomp.Cache {
+	dir, err := runstate.Dir("bpf")
+	var key []byte
+	if err == nil {
+		key, err = runstate.Key()
+	}
+	if err != nil {
+		if cfg.Log != nil {
+			cfg.Log.Warn("no seccomp cache", "error", err)
+		}
+		return nil
+	}
+	return &seccomp.Cache{Dir: dir, Key: key}
 }
 
 // withStateProtected returns p with the helper's state directory (the
