@@ -415,29 +415,35 @@ func filterCache(cfg Config) *seccomp.Cache {
 	return &seccomp.Cache{Dir: dir, Key: key}
 }
 
-// withStateProtected returns p with the helper's state directory (the
-// compiled-filter cache, the placeholder locks) denied for writing when it
-// lies in a writable root: every later run trusts what is in it, so no
-// sandboxed program may change it, whatever its own policy. p itself is not
-// changed. Without a state directory there is nothing to protect (the runs
-// that need it fail on their own).
+// withStateProtected returns p with the helper's state directories (the
+// compiled-filter cache, the key that authenticates it, the placeholder
+// locks; see runstate.Protected) denied for reading and writing wherever
+// they are, not only where they lie in a writable root: every later run
+// trusts what is in them and the key must stay secret, so no sandboxed
+// program may read, change or replace them, whatever its own policy. Exact
+// mode masks each; Landlock-only mode leaves them out of its rules, which
+// narrows the directories on the way to them like any denied path. p itself
+// is not changed. Without a state directory there is nothing to protect
+// (the cache is off, and the runs that need placeholders fail on their own).
 func withStateProtected(p *policy.Plan) *policy.Plan {
-	dir, err := runstate.Dir("")
-	if err == nil {
-		dir, err = filepath.EvalSymlinks(dir) // the Plan's paths are canonical
-	}
+	dirs, err := runstate.Protected()
 	if err != nil {
 		return p
 	}
-	for _, r := range p.Filesystem.WritableRoots {
-		if policy.Within(dir, r.Path) {
-			c := *p
-			c.Filesystem.WriteDenied = append(append([]policy.DeniedPath(nil), p.Filesystem.WriteDenied...),
-				policy.DeniedPath{Path: dir, Source: "sandbox-executable's state directory", Exists: true})
-			return &c
+	c := *p
+	c.Filesystem.ReadDenied = append([]policy.DeniedPath(nil), p.Filesystem.ReadDenied...)
+	for i, dir := range dirs {
+		real, err := filepath.EvalSymlinks(dir) // the Plan's paths are canonical
+		if err != nil {
+			continue
 		}
+		src := "sandbox-executable's state directory"
+		if i > 0 {
+			src += " (where it would go without the user's runtime directory)"
+		}
+		c.Filesystem.ReadDenied = append(c.Filesystem.ReadDenied, policy.DeniedPath{Path: real, Source: src, Exists: true})
 	}
-	return p
+	return &c
 }
 
 // viewOptions are the mount namespace's options for this run; the temp
