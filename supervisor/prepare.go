@@ -200,6 +200,12 @@ type FilesystemReport struct {
 	// PrivateTmp is true when the program gets a private temp dir (TMPDIR),
 	// because the policy makes neither /tmp nor $TMPDIR writable.
 	PrivateTmp bool `json:"private_tmp"`
+	// PrivateTmpBytes is the size of the tmpfs the private temp dir is,
+	// when it is one (the run has a mount namespace).
+	PrivateTmpBytes uint64 `json:"private_tmp_bytes,omitempty"`
+	// PrivateTmpBound says how the private temp dir is bounded, or that it
+	// is not.
+	PrivateTmpBound string `json:"private_tmp_bound,omitempty"`
 	// NotEnforced lists what this mode cannot stop.
 	NotEnforced []string `json:"not_enforced,omitempty"`
 }
@@ -283,6 +289,16 @@ func Prepare(cfg Config) (*Prepared, error) {
 	var nsFlags uintptr
 	if pr.View != nil {
 		nsFlags = pr.View.NamespaceFlags
+	}
+	if fs.PrivateTmp {
+		if pr.View != nil {
+			size, why := privateTmpSize(p.Limits)
+			fs.PrivateTmpBytes = size
+			fs.PrivateTmpBound = fmt.Sprintf("a tmpfs of %d MiB (%s) in the program's mount namespace: writing more fails with ENOSPC; its pages are memory, charged to the memory cgroup of the process that writes them (the run's); nothing reaches the host's directory", size>>20, why)
+		} else {
+			fs.PrivateTmpBound = "not bounded: without a mount namespace the private temp dir is a directory on the host's filesystem, and max_disk_mb limits each file only"
+			fs.NotEnforced = append(fs.NotEnforced, "the private TMPDIR's size: no mount namespace for a tmpfs (max_disk_mb limits each file only)")
+		}
 	}
 	proc, procDegraded := processReport(isolated, nsFlags, nw.netns, fs.namespaces.Why)
 	// In exact mode the mounts enforce the read side; Landlock need only
@@ -452,6 +468,7 @@ func withStateProtected(p *policy.Plan) *policy.Plan {
 func (pr *Prepared) viewOptions() mountns.Options {
 	o := mountns.Options{Privileged: pr.fs.namespaces.Privileged, UID: os.Getuid(), GID: os.Getgid(), Cwd: pr.cfg.Cwd,
 		Network: pr.net.netns, Isolate: pr.fs.namespaces.OK}
+	o.PrivateTmpBytes, _ = privateTmpSize(pr.Plan.Limits)
 	if pr.fs.Mode == FSExact {
 		o.Sockets = mountns.UnixSockets()
 	}
@@ -521,6 +538,26 @@ func needsPrivateTmp(p *policy.Plan) bool {
 		}
 	}
 	return true
+}
+
+// defaultTmpBytes bounds a private temp dir when max_disk_mb is 0
+// (unlimited): 1 GiB, what VT Code's conservative limits give max_disk_mb.
+// A tmpfs is memory that cannot be reclaimed without swap, so an unbounded
+// one would let a run without a memory limit take the host's memory.
+const defaultTmpBytes = 1 << 30
+
+// privateTmpSize is the size of the private temp dir's tmpfs and where it
+// comes from: max_disk_mb; else the default, or the memory limit when that
+// is less (the tmpfs is charged to the run's memory, so a larger one would
+// end in an OOM kill before it filled).
+func privateTmpSize(l policy.Limits) (uint64, string) {
+	switch {
+	case l.FileSizeBytes > 0:
+		return l.FileSizeBytes, "max_disk_mb"
+	case l.MemoryBytes > 0 && l.MemoryBytes < defaultTmpBytes:
+		return l.MemoryBytes, "max_disk_mb is 0: the memory limit, which it is charged to"
+	}
+	return defaultTmpBytes, "max_disk_mb is 0: the default, so that memory it takes stays bounded"
 }
 
 func grace(cfg Config) time.Duration {
