@@ -108,7 +108,7 @@ type session struct {
 	env       []string
 	spec      *landlock.Spec
 	view      *mountns.View
-	tmp       string // the private temp dir, when the view mounts a tmpfs on it
+	tmp       string // the private temp dir, or "" (a tmpfs where there is a view)
 	rlimits   []rlimit.Limit
 	rulesetFD int
 	group     cgroups.Group
@@ -177,10 +177,7 @@ func (s *session) setup() error {
 		if err != nil {
 			return err
 		}
-		tmp = dir
-		if s.view != nil {
-			s.tmp = dir // a tmpfs over it (mountns.Options.PrivateTmp)
-		}
+		tmp, s.tmp = dir, dir
 		s.undo = append(s.undo, func() { os.RemoveAll(dir) })
 		s.env = withEnv(s.env, "TMPDIR", dir)
 		// A fresh private directory: reading it is as safe as writing it.
@@ -409,7 +406,7 @@ func (s *session) supervise() Result {
 			fresh = append(fresh, "/dev", "/proc")
 		}
 		if s.tmp != "" {
-			fresh = append(fresh, s.tmp)
+			fresh = append(fresh, s.tmp) // mountns.Options.PrivateTmp
 		}
 		if s.rulesetFD >= 0 && len(fresh) > 0 {
 			for _, r := range s.spec.DirRulesWithin(fresh) {
