@@ -319,7 +319,9 @@ func TestCallerConfigUnreadable(t *testing.T) {
 
 // TestStateDirectoryUnwritable: the helper's state directory (its filter
 // cache is trusted by every later run) cannot be written by a sandboxed
-// program even when the policy makes the directory around it writable.
+// program even when the policy makes the directory around it writable, and
+// XDG_RUNTIME_DIR does not move it (it once did: a run with it protected
+// one place, and a run without it trusted another).
 func TestStateDirectoryUnwritable(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to switch to nobody")
@@ -336,27 +338,37 @@ func TestStateDirectoryUnwritable(t *testing.T) {
 	nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
 	noTreeLimits := `{"max_memory_mb":0,"max_pids":0,"max_disk_mb":0,"cpu_time_secs":0,"timeout_secs":60}`
 	env := append(w.env(), "XDG_RUNTIME_DIR="+runtimeDir)
-	state := filepath.Join(runtimeDir, "sandbox-executable")
+	// Where the helper keeps nobody's state (runstate): never in
+	// XDG_RUNTIME_DIR.
+	state := "/tmp/sandbox-executable-65534"
+	if st, err := os.Lstat("/run/user/65534"); err == nil && st.IsDir() && st.Mode().Perm() == 0o700 && st.Sys().(*syscall.Stat_t).Uid == 65534 {
+		state = "/run/user/65534/sandbox-executable"
+	}
 	for _, mode := range fsModes {
 		t.Run(mode, func(t *testing.T) {
-			args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--resource-limits", noTreeLimits}, fsOpts(t, mode)...)
+			args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root, filepath.Dir(state)), "--resource-limits", noTreeLimits}, fsOpts(t, mode)...)
 			sb := func(argv ...string) result {
 				return run(t, runOpts{env: env, dir: w.root, cred: nobody}, append(append(args, "--"), argv...)...)
 			}
-			// Beside the state directory the policy's write access holds
-			// (in a sibling: Landlock-only mode narrows the parent).
-			if r := sb(probe, "create", filepath.Join(runtimeDir, "other", "beside-"+mode)); probeResult(r) != "ok" {
+			// Below the state directory's writable parent the policy's
+			// write access holds (Landlock-only mode narrows the parent's
+			// own entries, as --explain says).
+			if r := sb(probe, "create", filepath.Join(w.out, "beside-"+mode)); probeResult(r) != "ok" {
 				t.Fatalf("write beside the state directory: %v", r)
 			}
 			if _, err := os.Stat(filepath.Join(state, "bpf")); err != nil {
 				t.Fatalf("the run made no state directory where this test looks: %v", err)
 			}
-			for _, target := range []string{filepath.Join(state, "bpf", "planted"), filepath.Join(state, "planted")} {
+			if _, err := os.Lstat(filepath.Join(runtimeDir, "sandbox-executable")); err == nil {
+				t.Errorf("XDG_RUNTIME_DIR chose a state directory")
+			}
+			for _, target := range []string{filepath.Join(state, "bpf", "planted-"+mode), filepath.Join(state, "planted-"+mode)} {
 				if r := sb(probe, "create", target); !denied(probeResult(r)) {
 					t.Errorf("the program wrote %s: %v", target, r)
 				}
 				if _, err := os.Lstat(target); err == nil {
 					t.Errorf("%s exists", target)
+					os.Remove(target)
 				}
 			}
 		})

@@ -36,9 +36,16 @@ type Options struct {
 	// Cwd is the program's working directory, re-entered after the mounts
 	// so that it resolves to the new view.
 	Cwd string
-	// ExtraWritable are writable directories besides the Plan's roots (a
-	// private temp dir).
+	// ExtraWritable are writable directories besides the Plan's roots.
 	ExtraWritable []string
+	// PrivateTmp is the program's private temp dir, made empty on the host
+	// for the run ("" for none): a tmpfs of PrivateTmpBytes, mode 0700,
+	// owned by UID and GID, is mounted on it, so that what the program
+	// writes there is bounded in all (ENOSPC past the size), is charged to
+	// the memory cgroup of the process that writes it (the run's), never
+	// reaches the host's directory, and is gone with the namespace.
+	PrivateTmp      string
+	PrivateTmpBytes uint64
 	// Sockets are unix sockets to mask when they lie outside the writable
 	// roots (see UnixSockets).
 	Sockets []string
@@ -165,15 +172,12 @@ func (v *View) findDevices() {
 }
 
 // With returns the view with what exists only once the run is set up: a
-// private temp dir (tmp, "" for none) writable besides the roots, and the
+// private temp dir (tmp, "" for none; see Options.PrivateTmp), and the
 // proxy's listener. Nothing is looked up again: a fresh temp dir holds
 // none of the Plan's denied paths, so the masks decided by Build stand.
 func (v *View) With(tmp string, proxy *ProxyListener) (*View, error) {
 	w := *v
-	w.opts.ExtraWritable = nil
-	if tmp != "" {
-		w.opts.ExtraWritable = []string{tmp}
-	}
+	w.opts.PrivateTmp = tmp
 	w.opts.Proxy = proxy
 	if err := w.assemble(); err != nil {
 		return nil, err
@@ -233,6 +237,12 @@ func (v *View) assemble() error {
 	}
 	for i, r := range roots {
 		op(spawn.Op{Kind: spawn.OpMoveMount, FD: i, A: r, Desc: "writable root " + r})
+	}
+	if o.PrivateTmp != "" {
+		// Over whatever is there (a read-only view, a root): on top.
+		op(spawn.Op{Kind: spawn.OpMount, A: "tmpfs", B: o.PrivateTmp, C: "tmpfs",
+			D:     fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", o.PrivateTmpBytes, o.UID, o.GID),
+			Flags: unix.MS_NOSUID | unix.MS_NODEV, Desc: "private temp dir " + o.PrivateTmp})
 	}
 	for _, m := range v.masks {
 		if o.Isolate && underAny(maskedPath(m), hiddenBy) {

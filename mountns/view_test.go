@@ -131,7 +131,7 @@ func TestWithAddsRuntimeParts(t *testing.T) {
 	p.Filesystem.WritableRoots = []policy.WritablePath{{Path: ws}}
 	p.Filesystem.ReadDenied = []policy.DeniedPath{{Path: filepath.Join(base, "home", ".ssh")}}
 	p.Filesystem.WriteDenied = []policy.DeniedPath{{Path: filepath.Join(ws, ".git")}, {Path: filepath.Join(ws, ".codex")}}
-	o := Options{UID: 1000, GID: 1000, Cwd: ws, Network: true}
+	o := Options{UID: 1000, GID: 1000, Cwd: ws, Network: true, PrivateTmpBytes: 1 << 20}
 	base0, err := Build(p, o)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestWithAddsRuntimeParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.ExtraWritable, o.Proxy = []string{tmp}, proxy
+	o.PrivateTmp, o.Proxy = tmp, proxy
 	want, err := Build(p, o)
 	if err != nil {
 		t.Fatal(err)
@@ -149,10 +149,22 @@ func TestWithAddsRuntimeParts(t *testing.T) {
 	if g, w := strings.Join(describe(got.Ops), "\n"), strings.Join(describe(want.Ops), "\n"); g != w {
 		t.Fatalf("With:\n%s\nBuild:\n%s", g, w)
 	}
-	if index(describe(got.Ops), "writable root "+tmp) < 0 || index(describe(got.Ops), "listen for the proxy on 127.0.0.1") < 0 {
-		t.Errorf("temp dir or listener missing:\n%s", strings.Join(describe(got.Ops), "\n"))
+	i := index(describe(got.Ops), "private temp dir "+tmp)
+	if i < 0 || index(describe(got.Ops), "listen for the proxy on 127.0.0.1") < 0 {
+		t.Fatalf("temp dir or listener missing:\n%s", strings.Join(describe(got.Ops), "\n"))
 	}
-	if index(describe(base0.Ops), "writable root "+tmp) >= 0 {
+	// A bounded tmpfs of the user's own, mounted after the read-only
+	// remount and the roots (so on top of both), before the masks.
+	if m := got.Ops[i]; m.Kind != spawn.OpMount || m.C != "tmpfs" || m.D != "size=1048576,mode=0700,uid=1000,gid=1000" || m.Flags&unix.MS_NOEXEC != 0 {
+		t.Errorf("temp dir mount %+v", m)
+	}
+	if i < index(describe(got.Ops), "make everything read-only") || i < index(describe(got.Ops), "writable root "+ws) || i > index(describe(got.Ops), "mask "+filepath.Join(base, "home", ".ssh")) {
+		t.Errorf("temp dir mounted out of order:\n%s", strings.Join(describe(got.Ops), "\n"))
+	}
+	if index(describe(got.Ops), "writable root "+tmp) >= 0 {
+		t.Errorf("the temp dir is cloned from the host instead of a tmpfs")
+	}
+	if index(describe(base0.Ops), "private temp dir "+tmp) >= 0 {
 		t.Errorf("With changed the view it was called on")
 	}
 	if got.NamespaceFlags != want.NamespaceFlags || strings.Join(got.Placeholders, " ") != strings.Join(want.Placeholders, " ") {

@@ -1,10 +1,29 @@
 // Package runstate is the helper's private directory for state shared
-// between runs: placeholder locks, the compiled-filter cache. It is made on
-// first use, per user, and must be private: anything in it is trusted.
+// between runs: placeholder locks, the compiled-filter cache and the key
+// that authenticates it. It is made on first use, one per user, in a place
+// that depends on the user alone, never on the environment the caller
+// passes (a run without XDG_RUNTIME_DIR must find the same directory as a
+// run with it):
+//
+//   - root: /run/sandbox-executable;
+//   - any other user: /run/user/UID/sandbox-executable when /run/user/UID is
+//     a directory of the user's own with mode 0700 (what systemd-logind
+//     makes for a session), else /tmp/sandbox-executable-UID.
+//
+// Every directory it makes is created 0700 and checked, before it is used,
+// to be a real directory (not a symbolic link), owned by the user, with no
+// rights for group or others. Nothing in it is trusted on those checks
+// alone: a sandboxed program runs as the same user, so every sandbox is
+// denied the directory (see Protected), and what is read back from it is
+// authenticated (see Key).
 package runstate
 
 import (
+	"crypto/rand"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,36 +31,196 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Base overrides the location of the directory (tests).
+// Base overrides the location of the directory (tests). It must exist; it
+// is trusted as it is (the subdirectories made in it are checked).
 var Base string
 
-// Dir returns the private subdirectory sub, made if missing: under
-// /run/sandbox-executable for root, $XDG_RUNTIME_DIR/sandbox-executable for
-// a user who has one, else $TMPDIR/sandbox-executable-<uid>. It refuses a
-// directory that is not this user's own or that others can write.
+// KeySize is the length of the key, in bytes.
+const KeySize = 32
+
+// keyName is the key's file in the state directory.
+const keyName = "key"
+
+// location is where the state directory of the user euid goes, and the
+// other place it would go were the user's runtime directory gone (for a
+// user whose state is in /run/user/UID: /tmp/sandbox-executable-UID, which
+// every sandbox is denied too, so that none can make it first and plant
+// state there for a later run).
+func location(euid int) (dir, fallback string) {
+	if Base != "" {
+		return Base, ""
+	}
+	if euid == 0 {
+		return "/run/sandbox-executable", ""
+	}
+	uid := strconv.Itoa(euid)
+	tmp := filepath.Join("/tmp", "sandbox-executable-"+uid)
+	runtime := filepath.Join("/run/user", uid)
+	if checkPrivate(runtime, euid) == nil {
+		return filepath.Join(runtime, "sandbox-executable"), tmp
+	}
+	return tmp, ""
+}
+
+// Dir returns the private subdirectory sub of the state directory ("" for
+// the state directory itself), made if missing. It refuses a directory that
+// is not this user's own private directory, with what is wrong with it.
 func Dir(sub string) (string, error) {
-	base := Base
-	switch {
-	case base != "":
-	case os.Geteuid() == 0:
-		base = "/run/sandbox-executable"
-	case filepath.IsAbs(os.Getenv("XDG_RUNTIME_DIR")):
-		base = filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "sandbox-executable")
-	default:
-		base = filepath.Join(os.TempDir(), "sandbox-executable-"+strconv.Itoa(os.Geteuid()))
+	euid := os.Geteuid()
+	base, _ := location(euid)
+	if Base == "" {
+		if err := ensure(base, euid); err != nil {
+			return "", err
+		}
+	}
+	if sub == "" {
+		return base, nil
 	}
 	dir := filepath.Join(base, sub)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("state directory: %w", err)
-	}
-	for _, d := range []string{base, dir} {
-		var st unix.Stat_t
-		if err := unix.Lstat(d, &st); err != nil {
-			return "", fmt.Errorf("state directory: %w", err)
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
-			return "", fmt.Errorf("state directory: %s is not a private directory of this user", d)
-		}
+	if err := ensure(dir, euid); err != nil {
+		return "", err
 	}
 	return dir, nil
+}
+
+// Protected returns the directories no sandbox may read or write: the state
+// directory and, where there is one, the place it falls back to (made here
+// when missing, so that a sandbox that can write its parent cannot make it
+// first). A fallback that cannot be made private (another user's) is left
+// out: this user's runs refuse it too.
+func Protected() ([]string, error) {
+	euid := os.Geteuid()
+	base, fallback := location(euid)
+	if Base == "" {
+		if err := ensure(base, euid); err != nil {
+			return nil, err
+		}
+	}
+	dirs := []string{base}
+	if fallback != "" && ensure(fallback, euid) == nil {
+		dirs = append(dirs, fallback)
+	}
+	return dirs, nil
+}
+
+// ensure makes dir (mode 0700) unless it exists, and checks that it is this
+// user's private directory in a parent that nobody else can rename it out of.
+func ensure(dir string, euid int) error {
+	if err := unix.Mkdir(dir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	if err := checkParent(filepath.Dir(dir), euid); err != nil {
+		return err
+	}
+	return checkPrivate(dir, euid)
+}
+
+// checkPrivate checks that dir is a directory, not a link, owned by euid,
+// with no rights for group or others.
+func checkPrivate(dir string, euid int) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return fmt.Errorf("state directory %s: not a directory (a symbolic link or a file is never followed): remove it", dir)
+	case int(st.Uid) != euid:
+		return fmt.Errorf("state directory %s: owned by uid %d, not by this user (uid %d): remove it", dir, st.Uid, euid)
+	case st.Mode&0o077 != 0:
+		return fmt.Errorf("state directory %s: mode %04o gives rights to group or others; it must be 0700 (chmod 700 %s)", dir, st.Mode&0o7777, dir)
+	}
+	return nil
+}
+
+// checkParent checks that nobody but root and euid can replace entries of
+// dir: owned by one of them, and writable by others only with the sticky
+// bit (/tmp).
+func checkParent(dir string, euid int) error {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return fmt.Errorf("state directory: parent %s: %w", dir, err)
+	}
+	if st.Uid != 0 && int(st.Uid) != euid {
+		return fmt.Errorf("state directory: parent %s is owned by uid %d: another user could replace the state directory", dir, st.Uid)
+	}
+	if st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
+		return fmt.Errorf("state directory: parent %s (mode %04o) is writable by others and not sticky: another user could replace the state directory", dir, st.Mode&0o7777)
+	}
+	return nil
+}
+
+// Key returns this user's secret key, which authenticates what the helper
+// keeps in the state directory (KeySize random bytes in its file "key",
+// mode 0600), making it on first use. A key file that is not this user's
+// own private regular file of the right size is replaced with a new key
+// (which invalidates whatever the old one authenticated). The file is in the
+// state directory, which every sandbox is denied, so no sandboxed program
+// can read it.
+func Key() ([]byte, error) {
+	dir, err := Dir("")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, keyName)
+	key, err := readKey(path)
+	if err == nil {
+		return key, nil
+	}
+	replace := !errors.Is(err, fs.ErrNotExist)
+	key = make([]byte, KeySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("state key: %w", err)
+	}
+	f, err := os.CreateTemp(dir, keyName+".tmp-") // mode 0600
+	if err != nil {
+		return nil, fmt.Errorf("state key: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, werr := f.Write(key)
+	if cerr := f.Close(); werr != nil || cerr != nil {
+		return nil, fmt.Errorf("state key: write %s: %w", tmp, errors.Join(werr, cerr))
+	}
+	if replace {
+		if err := os.Rename(tmp, path); err != nil {
+			return nil, fmt.Errorf("state key: %w", err)
+		}
+		return key, nil
+	}
+	// A link, not a rename: of two first runs at once, one key wins and
+	// the other run reads it.
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return readKey(path)
+		}
+		return nil, fmt.Errorf("state key: %w", err)
+	}
+	return key, nil
+}
+
+// readKey reads the key at path, refusing anything but this user's private
+// regular file of KeySize bytes.
+func readKey(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, fs.ErrNotExist
+		}
+		return nil, fmt.Errorf("state key %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("state key %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 || st.Size != KeySize {
+		return nil, fmt.Errorf("state key %s: not a private file of %d bytes of this user", path, KeySize)
+	}
+	key := make([]byte, KeySize)
+	if _, err := io.ReadFull(f, key); err != nil {
+		return nil, fmt.Errorf("state key %s: %w", path, err)
+	}
+	return key, nil
 }

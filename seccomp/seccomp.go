@@ -50,6 +50,11 @@ type Program struct {
 	// errno the supervisor must answer with.
 	Notify bool
 	Errnos map[int32]unix.Errno
+	// Cache says where the program came from: CacheOff, CacheLoaded,
+	// CacheCompiled or CacheRejected. With CacheRejected, CacheRejection
+	// says what was wrong with the entry that was not loaded.
+	Cache          string
+	CacheRejection string
 }
 
 // Options tune Compile.
@@ -58,16 +63,16 @@ type Options struct {
 	// the supervisor sees each denied call (syscall, pid) and answers it
 	// with the rule's errno: observed, and still denied.
 	Notify bool
-	// CacheDir, when set, keeps compiled programs there, keyed by everything
-	// that goes into them: compiling with libseccomp costs about half a
-	// millisecond of every start, reading the result back a few
-	// microseconds. The directory must be private (see runstate).
-	CacheDir string
+	// Cache, when set, keeps compiled programs, named by everything that
+	// goes into them and authenticated: compiling with libseccomp costs
+	// about half a millisecond of every start, reading the result back and
+	// checking its tag a few microseconds.
+	Cache *Cache
 }
 
 // Compile builds the filter for s.
 func Compile(s *policy.Seccomp, opt Options) (*Program, error) {
-	p := &Program{Rules: len(s.Rules), Notify: opt.Notify}
+	p := &Program{Rules: len(s.Rules), Notify: opt.Notify, Cache: CacheOff}
 	if opt.Notify {
 		p.Errnos = map[int32]unix.Errno{}
 	}
@@ -81,12 +86,17 @@ func Compile(s *policy.Seccomp, opt Options) (*Program, error) {
 	if err := checkOverrides(s.Rules); err != nil {
 		return nil, err
 	}
-	var key string
-	if opt.CacheDir != "" {
-		key = cacheKey(s, opt)
-		if bpf, ok := cacheLoad(opt.CacheDir, key); ok {
-			p.BPF = bpf
+	var name string
+	if c := opt.Cache; c != nil {
+		name = cacheKey(s, opt)
+		bpf, err := c.load(name)
+		if err == nil {
+			p.BPF, p.Cache = bpf, CacheLoaded
 			return p, nil
+		}
+		p.Cache = CacheCompiled
+		if err != errMissing {
+			p.Cache, p.CacheRejection = CacheRejected, err.Error()
 		}
 	}
 	bpf, err := p.build(s)
@@ -94,8 +104,8 @@ func Compile(s *policy.Seccomp, opt Options) (*Program, error) {
 		return nil, err
 	}
 	p.BPF = bpf
-	if key != "" {
-		cacheStore(opt.CacheDir, key, bpf)
+	if name != "" {
+		opt.Cache.store(name, bpf)
 	}
 	return p, nil
 }

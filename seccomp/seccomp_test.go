@@ -77,46 +77,137 @@ func TestCompileForObservation(t *testing.T) {
 	}
 }
 
+// allowAll is a whole seccomp program that allows every call: one
+// BPF_RET|BPF_K instruction returning SECCOMP_RET_ALLOW. It is what a
+// poisoned cache entry would hold.
+var allowAll = []byte{0x06, 0, 0, 0, 0x00, 0x00, 0xff, 0x7f}
+
+func testCache(t *testing.T) *Cache {
+	t.Helper()
+	key := bytes.Repeat([]byte{0x5a}, 32)
+	return &Cache{Dir: t.TempDir(), Key: key}
+}
+
 func TestCompileCache(t *testing.T) {
-	dir := t.TempDir()
+	c := testCache(t)
 	s := &policy.Seccomp{Rules: []policy.SyscallRule{{Syscall: "ptrace", Action: policy.ActionErrno, Errno: "EPERM"}}}
 	fresh, err := Compile(s, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := Compile(s, Options{CacheDir: dir})
+	if fresh.Cache != CacheOff {
+		t.Errorf("no cache given: %q", fresh.Cache)
+	}
+	first, err := Compile(s, Options{Cache: c})
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Fatalf("cache holds %d entries", len(entries))
+	entries, _ := os.ReadDir(c.Dir)
+	if len(entries) != 1 || first.Cache != CacheCompiled || !bytes.Equal(first.BPF, fresh.BPF) {
+		t.Fatalf("cache holds %d entries, first compile %q", len(entries), first.Cache)
 	}
-	// A second compile reads the entry: make it recognisable.
-	marked := append([]byte(nil), first.BPF...)
+	name := entries[0].Name()
+	second, _ := Compile(s, Options{Cache: c})
+	if second.Cache != CacheLoaded || !bytes.Equal(second.BPF, fresh.BPF) {
+		t.Errorf("second compile: %q, same program %v", second.Cache, bytes.Equal(second.BPF, fresh.BPF))
+	}
+	// The entry is what is loaded (not a compile that happens to agree):
+	// an entry sealed with the key for another program is that program.
+	marked := append([]byte(nil), fresh.BPF...)
 	marked[len(marked)-1] ^= 0xff
-	if err := os.WriteFile(filepath.Join(dir, entries[0].Name()), marked, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	second, _ := Compile(s, Options{CacheDir: dir})
-	if !bytes.Equal(second.BPF, marked) || !bytes.Equal(first.BPF, fresh.BPF) {
-		t.Errorf("the cache was not used, or changed the program")
+	writeEntry(t, c, name, c.seal(name, marked))
+	if p, _ := Compile(s, Options{Cache: c}); !bytes.Equal(p.BPF, marked) || p.Cache != CacheLoaded {
+		t.Errorf("a sealed entry was not loaded: %q", p.Cache)
 	}
 	// A different rule set, or observing, is another entry.
-	if p, _ := Compile(s, Options{CacheDir: dir, Notify: true}); bytes.Equal(p.BPF, marked) || len(p.Errnos) != 1 {
+	if p, _ := Compile(s, Options{Cache: c, Notify: true}); bytes.Equal(p.BPF, marked) || len(p.Errnos) != 1 {
 		t.Errorf("observed program came from the unobserved entry")
 	}
-	// A malformed entry is a miss, not a program.
-	if err := os.WriteFile(filepath.Join(dir, entries[0].Name()), []byte("short"), 0o600); err != nil {
+	// A bad rule is refused even when an entry exists for the good ones.
+	bad := &policy.Seccomp{Rules: append(append([]policy.SyscallRule(nil), s.Rules...), policy.SyscallRule{Syscall: "nope", Action: policy.ActionLog})}
+	if _, err := Compile(bad, Options{Cache: c}); err == nil {
+		t.Errorf("bad rule accepted")
+	}
+}
+
+// TestPoisonedCacheEntriesRejected: an entry that is not exactly what this
+// helper wrote with this key is never loaded; the program is compiled
+// again, the entry replaced, and the rejection said.
+func TestPoisonedCacheEntriesRejected(t *testing.T) {
+	s := &policy.Seccomp{Rules: []policy.SyscallRule{{Syscall: "unshare", Action: policy.ActionErrno, Errno: "EPERM"}}}
+	fresh, err := Compile(s, Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := Compile(s, Options{CacheDir: dir}); !bytes.Equal(p.BPF, fresh.BPF) {
-		t.Errorf("a malformed entry was used")
+	other, err := Compile(&policy.Seccomp{}, Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// A bad rule is refused even when an entry exists for the good ones.
-	s.Rules = append(s.Rules, policy.SyscallRule{Syscall: "nope", Action: policy.ActionLog})
-	if _, err := Compile(s, Options{CacheDir: dir}); err == nil {
-		t.Errorf("bad rule accepted")
+	name := cacheKey(s, Options{})
+	good := testCache(t).seal(name, fresh.BPF)
+	flipped := func(i int) []byte {
+		b := append([]byte(nil), good...)
+		b[i] ^= 0x01
+		return b
+	}
+	otherKey := &Cache{Key: bytes.Repeat([]byte{0xa5}, 32)}
+	otherName := cacheKey(s, Options{Notify: true})
+	for _, c := range []struct {
+		what  string
+		entry []byte
+		why   string
+	}{
+		{"the attack: a bare allow-everything program", allowAll, "not a tag and a whole program"},
+		{"allow-everything behind a made-up tag", append(make([]byte, tagSize), allowAll...), "does not verify"},
+		{"one byte of the tag flipped", flipped(0), "does not verify"},
+		{"one byte of the program flipped", flipped(len(good) - 3), "does not verify"},
+		{"sealed with another key", otherKey.seal(name, fresh.BPF), "does not verify"},
+		{"another key's allow-everything", otherKey.seal(name, allowAll), "does not verify"},
+		{"another entry's, copied under this name", testCache(t).seal(otherName, other.BPF), "does not verify"},
+		{"truncated by one instruction", good[:len(good)-8], "does not verify"},
+		{"truncated inside an instruction", good[:len(good)-3], "not a tag and a whole program"},
+		{"the tag alone", good[:tagSize], "not a tag and a whole program"},
+		{"empty", nil, "not a tag and a whole program"},
+		{"too long for the kernel", append(append([]byte(nil), good...), make([]byte, maxProgram)...), "not a tag and a whole program"},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			cache := testCache(t)
+			writeEntry(t, cache, name, c.entry)
+			p, err := Compile(s, Options{Cache: cache})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Cache != CacheRejected || !strings.Contains(p.CacheRejection, c.why) || !strings.Contains(p.CacheRejection, name) {
+				t.Errorf("cache %q, rejection %q; want rejected, %q", p.Cache, p.CacheRejection, c.why)
+			}
+			if !bytes.Equal(p.BPF, fresh.BPF) {
+				t.Errorf("the program is not the one compiled from the rules")
+			}
+			// Rebuilt: the next run loads the replacement.
+			if p, _ := Compile(s, Options{Cache: cache}); p.Cache != CacheLoaded || !bytes.Equal(p.BPF, fresh.BPF) {
+				t.Errorf("after the rejection: %q", p.Cache)
+			}
+		})
+	}
+	t.Run("a symbolic link", func(t *testing.T) {
+		cache := testCache(t)
+		target := filepath.Join(t.TempDir(), "elsewhere")
+		if err := os.WriteFile(target, good, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(cache.Dir, name)); err != nil {
+			t.Fatal(err)
+		}
+		if p, _ := Compile(s, Options{Cache: cache}); p.Cache != CacheRejected || !bytes.Equal(p.BPF, fresh.BPF) {
+			t.Errorf("a link was followed: %q %q", p.Cache, p.CacheRejection)
+		}
+	})
+}
+
+func writeEntry(t *testing.T, c *Cache, name string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(c.Dir, name), b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -200,6 +200,12 @@ type FilesystemReport struct {
 	// PrivateTmp is true when the program gets a private temp dir (TMPDIR),
 	// because the policy makes neither /tmp nor $TMPDIR writable.
 	PrivateTmp bool `json:"private_tmp"`
+	// PrivateTmpBytes is the size of the tmpfs the private temp dir is,
+	// when it is one (the run has a mount namespace).
+	PrivateTmpBytes uint64 `json:"private_tmp_bytes,omitempty"`
+	// PrivateTmpBound says how the private temp dir is bounded, or that it
+	// is not.
+	PrivateTmpBound string `json:"private_tmp_bound,omitempty"`
 	// NotEnforced lists what this mode cannot stop.
 	NotEnforced []string `json:"not_enforced,omitempty"`
 }
@@ -228,6 +234,14 @@ type SeccompReport struct {
 	// Observed is true when denied calls are answered through user
 	// notifications, so that each one is seen (--log-denials).
 	Observed bool `json:"observed"`
+	// Cache says where the program came from: "loaded" from the compiled-
+	// filter cache (its tag verified under this user's key), "compiled"
+	// (and stored), "rejected" (an entry failed the checks: it was not
+	// loaded, the program was compiled and the entry replaced), or "off"
+	// (no state directory).
+	Cache string `json:"cache"`
+	// CacheRejected says what was wrong with a rejected entry.
+	CacheRejected string `json:"cache_rejected,omitempty"`
 }
 
 // RefusedError is returned when the host cannot enforce what the policy
@@ -276,6 +290,16 @@ func Prepare(cfg Config) (*Prepared, error) {
 	if pr.View != nil {
 		nsFlags = pr.View.NamespaceFlags
 	}
+	if fs.PrivateTmp {
+		if pr.View != nil {
+			size, why := privateTmpSize(p.Limits)
+			fs.PrivateTmpBytes = size
+			fs.PrivateTmpBound = fmt.Sprintf("a tmpfs of %d MiB (%s) in the program's mount namespace: writing more fails with ENOSPC; its pages are memory, charged to the memory cgroup of the process that writes them (the run's); nothing reaches the host's directory", size>>20, why)
+		} else {
+			fs.PrivateTmpBound = "not bounded: without a mount namespace the private temp dir is a directory on the host's filesystem, and max_disk_mb limits each file only"
+			fs.NotEnforced = append(fs.NotEnforced, "the private TMPDIR's size: no mount namespace for a tmpfs (max_disk_mb limits each file only)")
+		}
+	}
 	proc, procDegraded := processReport(isolated, nsFlags, nw.netns, fs.namespaces.Why)
 	// In exact mode the mounts enforce the read side; Landlock need only
 	// handle it where the program could clone a mount around a mask:
@@ -312,15 +336,15 @@ func Prepare(cfg Config) (*Prepared, error) {
 
 	// The Plan's rules, plus what this host's mode adds.
 	rules := &policy.Seccomp{Rules: append(append([]policy.SyscallRule(nil), p.Seccomp.Rules...), nw.extraRules...)}
-	sopt := seccomp.Options{Notify: cfg.LogDenials}
-	if dir, err := runstate.Dir("bpf"); err == nil {
-		sopt.CacheDir = dir
-	}
+	sopt := seccomp.Options{Notify: cfg.LogDenials, Cache: filterCache(cfg)}
 	prog, err := seccomp.Compile(rules, sopt)
 	if err != nil {
 		return nil, err
 	}
 	pr.Seccomp = prog
+	if prog.Cache == seccomp.CacheRejected && cfg.Log != nil {
+		cfg.Log.Warn("seccomp cache entry rejected: compiled again and replaced", "why", prog.CacheRejection)
+	}
 
 	_, _, pr.nofile = spawn.InitialState()
 	pr.Rlimits = rlimit.For(p.Limits, rlimit.Options{NofileCur: pr.nofile.Cur, NofileMax: pr.nofile.Max})
@@ -359,6 +383,8 @@ func Prepare(cfg Config) (*Prepared, error) {
 			NoNewPrivileges: true,
 			HostRules:       nw.extraRules,
 			Observed:        prog.Notify,
+			Cache:           prog.Cache,
+			CacheRejected:   prog.CacheRejection,
 		},
 		Cgroup:  cgReport,
 		Process: proc,
@@ -387,29 +413,53 @@ func coveredGaps(gaps []landlock.Gap, pidns, netns bool) []landlock.Gap {
 	return out
 }
 
-// withStateProtected returns p with the helper's state directory (the
-// compiled-filter cache, the placeholder locks) denied for writing when it
-// lies in a writable root: every later run trusts what is in it, so no
-// sandboxed program may change it, whatever its own policy. p itself is not
-// changed. Without a state directory there is nothing to protect (the runs
-// that need it fail on their own).
-func withStateProtected(p *policy.Plan) *policy.Plan {
-	dir, err := runstate.Dir("")
+// filterCache is the compiled-filter cache of this user, or nil when the
+// state directory or its key cannot be had (every program is then
+// compiled).
+func filterCache(cfg Config) *seccomp.Cache {
+	dir, err := runstate.Dir("bpf")
+	var key []byte
 	if err == nil {
-		dir, err = filepath.EvalSymlinks(dir) // the Plan's paths are canonical
+		key, err = runstate.Key()
 	}
+	if err != nil {
+		if cfg.Log != nil {
+			cfg.Log.Warn("no seccomp cache", "error", err)
+		}
+		return nil
+	}
+	return &seccomp.Cache{Dir: dir, Key: key}
+}
+
+// withStateProtected returns p with the helper's state directories (the
+// compiled-filter cache, the key that authenticates it, the placeholder
+// locks; see runstate.Protected) denied for reading and writing wherever
+// they are, not only where they lie in a writable root: every later run
+// trusts what is in them and the key must stay secret, so no sandboxed
+// program may read, change or replace them, whatever its own policy. Exact
+// mode masks each; Landlock-only mode leaves them out of its rules, which
+// narrows the directories on the way to them like any denied path. p itself
+// is not changed. Without a state directory there is nothing to protect
+// (the cache is off, and the runs that need placeholders fail on their own).
+func withStateProtected(p *policy.Plan) *policy.Plan {
+	dirs, err := runstate.Protected()
 	if err != nil {
 		return p
 	}
-	for _, r := range p.Filesystem.WritableRoots {
-		if policy.Within(dir, r.Path) {
-			c := *p
-			c.Filesystem.WriteDenied = append(append([]policy.DeniedPath(nil), p.Filesystem.WriteDenied...),
-				policy.DeniedPath{Path: dir, Source: "sandbox-executable's state directory", Exists: true})
-			return &c
+	c := *p
+	c.Filesystem.ReadDenied = append([]policy.DeniedPath(nil), p.Filesystem.ReadDenied...)
+	for i, dir := range dirs {
+		real, err := filepath.EvalSymlinks(dir) // the Plan's paths are canonical
+		if err != nil {
+			continue
 		}
+		src := "sandbox-executable's state directory"
+		if i > 0 {
+			src += " (where it would go without the user's runtime directory)"
+		}
+		c.Filesystem.ReadDenied = append(c.Filesystem.ReadDenied, policy.DeniedPath{Path: real, Source: src, Exists: true})
 	}
-	return p
+	return &c
 }
 
 // viewOptions are the mount namespace's options for this run; the temp
@@ -418,6 +468,7 @@ func withStateProtected(p *policy.Plan) *policy.Plan {
 func (pr *Prepared) viewOptions() mountns.Options {
 	o := mountns.Options{Privileged: pr.fs.namespaces.Privileged, UID: os.Getuid(), GID: os.Getgid(), Cwd: pr.cfg.Cwd,
 		Network: pr.net.netns, Isolate: pr.fs.namespaces.OK}
+	o.PrivateTmpBytes, _ = privateTmpSize(pr.Plan.Limits)
 	if pr.fs.Mode == FSExact {
 		o.Sockets = mountns.UnixSockets()
 	}
@@ -487,6 +538,26 @@ func needsPrivateTmp(p *policy.Plan) bool {
 		}
 	}
 	return true
+}
+
+// defaultTmpBytes bounds a private temp dir when max_disk_mb is 0
+// (unlimited): 1 GiB, what VT Code's conservative limits give max_disk_mb.
+// A tmpfs is memory that cannot be reclaimed without swap, so an unbounded
+// one would let a run without a memory limit take the host's memory.
+const defaultTmpBytes = 1 << 30
+
+// privateTmpSize is the size of the private temp dir's tmpfs and where it
+// comes from: max_disk_mb; else the default, or the memory limit when that
+// is less (the tmpfs is charged to the run's memory, so a larger one would
+// end in an OOM kill before it filled).
+func privateTmpSize(l policy.Limits) (uint64, string) {
+	switch {
+	case l.FileSizeBytes > 0:
+		return l.FileSizeBytes, "max_disk_mb"
+	case l.MemoryBytes > 0 && l.MemoryBytes < defaultTmpBytes:
+		return l.MemoryBytes, "max_disk_mb is 0: the memory limit, which it is charged to"
+	}
+	return defaultTmpBytes, "max_disk_mb is 0: the default, so that memory it takes stays bounded"
 }
 
 func grace(cfg Config) time.Duration {

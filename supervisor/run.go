@@ -109,6 +109,7 @@ type session struct {
 	env       []string
 	spec      *landlock.Spec
 	view      *mountns.View
+	tmp       string // the private temp dir, or "" (a tmpfs where there is a view)
 	rlimits   []rlimit.Limit
 	rulesetFD int
 	group     cgroups.Group
@@ -177,7 +178,7 @@ func (s *session) setup() error {
 		if err != nil {
 			return err
 		}
-		tmp = dir
+		tmp, s.tmp = dir, dir
 		s.undo = append(s.undo, func() { os.RemoveAll(dir) })
 		s.env = withEnv(s.env, "TMPDIR", dir)
 		// A fresh private directory: reading it is as safe as writing it.
@@ -406,10 +407,17 @@ func (s *session) supervise() Result {
 			req.TakeForeground, req.TTY = true, tty
 			defer giveForegroundBack(tty)
 		}
-		if s.view.Init && s.rulesetFD >= 0 {
-			// The private /proc and /dev are new inodes: the rules given
-			// to the host's are given to them again.
-			for _, r := range s.spec.DirRulesWithin([]string{"/dev", "/proc"}) {
+		// The private /proc and /dev and the temp dir's tmpfs are new
+		// inodes: the rules given to the host's are given to them again.
+		var fresh []string
+		if s.view.Init {
+			fresh = append(fresh, "/dev", "/proc")
+		}
+		if s.tmp != "" {
+			fresh = append(fresh, s.tmp) // mountns.Options.PrivateTmp
+		}
+		if s.rulesetFD >= 0 && len(fresh) > 0 {
+			for _, r := range s.spec.DirRulesWithin(fresh) {
 				req.Ops = append(req.Ops, spawn.Op{Kind: spawn.OpLandlockRule, A: r.Path, Flags: uintptr(r.Access), Desc: "landlock rule for the private " + r.Path})
 			}
 		}

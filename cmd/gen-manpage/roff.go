@@ -22,6 +22,14 @@ cgroup2 hierarchy (for example \fI/sys/fs/cgroup/sandbox\-executable\fR),
 unless \fB\-\-cgroup\-parent\fR says otherwise.
 It is shared by all runs and never removed.
 .TP
+\fI/run/sandbox\-executable\fR, \fI/run/user/UID/sandbox\-executable\fR, \fI/tmp/sandbox\-executable\-UID\fR
+The state directory: root's; a user's whose \fI/run/user/UID\fR is a private
+directory of their own; any other user's (never chosen by \fBXDG_RUNTIME_DIR\fR
+or \fBTMPDIR\fR).
+It holds the compiled seccomp filters (\fIbpf/\fR, each with an HMAC-SHA256 tag),
+the key that authenticates them (\fIkey\fR) and the placeholder locks.
+Every sandbox is denied it, reading and writing.
+.TP
 \fI~/.ssh\fR, \fI~/.aws\fR, \fI~/.gnupg\fR, ...
 VT Code's default sensitive paths: unreadable and unwritable inside the
 sandbox.

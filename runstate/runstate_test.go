@@ -1,0 +1,151 @@
+package runstate
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestLocationIgnoresTheEnvironment: where the state goes depends on the
+// user alone; XDG_RUNTIME_DIR and TMPDIR are never looked at.
+func TestLocationIgnoresTheEnvironment(t *testing.T) {
+	for _, env := range [][2]string{{"", ""}, {"/run/user/4242", "/var/tmp"}, {t.TempDir(), t.TempDir()}} {
+		t.Setenv("XDG_RUNTIME_DIR", env[0])
+		t.Setenv("TMPDIR", env[1])
+		if dir, fb := location(0); dir != "/run/sandbox-executable" || fb != "" {
+			t.Errorf("root, env %q: %s, %s", env, dir, fb)
+		}
+		// No runtime directory of its own (none exists for this uid).
+		const uid = 4242424
+		if dir, fb := location(uid); dir != "/tmp/sandbox-executable-"+strconv.Itoa(uid) || fb != "" {
+			t.Errorf("user without a runtime directory, env %q: %s, %s", env, dir, fb)
+		}
+	}
+	// A user whose /run/user/UID is private gets it, with /tmp as the
+	// place that must also be protected.
+	if st, err := os.Stat("/run/user/" + strconv.Itoa(os.Geteuid())); err == nil && st.Mode().Perm() == 0o700 && os.Geteuid() != 0 {
+		uid := strconv.Itoa(os.Geteuid())
+		if dir, fb := location(os.Geteuid()); dir != "/run/user/"+uid+"/sandbox-executable" || fb != "/tmp/sandbox-executable-"+uid {
+			t.Errorf("user with a runtime directory: %s, %s", dir, fb)
+		}
+	}
+}
+
+func TestDirIsPrivate(t *testing.T) {
+	Base = t.TempDir()
+	t.Cleanup(func() { Base = "" })
+	dir, err := Dir("bpf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil || !st.IsDir() || st.Mode().Perm()&0o077 != 0 {
+		t.Fatalf("%s: %v %v", dir, st.Mode(), err)
+	}
+	// Refused: a link, a directory others may enter, a file.
+	if err := os.Symlink(t.TempDir(), filepath.Join(Base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(Base, "open"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(Base, "open"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(Base, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for sub, want := range map[string]string{"link": "not a directory", "open": "mode 0755", "file": "not a directory"} {
+		if _, err := Dir(sub); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", sub, err, want)
+		}
+	}
+}
+
+func TestParentMustNotLetOthersReplaceIt(t *testing.T) {
+	open := t.TempDir()
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensure(filepath.Join(open, "state"), os.Geteuid()); err == nil || !strings.Contains(err.Error(), "not sticky") {
+		t.Errorf("a world-writable parent without the sticky bit: %v", err)
+	}
+	if err := os.Chmod(open, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensure(filepath.Join(open, "state2"), os.Geteuid()); err != nil {
+		t.Errorf("a sticky parent (/tmp): %v", err)
+	}
+}
+
+func TestKey(t *testing.T) {
+	Base = t.TempDir()
+	t.Cleanup(func() { Base = "" })
+	k1, err := Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := Key()
+	if err != nil || !bytes.Equal(k1, k2) || len(k1) != KeySize || bytes.Equal(k1, make([]byte, KeySize)) {
+		t.Fatalf("key not stable: %x %x %v", k1, k2, err)
+	}
+	path := filepath.Join(Base, keyName)
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file %v %v", st.Mode(), err)
+	}
+	// A key others could read, or of the wrong size, or a link, is
+	// replaced by a new one.
+	for _, spoil := range []func(){
+		func() { os.Chmod(path, 0o644) },
+		func() { os.WriteFile(path, []byte("short"), 0o600) },
+		func() {
+			os.Remove(path)
+			os.Symlink("/dev/zero", path)
+		},
+	} {
+		before, _ := os.ReadFile(path)
+		spoil()
+		k, err := Key()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Lstat(path)
+		if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 || bytes.Equal(k, before) {
+			t.Errorf("spoiled key kept: %v %v", st.Mode(), err)
+		}
+	}
+	// Concurrent first runs agree on one key.
+	Base = t.TempDir()
+	var wg sync.WaitGroup
+	keys := make([][]byte, 16)
+	for i := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			keys[i], _ = Key()
+		}()
+	}
+	wg.Wait()
+	for _, k := range keys {
+		if len(k) != KeySize || !bytes.Equal(k, keys[0]) {
+			t.Fatalf("concurrent first runs made different keys")
+		}
+	}
+	if ents, _ := os.ReadDir(Base); len(ents) != 1 {
+		t.Errorf("temp files left: %v", ents)
+	}
+}
+
+func TestProtected(t *testing.T) {
+	Base = t.TempDir()
+	t.Cleanup(func() { Base = "" })
+	dirs, err := Protected()
+	if err != nil || len(dirs) != 1 || dirs[0] != Base {
+		t.Errorf("%v %v", dirs, err)
+	}
+}
