@@ -1,7 +1,9 @@
 package landlock
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -243,6 +245,12 @@ func (w *walker) grant(p string, required bool) {
 	}
 	f, err := os.Open(p)
 	if err != nil {
+		if required && errors.Is(err, fs.ErrNotExist) {
+			// A root the run makes at its start (WritablePath.Create):
+			// empty, so split into nothing, and reported as narrowed.
+			w.split = append(w.split, p)
+			return
+		}
 		if required {
 			w.err = fmt.Errorf("landlock: list %s: %w", p, err)
 		}

@@ -325,7 +325,7 @@ func (v *View) decideMasks(p *policy.Plan, o Options, inRoot func(string) bool) 
 	// only a writable root could bring them into being.
 	masked := map[string]bool{}
 	for _, d := range p.Filesystem.ReadDenied {
-		target, kind, err := maskTarget(d.Path, inRoot)
+		target, kind, err := maskTarget(d.Path, inRoot, v.isRoot)
 		if err != nil {
 			return err
 		}
@@ -353,7 +353,7 @@ func (v *View) decideMasks(p *policy.Plan, o Options, inRoot func(string) bool) 
 		if !inRoot(d.Path) || masked[d.Path] || coveredBy(d.Path, masked) {
 			continue
 		}
-		target, kind, err := maskTarget(d.Path, inRoot)
+		target, kind, err := maskTarget(d.Path, inRoot, v.isRoot)
 		if err != nil {
 			return err
 		}
@@ -415,7 +415,7 @@ const (
 // maskTarget finds where a mount must go to deny path: the path itself when
 // it exists; else, when the program could create it (inside a writable
 // root), the first missing component on the way to it.
-func maskTarget(path string, inRoot func(string) bool) (string, targetKind, error) {
+func maskTarget(path string, inRoot, isRoot func(string) bool) (string, targetKind, error) {
 	var st unix.Stat_t
 	err := unix.Lstat(path, &st)
 	if err == nil {
@@ -435,15 +435,27 @@ func maskTarget(path string, inRoot func(string) bool) (string, targetKind, erro
 	if !inRoot(path) {
 		return "", targetNone, nil
 	}
-	// Walk down from the root to the first missing component.
+	// Walk down from the root to the first missing component. A root
+	// itself is never a placeholder, even while it does not exist yet (a
+	// root the run creates at its start: policy.WritablePath.Create).
 	first := path
-	for dir := filepath.Dir(path); dir != "/" && inRoot(dir); dir = filepath.Dir(dir) {
+	for dir := filepath.Dir(path); dir != "/" && inRoot(dir) && !isRoot(dir); dir = filepath.Dir(dir) {
 		if _, err := os.Lstat(dir); err == nil {
 			break
 		}
 		first = dir
 	}
 	return first, targetPlaceholder, nil
+}
+
+// isRoot reports whether path is one of the Plan's writable roots.
+func (v *View) isRoot(path string) bool {
+	for _, r := range v.roots {
+		if r == path {
+			return true
+		}
+	}
+	return false
 }
 
 // outermost sorts paths shallowest first, dropping duplicates.

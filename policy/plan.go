@@ -51,6 +51,10 @@ type WritablePath struct {
 	Source string `json:"source"`
 	// Given is the path as the policy wrote it, when that differs from Path.
 	Given string `json:"given,omitempty"`
+	// Create says the root does not exist yet, below a parent that does:
+	// the run makes that one directory when it starts, and it stays (it is
+	// what the command was granted).
+	Create bool `json:"create,omitempty"`
 }
 
 // DeniedPath is one read- or write-denied path.

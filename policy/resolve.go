@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -234,14 +235,25 @@ func (r *resolver) writableRoots() ([]WritablePath, error) {
 			return nil, r.policyErr(at+".root", quote(wr.Root)+": not an absolute path (writable roots must be absolute)")
 		}
 		c, links, err := resolveExisting(wr.Root)
+		create := false
 		if err != nil {
-			return nil, r.policyErr(at+".root", err.Error())
+			// A root that does not exist yet, below a parent that does
+			// (VT Code grants fs_write on a directory a command is about
+			// to make): the helper makes that one directory at the start.
+			pc, plinks, ok := missingRoot(wr.Root)
+			if !ok {
+				return nil, r.policyErr(at+".root", err.Error())
+			}
+			c, links, create = pc, plinks, true
 		}
 		traces = append(traces, grantTrace{links: links, fail: func(msg string) *Error { return r.policyErr(at+".root", msg) }})
 		if inGitDir(c) {
 			return nil, r.policyErr(at+".root", plain(c)+": inside a .git directory; a writable root there would make the repository's hooks and config writable, which the protected metadata forbids")
 		}
 		add(c, at, wr.Root)
+		if create {
+			roots[len(roots)-1].Create = true
+		}
 	}
 	cwdGiven := r.in.PolicyCwd
 	if cwdGiven == "" {
@@ -290,4 +302,31 @@ func (r *resolver) writableDevices() []string {
 		}
 	}
 	return devs
+}
+
+// missingRoot resolves a writable root whose last component does not exist
+// while its parent does, as a directory: the canonical path it will have,
+// and the links followed to its parent. A root with "." or ".." in it, or
+// whose parent is missing too, is not one.
+func missingRoot(root string) (string, []string, bool) {
+	for _, part := range strings.Split(root, "/") {
+		if part == "." || part == ".." {
+			return "", nil, false
+		}
+	}
+	clean := filepath.Clean(root)
+	if clean == "/" {
+		return "", nil, false
+	}
+	if _, err := os.Lstat(clean); !errors.Is(err, fs.ErrNotExist) {
+		return "", nil, false
+	}
+	parent, links, err := resolveExisting(filepath.Dir(clean))
+	if err != nil {
+		return "", nil, false
+	}
+	if st, err := os.Stat(parent); err != nil || !st.IsDir() {
+		return "", nil, false
+	}
+	return filepath.Join(parent, filepath.Base(clean)), links, true
 }

@@ -243,9 +243,26 @@ func TestResolveWritableRoots(t *testing.T) {
 		}
 	})
 
+	t.Run("not there yet", func(t *testing.T) {
+		// Its parent exists: the run makes it (only it) at its start.
+		plan := mustResolve(t, e.input(wsPolicy(e.dir+"/new")))
+		got := plan.Filesystem.WritableRoots[0]
+		if got.Path != real+"/new" && got.Path != e.dir+"/new" || !got.Create {
+			t.Fatalf("got %+v, want %s/new to be created", got, e.dir)
+		}
+		if _, err := os.Stat(e.dir + "/new"); err == nil {
+			t.Errorf("resolving made the directory: only the run may")
+		}
+		for _, bad := range []string{e.dir + "/new/..", e.dir + "/./new"} {
+			if _, err := Resolve(e.input(wsPolicy(bad))); err == nil {
+				t.Errorf("root %q resolved: a missing root with . or .. must be an error", bad)
+			}
+		}
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		for _, tt := range []struct{ root, want string }{
-			{e.dir + "/missing", "--sandbox-policy: writable_roots[0].root: " + e.dir + "/missing: no such file or directory"},
+			{e.dir + "/missing/below", "--sandbox-policy: writable_roots[0].root: " + e.dir + "/missing/below: no such file or directory"},
 			{"relative/dir", `--sandbox-policy: writable_roots[0].root: "relative/dir": not an absolute path (writable roots must be absolute)`},
 			{"", `--sandbox-policy: writable_roots[0].root: "": not an absolute path (writable roots must be absolute)`},
 			{e.ws + "\x00", `--sandbox-policy: writable_roots[0].root: "` + e.ws + `\x00": contains a NUL byte`},
@@ -255,7 +272,7 @@ func TestResolveWritableRoots(t *testing.T) {
 			}
 		}
 		// The index names the bad entry.
-		got := resolveError(t, e.input(wsPolicy(e.ws, e.dir+"/nope")))
+		got := resolveError(t, e.input(wsPolicy(e.ws, e.dir+"/nope/nope")))
 		if !strings.HasPrefix(got, "--sandbox-policy: writable_roots[1].root: ") {
 			t.Errorf("got %q", got)
 		}

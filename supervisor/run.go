@@ -20,6 +20,7 @@ import (
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
 	"sandbox-executable/netproxy"
+	"sandbox-executable/policy"
 	"sandbox-executable/rlimit"
 	"sandbox-executable/seccomp"
 	"sandbox-executable/spawn"
@@ -172,6 +173,9 @@ func (s *session) setup() error {
 	s.view = s.pr.View
 	s.rlimits = s.pr.Rlimits
 
+	if err := createRoots(p); err != nil {
+		return err
+	}
 	var tmp string
 	if s.pr.Enforcement.Filesystem.PrivateTmp {
 		dir, err := makePrivateTmp()
@@ -566,6 +570,25 @@ func withEnv(env []string, key, value string) []string {
 		out = append(out, kv)
 	}
 	return append(out, key+"="+value)
+}
+
+// createRoots makes the writable roots that do not exist yet (one
+// directory each, below a parent that exists), with the caller's umask;
+// they stay after the run. One that appeared in the meantime must be a
+// directory, not a link.
+func createRoots(p *policy.Plan) error {
+	for _, r := range p.Filesystem.WritableRoots {
+		if !r.Create {
+			continue
+		}
+		if err := os.Mkdir(r.Path, 0o777); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("writable root %s: %w", r.Path, err)
+		}
+		if st, err := os.Lstat(r.Path); err != nil || !st.IsDir() {
+			return fmt.Errorf("writable root %s: not a directory after it was created", r.Path)
+		}
+	}
+	return nil
 }
 
 // makePrivateTmp creates the program's private temp dir, and returns its
