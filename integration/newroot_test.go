@@ -95,3 +95,21 @@ func fileUID(t *testing.T, path string) int {
 	}
 	return int(st.Uid)
 }
+
+// TestWritableRootNotADirectory: a file, /proc or /sys as a writable root is
+// refused in the policy's words (the field and what is wrong), not with an
+// internal path such as "mountns: /etc/passwd/.git: not a directory".
+func TestWritableRootNotADirectory(t *testing.T) {
+	w := newWorkspace(t)
+	for _, tc := range []struct{ root, want string }{
+		{"/etc/passwd", "writable_roots[0].root: /etc/passwd: not a directory"},
+		{"/proc", "writable_roots[0].root: /proc: on procfs"},
+		{"/sys/kernel", "writable_roots[0].root: /sys/kernel: on sysfs"},
+	} {
+		pol := policyJSON(t, map[string]any{"type": "workspace_write", "writable_roots": []map[string]string{{"root": tc.root}}})
+		r := run(t, runOpts{env: w.env(), dir: w.root}, "--sandbox-policy", pol, "--", "/bin/true")
+		if r.code != 125 || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("root %s: %v; want exit 125 and one line with %q", tc.root, r, tc.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"golang.org/x/sys/unix"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -250,6 +251,11 @@ func (r *resolver) writableRoots() ([]WritablePath, error) {
 		if inGitDir(c) {
 			return nil, r.policyErr(at+".root", plain(c)+": inside a .git directory; a writable root there would make the repository's hooks and config writable, which the protected metadata forbids")
 		}
+		if !create {
+			if msg := rootKind(c); msg != "" {
+				return nil, r.policyErr(at+".root", plain(c)+": "+msg)
+			}
+		}
 		add(c, at, wr.Root)
 		if create {
 			roots[len(roots)-1].Create = true
@@ -329,4 +335,35 @@ func missingRoot(root string) (string, []string, bool) {
 		return "", nil, false
 	}
 	return filepath.Join(parent, filepath.Base(clean)), links, true
+}
+
+// Filesystems a writable root cannot be on: the kernel's views of itself.
+var pseudoFS = map[int64]string{
+	unix.PROC_SUPER_MAGIC:    "procfs",
+	unix.SYSFS_MAGIC:         "sysfs",
+	unix.CGROUP2_SUPER_MAGIC: "cgroup2",
+	unix.CGROUP_SUPER_MAGIC:  "cgroup",
+	unix.DEBUGFS_MAGIC:       "debugfs",
+	unix.TRACEFS_MAGIC:       "tracefs",
+	unix.SECURITYFS_MAGIC:    "securityfs",
+	unix.BPF_FS_MAGIC:        "bpffs",
+}
+
+// rootKind says why an existing path cannot be a writable root ("" when
+// it can): it must be a directory, on a filesystem that holds files.
+func rootKind(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return errnoText(err)
+	}
+	if !st.IsDir() {
+		return "not a directory (a writable root is a directory the program may write in)"
+	}
+	var fs unix.Statfs_t
+	if unix.Statfs(path, &fs) == nil {
+		if name, ok := pseudoFS[int64(fs.Type)]; ok {
+			return "on " + name + ", the kernel's own view of itself, which cannot be a writable root"
+		}
+	}
+	return ""
 }

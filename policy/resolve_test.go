@@ -382,3 +382,16 @@ func TestResolveNULFromJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestRootKind(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{dir: "", file: "not a directory", "/proc": "on procfs", "/sys": "on sysfs"} {
+		if got := rootKind(path); (want == "") != (got == "") || !strings.HasPrefix(got, want) {
+			t.Errorf("rootKind(%s) = %q, want %q...", path, got, want)
+		}
+	}
+}
