@@ -263,7 +263,7 @@ func (s *session) makeCgroup() error {
 	s.group = g
 	s.log().Debug("cgroup", "mode", string(g.Mode()), "path", g.Path())
 	cl := g.Cleanup()
-	gd, err := spawn.StartGuardian(cl.KillFile, cl.ProcsFiles, cl.Dirs)
+	gd, err := spawn.StartGuardian(spawn.GuardianSpec{KillFile: cl.KillFile, Procs: cl.ProcsFiles, CgroupDirs: cl.Dirs})
 	if err != nil {
 		return err
 	}
