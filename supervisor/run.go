@@ -211,13 +211,19 @@ func (s *session) setup() error {
 		if err != nil {
 			return err
 		}
-		s.view = v
+		// Decided again under the claims, which are held until the
+		// program's whole tree is gone.
 		var claims *mountns.Claims
-		s.timed("claim placeholders", func() { claims, err = mountns.ClaimPlaceholders(s.view.Placeholders) })
+		s.timed("claim placeholders", func() { v, claims, err = mountns.Claim(v) })
 		if err != nil {
 			return err
 		}
+		s.view = v
 		s.undo = append(s.undo, func() { s.timed("release placeholders", claims.Release) })
+		if fs := &s.pr.Enforcement.Filesystem; s.pr.fs.Mode == FSExact {
+			fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = v.Masked, v.ReadOnly, v.Placeholders, v.Narrowed
+			s.pr.Enforcement.Network.MaskedSockets = v.MaskedSockets
+		}
 	}
 	var err error
 	s.timed("cgroup", func() { err = s.makeCgroup() })
