@@ -15,8 +15,8 @@ package mountns
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -87,12 +87,13 @@ type View struct {
 	ReadOnly      []string    `json:"read_only"`
 	Narrowed      []Narrowing `json:"narrowed,omitempty"`
 
-	opts    Options    // what the view was built for
-	exact   bool       // the filesystem view (Build), not only the isolation (Isolation)
-	roots   []string   // the Plan's writable roots
-	masks   []spawn.Op // the mounts that deny, decided once by Build
-	devices []string   // the device nodes of the private /dev, as found on the host
-	hostPts bool       // the host has a /dev/pts to bind
+	opts    Options      // what the view was built for
+	exact   bool         // the filesystem view (Build), not only the isolation (Isolation)
+	plan    *policy.Plan // the Plan it was built for (exact views)
+	roots   []string     // the Plan's writable roots
+	masks   []spawn.Op   // the mounts that deny, decided once by Build
+	devices []string     // the device nodes of the private /dev, as found on the host
+	hostPts bool         // the host has a /dev/pts to bind
 }
 
 // Devices are the nodes of the program's /dev, bound from the host's when
@@ -117,22 +118,15 @@ const (
 	maskFlags       = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
 )
 
-// Build decides the view for p.
+// Build decides the view for p. It is a preview where placeholders are
+// concerned: the run decides again under its claims (Claim), and only then
+// makes them.
 func Build(p *policy.Plan, o Options) (*View, error) {
-	v := &View{Privileged: o.Privileged, opts: o, exact: true}
+	v := &View{Privileged: o.Privileged, opts: o, exact: true, plan: p}
 	for _, r := range p.Filesystem.WritableRoots {
 		v.roots = append(v.roots, r.Path)
 	}
-	roots := outermost(append(append([]string(nil), v.roots...), o.ExtraWritable...))
-	inRoot := func(path string) bool {
-		for _, r := range roots {
-			if policy.Within(path, r) {
-				return true
-			}
-		}
-		return false
-	}
-	if err := v.decideMasks(p, o, inRoot); err != nil {
+	if err := v.decideMasks(peekRegistered()); err != nil {
 		return nil, err
 	}
 	v.findDevices()
@@ -140,6 +134,69 @@ func Build(p *policy.Plan, o Options) (*View, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// redecide returns the view decided again, with registered telling which
+// existing directories are placeholders.
+func (v *View) redecide(registered func(string, *unix.Stat_t) bool) (*View, error) {
+	if !v.exact {
+		return v, nil
+	}
+	w := *v
+	w.masks, w.Placeholders, w.Masked, w.MaskedSockets, w.ReadOnly, w.Narrowed = nil, nil, nil, nil, nil, nil
+	if err := w.decideMasks(registered); err != nil {
+		return nil, err
+	}
+	if err := w.assemble(); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// writable returns the view's writable directories (outermost first) and a
+// test for being inside one.
+func (v *View) writable() ([]string, func(string) bool) {
+	roots := outermost(append(append([]string(nil), v.roots...), v.opts.ExtraWritable...))
+	return roots, func(path string) bool {
+		for _, r := range roots {
+			if policy.Within(path, r) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// placeholderParents lists every directory a placeholder of the view could
+// be made in, whatever exists by the time it is decided: for each denied
+// path inside a writable root, its parent and every ancestor up to the root
+// (a placeholder is the first missing component on the way to a denied
+// path, beneath the root, which exists).
+func (v *View) placeholderParents() []string {
+	if !v.exact {
+		return nil
+	}
+	roots, inRoot := v.writable()
+	isRoot := func(p string) bool { return slices.Contains(roots, p) }
+	seen := map[string]bool{}
+	var out []string
+	add := func(d string) {
+		for c := d; !isRoot(c) && c != "/" && inRoot(c); c = filepath.Dir(c) {
+			parent := filepath.Dir(c)
+			if !seen[parent] {
+				seen[parent] = true
+				out = append(out, parent)
+			}
+		}
+	}
+	for _, d := range v.plan.Filesystem.ReadDenied {
+		add(d.Path)
+	}
+	for _, d := range v.plan.Filesystem.WriteDenied {
+		add(d.Path)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Isolation decides a mount namespace that changes nothing of the
@@ -317,15 +374,22 @@ func underAny(path string, dirs []string) bool {
 
 // decideMasks looks at each denied path and daemon socket on the host and
 // decides the mount that denies it (v.masks), with the placeholders that
-// mounts over missing names need.
-func (v *View) decideMasks(p *policy.Plan, o Options, inRoot func(string) bool) error {
+// mounts over missing names need; registered tells which existing
+// directories are placeholders (of this run or another).
+func (v *View) decideMasks(registered func(string, *unix.Stat_t) bool) error {
+	p, o := v.plan, v.opts
+	_, inRoot := v.writable()
+	isRoot := func(path string) bool {
+		return slices.Contains(v.roots, path) || slices.Contains(o.ExtraWritable, path)
+	}
+	target := func(path string) (string, targetKind, error) { return maskTarget(path, inRoot, isRoot, registered) }
 	op := func(x spawn.Op) { v.masks = append(v.masks, x) }
 
 	// Read-denied paths: masked wherever they exist; where they do not,
 	// only a writable root could bring them into being.
 	masked := map[string]bool{}
 	for _, d := range p.Filesystem.ReadDenied {
-		target, kind, err := maskTarget(d.Path, inRoot, v.isRoot)
+		target, kind, err := target(d.Path)
 		if err != nil {
 			return err
 		}
@@ -353,7 +417,7 @@ func (v *View) decideMasks(p *policy.Plan, o Options, inRoot func(string) bool) 
 		if !inRoot(d.Path) || masked[d.Path] || coveredBy(d.Path, masked) {
 			continue
 		}
-		target, kind, err := maskTarget(d.Path, inRoot, v.isRoot)
+		target, kind, err := target(d.Path)
 		if err != nil {
 			return err
 		}
@@ -414,12 +478,17 @@ const (
 
 // maskTarget finds where a mount must go to deny path: the path itself when
 // it exists; else, when the program could create it (inside a writable
-// root), the first missing component on the way to it.
-func maskTarget(path string, inRoot, isRoot func(string) bool) (string, targetKind, error) {
+// root), the first missing component on the way to it, beneath the root. A
+// registered placeholder counts as missing: it is one, made by this run or
+// another.
+func maskTarget(path string, inRoot, isRoot func(string) bool, registered func(string, *unix.Stat_t) bool) (string, targetKind, error) {
 	var st unix.Stat_t
 	err := unix.Lstat(path, &st)
 	if err == nil {
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			if inRoot(path) && !isRoot(path) && registered(path, &st) {
+				return path, targetPlaceholder, nil
+			}
 			return path, targetDir, nil
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
@@ -435,27 +504,16 @@ func maskTarget(path string, inRoot, isRoot func(string) bool) (string, targetKi
 	if !inRoot(path) {
 		return "", targetNone, nil
 	}
-	// Walk down from the root to the first missing component. A root
-	// itself is never a placeholder, even while it does not exist yet (a
-	// root the run creates at its start: policy.WritablePath.Create).
+	// Walk up towards the root to the first missing component.
 	first := path
 	for dir := filepath.Dir(path); dir != "/" && inRoot(dir) && !isRoot(dir); dir = filepath.Dir(dir) {
-		if _, err := os.Lstat(dir); err == nil {
+		var st unix.Stat_t
+		if unix.Lstat(dir, &st) == nil && (st.Mode&unix.S_IFMT != unix.S_IFDIR || !registered(dir, &st)) {
 			break
 		}
 		first = dir
 	}
 	return first, targetPlaceholder, nil
-}
-
-// isRoot reports whether path is one of the Plan's writable roots.
-func (v *View) isRoot(path string) bool {
-	for _, r := range v.roots {
-		if r == path {
-			return true
-		}
-	}
-	return false
 }
 
 // outermost sorts paths shallowest first, dropping duplicates.

@@ -4,13 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/policy"
-	"sandbox-executable/runstate"
 	"sandbox-executable/spawn"
 )
 
@@ -188,82 +186,6 @@ func TestBuildUnprivilegedMapsItself(t *testing.T) {
 	}
 	if v.Ops[0].A != "/proc/self/setgroups" {
 		t.Errorf("setgroups must be denied before gid_map is written")
-	}
-}
-
-func TestPlaceholdersAreSharedAndRemovedByTheLastUser(t *testing.T) {
-	runstate.Base = t.TempDir()
-	t.Cleanup(func() { runstate.Base = "" })
-	ws := t.TempDir()
-	ph := filepath.Join(ws, ".codex")
-	real := filepath.Join(ws, ".git")
-	mk(t, ws, ".git/")
-
-	a, err := ClaimPlaceholders([]string{ph, real})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(ph); err != nil || !st.IsDir() {
-		t.Fatalf("placeholder not created: %v", err)
-	}
-	b, err := ClaimPlaceholders([]string{ph})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Release()
-	if _, err := os.Stat(ph); err != nil {
-		t.Fatalf("placeholder removed while another sandbox still uses it")
-	}
-	b.Release()
-	if _, err := os.Stat(ph); err == nil {
-		t.Errorf("placeholder left behind after the last user")
-	}
-	if _, err := os.Stat(real); err != nil {
-		t.Errorf("a real .git was removed: %v", err)
-	}
-
-	// Something put into a placeholder from outside keeps it.
-	c, err := ClaimPlaceholders([]string{ph})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk(t, ws, ".codex/config.toml")
-	c.Release()
-	if _, err := os.Stat(filepath.Join(ph, "config.toml")); err != nil {
-		t.Errorf("a placeholder someone wrote into was removed")
-	}
-}
-
-func TestPlaceholdersUnderConcurrency(t *testing.T) {
-	runstate.Base = t.TempDir()
-	t.Cleanup(func() { runstate.Base = "" })
-	ws := t.TempDir()
-	ph := filepath.Join(ws, ".agents")
-	var wg sync.WaitGroup
-	errs := make(chan string, 64)
-	for i := 0; i < 32; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := ClaimPlaceholders([]string{ph})
-			if err != nil {
-				errs <- err.Error()
-				return
-			}
-			// While claimed, the placeholder must exist.
-			if _, err := os.Stat(ph); err != nil {
-				errs <- "placeholder missing while claimed"
-			}
-			c.Release()
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Error(e)
-	}
-	if _, err := os.Stat(ph); err == nil {
-		t.Errorf("placeholder left behind")
 	}
 }
 

@@ -7,23 +7,78 @@ import "C"
 
 import (
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // Guardian is a small process that outlives the supervisor if the
-// supervisor is killed with SIGKILL, and then ends the sandbox's cgroup: it
-// writes cgroup.kill, SIGKILLs whatever the cgroup.procs files still list,
-// and removes the directories. It starts in microseconds (it shares the
-// supervisor's memory, on a stack of its own that is never unmapped), leaves
-// the caller's process group so that a group kill does not take it along,
-// and exits as soon as Release tells it the run ended cleanly. It is not the
-// caller's child (an intermediate process starts it and exits), so a
-// subreaper that reaps until it has no child left is not kept waiting by it.
+// supervisor is killed with SIGKILL, and then cleans up after it: it ends
+// the sandbox's cgroup (writes cgroup.kill, SIGKILLs whatever the
+// cgroup.procs files still list, removes the directories), waits until the
+// program's child (the init of its PID namespace) is gone, and only then
+// removes the run's placeholders (those of each lock it can take
+// exclusively, each only while it is still the directory recorded) and its
+// empty private temp dir. It holds the run's locks meanwhile (the same open
+// file descriptions as the supervisor), so the claims outlast the program.
+// It starts in microseconds (it shares the supervisor's memory, on a stack
+// of its own that is never unmapped), leaves the caller's process group so
+// that a group kill does not take it along, and exits as soon as Release
+// tells it the run ended cleanly. It is not the caller's child (an
+// intermediate process starts it and exits), so a subreaper that reaps
+// until it has no child left is not kept waiting by it.
 type Guardian struct {
 	Pid int
 	w   int
+	g   *C.struct_se_guard
+}
+
+// GuardianSpec is what a guardian cleans up.
+type GuardianSpec struct {
+	// KillFile is the cgroup's cgroup.kill, or ""; Procs its cgroup.procs
+	// files; CgroupDirs its directories, deepest first.
+	KillFile   string
+	Procs      []string
+	CgroupDirs []string
+	// Locks are flock locks the run holds shared, each with the
+	// placeholders removed when it can be taken exclusively.
+	Locks []GuardedLock
+	// EmptyDirs are directories to remove when they are empty (the
+	// private temp dir).
+	EmptyDirs []EmptyDir
+	// KeepFDs are more descriptors the guardian holds until it ends (a
+	// lock on the temp dir), besides the Locks'.
+	KeepFDs []int
+	// SweepRequest is a file the guardian makes after cleaning up, once it
+	// holds nothing any more: it asks the next run to sweep for what could
+	// not be removed. "" for none.
+	SweepRequest string
+}
+
+// EmptyDir is a directory removed if empty, and its record, removed once
+// the directory is gone (or "").
+type EmptyDir struct{ Path, Record string }
+
+// GuardedLock is an open flock lock and the placeholders it guards.
+type GuardedLock struct {
+	FD           int
+	Placeholders []GuardedDir
+}
+
+// GuardedDir is a placeholder: the empty directory at Path, recorded at
+// Record, removed only while it is still the directory with that device,
+// inode and ctime (a directory someone wrote into, chmodded or replaced is
+// no longer one).
+type GuardedDir struct {
+	Path, Record string
+	Dev, Ino     uint64
+	Ctime        unix.Timespec
+}
+
+// Matches reports whether st (an lstat) is the recorded directory.
+func (d GuardedDir) Matches(st *unix.Stat_t) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Dev == d.Dev && st.Ino == d.Ino && st.Ctim == d.Ctime
 }
 
 // guardianStack is the guardian's stack, bootStack its intermediate's: both
@@ -33,19 +88,35 @@ const (
 	bootStack     = 16 << 10
 )
 
-// StartGuardian starts a guardian for a cgroup described by killFile
-// (cgroup.kill, or ""), procs (cgroup.procs files) and dirs (to remove,
-// deepest first).
-func StartGuardian(killFile string, procs, dirs []string) (*Guardian, error) {
+// StartGuardian starts a guardian for spec.
+func StartGuardian(spec GuardianSpec) (*Guardian, error) {
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("guardian: pipe: %w", err)
 	}
+	keep := []int{p[0]}
+	keep = append(keep, spec.KeepFDs...)
+	strs := append(append([]string{spec.KillFile, spec.SweepRequest}, spec.Procs...), spec.CgroupDirs...)
+	for _, d := range spec.EmptyDirs {
+		strs = append(strs, d.Path, d.Record)
+	}
+	nph := 0
+	for _, l := range spec.Locks {
+		keep = append(keep, l.FD)
+		for _, d := range l.Placeholders {
+			strs = append(strs, d.Path, d.Record)
+			nph++
+		}
+	}
+	slices.Sort(keep)
+	keep = slices.Compact(keep)
+
 	// Everything the guardian reads goes into one mapping it owns.
-	size := guardianStack + bootStack + int(C.sizeof_struct_se_guard) + 16*(len(procs)+len(dirs)+2)
-	size += len(killFile) + 1
-	for _, s := range append(append([]string(nil), procs...), dirs...) {
-		size += len(s) + 1
+	size := guardianStack + bootStack + int(C.sizeof_struct_se_guard) + 16*len(strs) + 8*len(keep) + 64
+	size += len(spec.Locks)*(int(C.sizeof_struct_se_guard_lock)+8) + nph*(int(C.sizeof_struct_se_guard_ph)+8)
+	size += len(spec.EmptyDirs) * (int(C.sizeof_struct_se_guard_empty) + 8)
+	for _, s := range strs {
+		size += len(s) + 1 + 8
 	}
 	size = (size + 4095) &^ 4095
 	base := C.se_guard_alloc(C.size_t(size))
@@ -58,6 +129,9 @@ func StartGuardian(killFile string, procs, dirs []string) (*Guardian, error) {
 	off := guardianStack + bootStack
 	take := func(n int) unsafe.Pointer {
 		off = (off + 7) &^ 7
+		if off+n > size {
+			panic("spawn: guardian mapping too small") // the size sum above is wrong
+		}
 		ptr := unsafe.Pointer(&mem[off])
 		off += n
 		return ptr
@@ -79,14 +153,55 @@ func StartGuardian(killFile string, procs, dirs []string) (*Guardian, error) {
 	}
 	g := (*C.struct_se_guard)(take(int(C.sizeof_struct_se_guard)))
 	g.pipe_fd = C.int(p[0])
-	if killFile != "" {
-		g.kill_file = str(killFile)
+	if spec.KillFile != "" {
+		g.kill_file = str(spec.KillFile)
 	}
-	g.procs = list(procs)
-	g.nprocs = C.int(len(procs))
-	g.dirs = list(dirs)
-	g.ndirs = C.int(len(dirs))
-
+	g.procs = list(spec.Procs)
+	g.nprocs = C.int(len(spec.Procs))
+	g.dirs = list(spec.CgroupDirs)
+	g.ndirs = C.int(len(spec.CgroupDirs))
+	if len(spec.EmptyDirs) > 0 {
+		ed := unsafe.Slice((*C.struct_se_guard_empty)(take(len(spec.EmptyDirs)*int(C.sizeof_struct_se_guard_empty))), len(spec.EmptyDirs))
+		for i, d := range spec.EmptyDirs {
+			ed[i].path = str(d.Path)
+			if d.Record != "" {
+				ed[i].record = str(d.Record)
+			}
+		}
+		g.empty_dirs = &ed[0]
+		g.nempty_dirs = C.int(len(spec.EmptyDirs))
+	}
+	if spec.SweepRequest != "" {
+		g.sweep_request = str(spec.SweepRequest)
+	}
+	ks := unsafe.Slice((*C.int)(take(len(keep)*int(unsafe.Sizeof(C.int(0))))), len(keep))
+	for i, fd := range keep {
+		ks[i] = C.int(fd)
+	}
+	g.keep_fds = &ks[0]
+	g.nkeep = C.int(len(keep))
+	if len(spec.Locks) > 0 {
+		locks := unsafe.Slice((*C.struct_se_guard_lock)(take(len(spec.Locks)*int(C.sizeof_struct_se_guard_lock))), len(spec.Locks))
+		for i, l := range spec.Locks {
+			locks[i].fd = C.int(l.FD)
+			if len(l.Placeholders) == 0 {
+				continue
+			}
+			phs := unsafe.Slice((*C.struct_se_guard_ph)(take(len(l.Placeholders)*int(C.sizeof_struct_se_guard_ph))), len(l.Placeholders))
+			for j, d := range l.Placeholders {
+				phs[j].path = str(d.Path)
+				phs[j].record = str(d.Record)
+				phs[j].dev = C.uint64_t(d.Dev)
+				phs[j].ino = C.uint64_t(d.Ino)
+				phs[j].ctime_sec = C.int64_t(d.Ctime.Sec)
+				phs[j].ctime_nsec = C.int64_t(d.Ctime.Nsec)
+			}
+			locks[i].ph = &phs[0]
+			locks[i].nph = C.int(len(l.Placeholders))
+		}
+		g.locks = &locks[0]
+		g.nlocks = C.int(len(spec.Locks))
+	}
 	// Were this process a child subreaper, the orphaned guardian would be
 	// reparented right back to it.
 	var sub int
@@ -111,8 +226,15 @@ func StartGuardian(killFile string, procs, dirs []string) (*Guardian, error) {
 		unix.Close(p[1])
 		return nil, fmt.Errorf("guardian: clone: %w", unix.Errno(-pid))
 	}
-	return &Guardian{Pid: int(pid), w: p[1]}, nil
+	return &Guardian{Pid: int(pid), w: p[1], g: g}, nil
 }
+
+// setChild sets the pid of the child the guardian waits for, as the
+// kernel does when Start clones it (tests).
+func (g *Guardian) setChild(pid int) { g.g.child_pid = C.int(pid) }
+
+// child is the pid of the child the guardian waits for, or 0 (tests).
+func (g *Guardian) child() int { return int(g.g.child_pid) }
 
 // Release tells the guardian the run ended cleanly; it exits at once.
 func (g *Guardian) Release() {

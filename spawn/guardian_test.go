@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,7 +55,7 @@ func waitGone(pid int) bool {
 
 func TestGuardianActsWhenTheSupervisorVanishes(t *testing.T) {
 	kill, procs, dirs, sleeper := guardianFixture(t)
-	g, err := StartGuardian(kill, []string{procs}, dirs)
+	g, err := StartGuardian(GuardianSpec{KillFile: kill, Procs: []string{procs}, CgroupDirs: dirs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestGuardianActsWhenTheSupervisorVanishes(t *testing.T) {
 
 func TestGuardianReleasedDoesNothing(t *testing.T) {
 	kill, procs, dirs, sleeper := guardianFixture(t)
-	g, err := StartGuardian(kill, []string{procs}, dirs)
+	g, err := StartGuardian(GuardianSpec{KillFile: kill, Procs: []string{procs}, CgroupDirs: dirs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestGuardianReleasedDoesNothing(t *testing.T) {
 // for the guardian.
 func TestGuardianIsNotOurChild(t *testing.T) {
 	kill, procs, dirs, _ := guardianFixture(t)
-	g, err := StartGuardian(kill, []string{procs}, dirs)
+	g, err := StartGuardian(GuardianSpec{KillFile: kill, Procs: []string{procs}, CgroupDirs: dirs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func parentField(stat string) (int, error) {
 // must not reach it.
 func TestGuardianLeavesTheProcessGroup(t *testing.T) {
 	kill, procs, dirs, _ := guardianFixture(t)
-	g, err := StartGuardian(kill, []string{procs}, dirs)
+	g, err := StartGuardian(GuardianSpec{KillFile: kill, Procs: []string{procs}, CgroupDirs: dirs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,11 +151,15 @@ func TestGuardianLeavesTheProcessGroup(t *testing.T) {
 	t.Errorf("guardian still in the caller's session")
 }
 
-// TestGuardianHoldsOnlyItsPipe: the guardian never holds a copy of the
-// caller's descriptors (a reader of the caller's stdout would wait for it).
-func TestGuardianHoldsOnlyItsPipe(t *testing.T) {
+// TestGuardianHoldsOnlyItsPipeAndLocks: the guardian never holds a copy of
+// the caller's other descriptors (a reader of the caller's stdout would
+// wait for it).
+func TestGuardianHoldsOnlyItsPipeAndLocks(t *testing.T) {
 	kill, procs, dirs, _ := guardianFixture(t)
-	g, err := StartGuardian(kill, []string{procs}, dirs)
+	lock := lockedFile(t)
+	tmpLock := lockedFile(t)
+	g, err := StartGuardian(GuardianSpec{KillFile: kill, Procs: []string{procs}, CgroupDirs: dirs,
+		Locks: []GuardedLock{{FD: int(lock.Fd())}}, KeepFDs: []int{int(tmpLock.Fd())}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +168,223 @@ func TestGuardianHoldsOnlyItsPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ents) != 1 {
-		t.Errorf("the guardian holds %d descriptors, want only its pipe", len(ents))
+	var held []string
+	for _, e := range ents {
+		l, _ := os.Readlink("/proc/" + strconv.Itoa(g.Pid) + "/fd/" + e.Name())
+		held = append(held, l)
 	}
+	if len(held) != 3 || !slices.Contains(held, lock.Name()) || !slices.Contains(held, tmpLock.Name()) {
+		t.Errorf("the guardian holds %v, want its pipe and the two locks", held)
+	}
+}
+
+// lockedFile is an open file with a shared flock on it, as a run's claim.
+func lockedFile(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// placeholder makes an empty directory and its record, as a run does.
+func placeholder(t *testing.T, dir, name string) GuardedDir {
+	t.Helper()
+	d := GuardedDir{Path: filepath.Join(dir, name), Record: filepath.Join(dir, "record-"+name)}
+	if err := os.Mkdir(d.Path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(d.Path, &st); err != nil {
+		t.Fatal(err)
+	}
+	d.Dev, d.Ino, d.Ctime = st.Dev, st.Ino, st.Ctim
+	if err := os.Symlink("record", d.Record); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// supervisorDies closes the guardian's pipe without a 'D', and the run's
+// own copies of its locks, as the supervisor's death does.
+func supervisorDies(g *Guardian, locks ...*os.File) {
+	unix.Close(g.w)
+	g.w = -1
+	for _, l := range locks {
+		l.Close()
+	}
+}
+
+// inPoll waits until pid sleeps in poll(2) (the guardian waiting for the
+// supervisor's child), or reports that it never does.
+func inPoll(pid int) bool {
+	for i := 0; i < 1000; i++ {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
+		if err != nil {
+			return false
+		}
+		if strings.HasPrefix(string(b), strconv.Itoa(unix.SYS_POLL)+" ") {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
+}
+
+// TestGuardianCleansUpOnceTheChildIsGone: after the supervisor died, the
+// guardian holds the run's claim, waits for the supervisor's child (the
+// program's init) to be gone, and only then removes the placeholders of
+// the lock it can take exclusively and the empty temp dir, then asks for a
+// sweep.
+func TestGuardianCleansUpOnceTheChildIsGone(t *testing.T) {
+	dir := t.TempDir()
+	lock := lockedFile(t)
+	ph := placeholder(t, dir, ".git")
+	tmp := filepath.Join(dir, "tmp")
+	tmpRec := filepath.Join(dir, "tmp-record")
+	request := filepath.Join(dir, "sweep-request")
+	if err := os.WriteFile(tmpRec, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command("sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	g, err := StartGuardian(GuardianSpec{Locks: []GuardedLock{{FD: int(lock.Fd()), Placeholders: []GuardedDir{ph}}},
+		EmptyDirs: []EmptyDir{{Path: tmp, Record: tmpRec}}, SweepRequest: request})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.setChild(child.Process.Pid) // what the clone of the child writes
+	name := lock.Name()
+	supervisorDies(g, lock)
+	if !inPoll(g.Pid) {
+		t.Fatal("the guardian does not wait for the child")
+	}
+	if _, err := os.Stat(ph.Path); err != nil {
+		t.Fatalf("a placeholder removed while the child runs: %v", err)
+	}
+	// The claim is still held, by the guardian.
+	other, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if unix.Flock(int(other.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+		t.Fatal("the run's claim ended with the supervisor")
+	}
+	_ = child.Process.Kill()
+	_ = child.Wait()
+	if !waitGone(g.Pid) {
+		t.Fatal("the guardian did not finish")
+	}
+	for _, p := range []string{ph.Path, ph.Record, tmp, tmpRec} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s left", p)
+		}
+	}
+	if _, err := os.Lstat(request); err != nil {
+		t.Errorf("no sweep asked for: %v", err)
+	}
+}
+
+// TestGuardianLeavesWhatIsNotItsToRemove: placeholders another run still
+// claims, a directory that is no longer the one recorded, a temp dir with
+// something in it.
+func TestGuardianLeavesWhatIsNotItsToRemove(t *testing.T) {
+	dir := t.TempDir()
+	claimed, free := lockedFile(t), lockedFile(t)
+	other, err := os.Open(claimed.Name()) // another run's claim on the same group
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := unix.Flock(int(other.Fd()), unix.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	inUse := placeholder(t, dir, ".codex")
+	replaced := placeholder(t, dir, ".vtcode")
+	if err := os.Remove(replaced.Path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(replaced.Path, 0o700); err != nil { // the user's own now
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(filepath.Join(tmp, "left-by-the-program"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tmpRec := filepath.Join(dir, "tmp-record")
+	if err := os.WriteFile(tmpRec, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g, err := StartGuardian(GuardianSpec{Locks: []GuardedLock{
+		{FD: int(claimed.Fd()), Placeholders: []GuardedDir{inUse}},
+		{FD: int(free.Fd()), Placeholders: []GuardedDir{replaced}},
+	}, EmptyDirs: []EmptyDir{{Path: tmp, Record: tmpRec}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	supervisorDies(g, claimed, free)
+	if !waitGone(g.Pid) {
+		t.Fatal("the guardian did not finish")
+	}
+	for _, p := range []string{inUse.Path, inUse.Record, replaced.Path, tmp, tmpRec} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s removed", p)
+		}
+	}
+	if _, err := os.Lstat(replaced.Record); err == nil {
+		t.Errorf("the record of a directory that is no longer ours was kept")
+	}
+}
+
+// TestGuardianLearnsTheChildFromTheClone: the kernel writes the pid of the
+// supervisor's child into the guardian's memory as it clones it, for a
+// plain child and for an init.
+func TestGuardianLearnsTheChildFromTheClone(t *testing.T) {
+	for _, init := range []bool{false, true} {
+		g, err := StartGuardian(GuardianSpec{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &Request{Paths: []string{"/bin/true"}, Argv: []string{"true"}, Guardian: g}
+		if init {
+			req, _ = initRequest(t, "true")
+			req.Guardian = g
+		}
+		p, err := Start(withNone(req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st unix.WaitStatus
+		_, _ = unix.Wait4(p.Pid, &st, 0, nil)
+		if p.PidFD >= 0 {
+			unix.Close(p.PidFD)
+		}
+		if got := g.child(); got != p.Pid {
+			t.Errorf("init %v: the guardian knows child %d, want %d", init, got, p.Pid)
+		}
+		g.Release()
+		waitGone(g.Pid)
+	}
+}
+
+// withNone sets the descriptors a test leaves unset to none.
+func withNone(req *Request) *Request {
+	for _, fd := range []*int{&req.CgroupFD, &req.RulesetFD, &req.NotifySock} {
+		if *fd == 0 {
+			*fd = -1
+		}
+	}
+	return req
 }

@@ -185,6 +185,10 @@ type Request struct {
 	// user-notification listener over (see ReceiveFD): the filter's
 	// SECCOMP_RET_USER_NOTIF rules are then answered by the supervisor.
 	NotifySock int
+	// Guardian, when set, learns the child's pid from the clone itself
+	// (the kernel writes it before the child runs), so that it can wait
+	// for the child's end, whenever the supervisor dies.
+	Guardian *Guardian
 }
 
 // Process is a started child.
@@ -370,6 +374,9 @@ func Start(req *Request) (*Process, error) {
 		r.bpf_len = C.ushort(len(req.BPF) / 8)
 	}
 	r.notify_sock = C.int(req.NotifySock)
+	if req.Guardian != nil && req.Guardian.g != nil {
+		r.parent_tid = &req.Guardian.g.child_pid
+	}
 
 	mask, ignored, _ := InitialState()
 	*(*unix.Sigset_t)(unsafe.Pointer(&r.mask)) = mask

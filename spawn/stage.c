@@ -12,10 +12,13 @@
 #include <string.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +34,7 @@
 #define SE_CLOSE_RANGE_CLOEXEC (1U << 2)
 #define SE_NR_clone3 435
 #define SE_NR_close_range 436
+#define SE_NR_pidfd_open 434
 #define SE_NR_landlock_add_rule 445
 #define SE_NR_landlock_restrict_self 446
 #define SE_PR_SET_PDEATHSIG 1
@@ -662,6 +666,12 @@ long se_spawn(struct se_req *r)
 		args.flags |= SE_CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)r->cgroup_fd;
 	}
+	unsigned long settid = 0;
+	if (r->parent_tid) {
+		settid = CLONE_PARENT_SETTID;
+		args.flags |= CLONE_PARENT_SETTID;
+		args.parent_tid = (uint64_t)(uintptr_t)r->parent_tid;
+	}
 	r->used_clone3 = 1;
 	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_child, r);
 	if (pid == -ENOSYS && (r->cgroup_fd < 0 || r->init)) {
@@ -669,8 +679,8 @@ long se_spawn(struct se_req *r)
 		 * the legacy call, with the handlers reset by the child. x86_64
 		 * argument order: flags, stack, parent_tid, child_tid, tls. */
 		r->used_clone3 = 0;
-		pid = se_clone_call(SYS_clone, CLONE_VM | (long)wait_flag | SIGCHLD | (long)r->ns_flags,
-				    (long)top, 0, 0, 0, se_child, r);
+		pid = se_clone_call(SYS_clone, CLONE_VM | (long)wait_flag | SIGCHLD | (long)r->ns_flags | (long)settid,
+				    (long)top, (long)r->parent_tid, 0, 0, se_child, r);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, 0);
 	if (r->init) {
@@ -743,9 +753,13 @@ void se_initial_state(sigset_t *mask, int *ignored, int max, int *nignored,
  * it along), blocks every signal, and waits on a pipe whose write end only
  * the supervisor holds. A 'D' means the run ended cleanly; EOF without it
  * means the supervisor is gone, and the guardian kills what is left in the
- * cgroup and removes it. It touches only its own stack and struct se_guard,
- * both in memory mapped for it and never unmapped, so it may keep running
- * after the supervisor's exit.
+ * cgroup and removes it, waits for the supervisor's child to be gone, then
+ * removes the placeholders of each lock it can take exclusively and the
+ * empty private temp dir, closes everything, and asks the next run for a
+ * sweep of whatever it could not remove. It only applies what
+ * Go decided. It touches only its own stack and struct se_guard, both in
+ * memory mapped for it and never unmapped, so it may keep running after the
+ * supervisor's exit.
  */
 static void se_sleep_ms(long ms)
 {
@@ -786,11 +800,49 @@ static int se_kill_listed(const char *procs)
 	return found;
 }
 
+/* se_gone waits until pid has exited, for ten seconds at most; it reports
+ * whether it has. A pid that no longer exists has. */
+static int se_gone(int pid)
+{
+	struct pollfd p;
+	long fd = SYS2(SE_NR_pidfd_open, pid, 0), n;
+	if (fd == -ESRCH)
+		return 1;
+	if (fd < 0)
+		return 0;
+	p.fd = (int)fd;
+	p.events = POLLIN;
+	p.revents = 0;
+	do
+		n = SYS3(SYS_poll, &p, 1, 10000);
+	while (n == -EINTR);
+	SYS1(SYS_close, fd);
+	return n == 1;
+}
+
+/* se_remove_placeholder removes ph if it is still the directory recorded,
+ * and drops its record unless the directory is still there and ours. */
+static void se_remove_placeholder(const struct se_guard_ph *ph)
+{
+	struct stat st;
+	long ret = SYS4(SYS_newfstatat, AT_FDCWD, ph->path, &st, AT_SYMLINK_NOFOLLOW);
+	if (ret < 0 && ret != -ENOENT)
+		return;
+	if (ret == 0 && S_ISDIR(st.st_mode) && st.st_dev == ph->dev && st.st_ino == ph->ino &&
+	    st.st_ctim.tv_sec == ph->ctime_sec && st.st_ctim.tv_nsec == ph->ctime_nsec) {
+		ret = SYS1(SYS_rmdir, ph->path);
+		if (ret < 0 && ret != -ENOENT && ret != -ENOTEMPTY)
+			return;
+	}
+	SYS1(SYS_unlink, ph->record);
+}
+
 static int se_guard_main(void *arg)
 {
 	struct se_guard *g = arg;
 	char c = 0;
 	long n;
+	int gone = 1;
 
 	SYS0(SYS_setsid);
 	do
@@ -813,10 +865,41 @@ static int se_guard_main(void *arg)
 			found += se_kill_listed(g->procs[i]);
 		if (!found)
 			break;
+		if (round == 499)
+			gone = 0;
 		se_sleep_ms(20);
 	}
 	for (int i = 0; i < g->ndirs; i++)
 		SYS1(SYS_rmdir, g->dirs[i]);
+
+	/* The program's mounts cover the placeholders for as long as anything
+	 * of it runs (it dies with its init, which dies with the supervisor):
+	 * nothing is removed before the init is gone, and the locks stay held
+	 * until then. */
+	if (gone && g->child_pid > 0)
+		gone = se_gone(g->child_pid);
+	if (gone) {
+		for (int i = 0; i < g->nlocks; i++) {
+			const struct se_guard_lock *l = &g->locks[i];
+			if (SYS2(SYS_flock, l->fd, LOCK_EX | LOCK_NB) < 0)
+				continue; /* another run still uses them: its last user removes them */
+			for (int j = 0; j < l->nph; j++)
+				se_remove_placeholder(&l->ph[j]);
+		}
+		for (int i = 0; i < g->nempty_dirs; i++) {
+			long ret = SYS1(SYS_rmdir, g->empty_dirs[i].path);
+			if ((ret == 0 || ret == -ENOENT) && g->empty_dirs[i].record)
+				SYS1(SYS_unlink, g->empty_dirs[i].record);
+		}
+	}
+	/* Nothing of the run is held from here on, so the sweep asked for
+	 * finds what is left unlocked. */
+	SYS3(SE_NR_close_range, 0, ~0U, 0);
+	if (g->sweep_request) {
+		long fd = SYS4(SYS_openat, AT_FDCWD, g->sweep_request, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			SYS1(SYS_close, fd);
+	}
 	return 0;
 }
 
@@ -838,15 +921,19 @@ static int se_guard_boot_main(void *arg)
 	struct se_guard_boot *b = arg;
 	uintptr_t top = ((uintptr_t)b->stack + b->stack_size) & ~(uintptr_t)15;
 	struct se_clone_args args;
-	int fd = b->g->pipe_fd;
 
-	/* Only the pipe goes on to the guardian: not the caller's stdio, whose
-	 * readers wait for every copy to close, nor anything else. This runs
-	 * while the supervisor waits (CLONE_VFORK), so no copy outlives the
-	 * call, however late the guardian gets a CPU. */
-	if (fd > 0)
-		SYS3(SE_NR_close_range, 0, fd - 1, 0);
-	SYS3(SE_NR_close_range, fd + 1, ~0U, 0);
+	/* Only the pipe and the locks go on to the guardian: not the caller's
+	 * stdio, whose readers wait for every copy to close, nor anything
+	 * else. This runs while the supervisor waits (CLONE_VFORK), so no copy
+	 * outlives the call, however late the guardian gets a CPU. */
+	unsigned int next = 0;
+	for (int i = 0; i < b->g->nkeep; i++) {
+		unsigned int k = (unsigned int)b->g->keep_fds[i];
+		if (k > next)
+			SYS3(SE_NR_close_range, next, k - 1, 0);
+		next = k + 1;
+	}
+	SYS3(SE_NR_close_range, next, ~0U, 0);
 	memset(&args, 0, sizeof args);
 	args.flags = CLONE_VM | SE_CLONE_CLEAR_SIGHAND;
 	args.exit_signal = SIGCHLD;

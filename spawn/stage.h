@@ -129,6 +129,10 @@ struct se_req {
 	void *stack;
 	size_t stack_size;
 
+	/* Where the kernel writes the child's pid as it clones it
+	 * (CLONE_PARENT_SETTID), or NULL: a guardian's child_pid. */
+	int *parent_tid;
+
 	/* Out: set by the child when a step fails. */
 	volatile int fail_step;
 	volatile int fail_index; /* which op, rlimit, fd or path */
@@ -157,16 +161,45 @@ struct se_init {
 	volatile int done;
 };
 
-/* A guardian outlives a supervisor killed with SIGKILL and ends its
- * sandbox's cgroup: see se_guardian in stage.c. Everything it reads lives
- * in memory the guardian owns (mapped, never freed). */
+/* A guardian outlives a supervisor killed with SIGKILL and cleans up after
+ * it: see se_guard_main in stage.c. Everything it reads lives in memory the
+ * guardian owns (mapped, never freed); Go decided all of it. */
+struct se_guard_ph {
+	const char *path;   /* a placeholder directory */
+	const char *record; /* its record, unlinked once the directory is gone or no longer the one recorded */
+	uint64_t dev, ino;
+	int64_t ctime_sec, ctime_nsec;
+};
+
+struct se_guard_lock {
+	int fd; /* a flock the run holds shared */
+	const struct se_guard_ph *ph; /* removed if it can be taken exclusively */
+	int nph;
+};
+
+struct se_guard_empty {
+	const char *path;   /* removed if empty */
+	const char *record; /* unlinked once it is gone, or NULL */
+};
+
 struct se_guard {
 	int pipe_fd;          /* read end; EOF without 'D' means the supervisor died */
 	const char *kill_file; /* cgroup.kill, or NULL */
 	const char *const *procs;
 	int nprocs;
-	const char *const *dirs;
+	const char *const *dirs; /* the cgroup's, deepest first */
 	int ndirs;
+	/* The supervisor's child (the init of the program's PID namespace),
+	 * written by the kernel when it is cloned (CLONE_PARENT_SETTID), or
+	 * 0: nothing of the run is removed while it lives. */
+	volatile int child_pid;
+	const struct se_guard_lock *locks;
+	int nlocks;
+	const struct se_guard_empty *empty_dirs; /* the private temp dir */
+	int nempty_dirs;
+	const int *keep_fds; /* sorted: the pipe, the locks, and what else the guardian holds */
+	int nkeep;
+	const char *sweep_request; /* made after a cleanup, or NULL */
 };
 
 /* se_guard_alloc maps memory that is never unmapped, for a guardian. */

@@ -115,7 +115,10 @@ type session struct {
 	rulesetFD int
 	group     cgroups.Group
 	guardian  *spawn.Guardian
-	undo      []func() // run in reverse by cleanup
+	claims    *mountns.Claims // the placeholders' claims, with a view
+	tmpLock   *os.File        // held on it for the run (see makePrivateTmp)
+	tmpRecord string          // its record in the state directory
+	undo      []func()        // run in reverse by cleanup
 
 	// The allowlist proxy: the socket its listener arrives on from the
 	// child (or the host listener, degraded), and the proxy once running.
@@ -178,12 +181,18 @@ func (s *session) setup() error {
 	}
 	var tmp string
 	if s.pr.Enforcement.Filesystem.PrivateTmp {
-		dir, err := makePrivateTmp()
+		dir, lock, rec, err := makePrivateTmp()
 		if err != nil {
 			return err
 		}
-		tmp, s.tmp = dir, dir
-		s.undo = append(s.undo, func() { os.RemoveAll(dir) })
+		tmp = dir
+		s.tmp, s.tmpLock, s.tmpRecord = dir, lock, rec
+		s.undo = append(s.undo, func() {
+			if os.RemoveAll(dir) == nil {
+				_ = unix.Unlink(rec)
+			}
+			lock.Close()
+		})
 		s.env = withEnv(s.env, "TMPDIR", dir)
 		// A fresh private directory: reading it is as safe as writing it.
 		s.spec = s.spec.WithRule(landlock.Rule{Path: dir, Access: landlock.ReadWrite, Required: true})
@@ -217,17 +226,26 @@ func (s *session) setup() error {
 		if err != nil {
 			return err
 		}
-		s.view = v
+		// Decided again under the claims, which are held until the
+		// program's whole tree is gone.
 		var claims *mountns.Claims
-		s.timed("claim placeholders", func() { claims, err = mountns.ClaimPlaceholders(s.view.Placeholders) })
+		s.timed("claim placeholders", func() { v, claims, err = mountns.Claim(v) })
 		if err != nil {
 			return err
 		}
+		s.view, s.claims = v, claims
 		s.undo = append(s.undo, func() { s.timed("release placeholders", claims.Release) })
+		if fs := &s.pr.Enforcement.Filesystem; s.pr.fs.Mode == FSExact {
+			fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = v.Masked, v.ReadOnly, v.Placeholders, v.Narrowed
+			s.pr.Enforcement.Network.MaskedSockets = v.MaskedSockets
+		}
 	}
 	var err error
 	s.timed("cgroup", func() { err = s.makeCgroup() })
 	if err != nil {
+		return err
+	}
+	if err := s.startGuardian(); err != nil {
 		return err
 	}
 	if s.pr.Seccomp.Notify {
@@ -250,9 +268,8 @@ func (s *session) setup() error {
 	return nil
 }
 
-// makeCgroup gives the run its cgroup and the guardian that ends it should
-// the supervisor be killed. Without one, the limits that need it fall back
-// to rlimits only where degradation was allowed.
+// makeCgroup gives the run its cgroup. Without one, the limits that need it
+// fall back to rlimits only where degradation was allowed.
 func (s *session) makeCgroup() error {
 	c := s.pr.cgroupPlan
 	if c.host == nil {
@@ -268,8 +285,28 @@ func (s *session) makeCgroup() error {
 	}
 	s.group = g
 	s.log().Debug("cgroup", "mode", string(g.Mode()), "path", g.Path())
-	cl := g.Cleanup()
-	gd, err := spawn.StartGuardian(cl.KillFile, cl.ProcsFiles, cl.Dirs)
+	return nil
+}
+
+// startGuardian starts the guardian that cleans up should the supervisor be
+// killed, whenever there is something to clean: the cgroup, the
+// placeholders' claims, the private temp dir.
+func (s *session) startGuardian() error {
+	var spec spawn.GuardianSpec
+	if s.group != nil {
+		cl := s.group.Cleanup()
+		spec.KillFile, spec.Procs, spec.CgroupDirs = cl.KillFile, cl.ProcsFiles, cl.Dirs
+	}
+	spec.Locks = s.claims.Guarded()
+	if s.tmp != "" {
+		spec.EmptyDirs = []spawn.EmptyDir{{Path: s.tmp, Record: s.tmpRecord}}
+		spec.KeepFDs = []int{int(s.tmpLock.Fd())}
+	}
+	if s.group == nil && len(spec.Locks) == 0 && len(spec.EmptyDirs) == 0 {
+		return nil
+	}
+	spec.SweepRequest = stateFile(sweepWanted)
+	gd, err := spawn.StartGuardian(spec)
 	if err != nil {
 		return err
 	}
@@ -354,11 +391,13 @@ func (s *session) cleanup(res *Result) {
 			s.guardian = nil
 		}
 	}
-	if s.guardian != nil {
-		s.guardian.Release()
-	}
 	for i := len(s.undo) - 1; i >= 0; i-- {
 		s.undo[i]()
+	}
+	// Last: should the supervisor be killed while it cleans up, the
+	// guardian finishes (what is removed already it finds gone).
+	if s.guardian != nil {
+		s.guardian.Release()
 	}
 }
 
@@ -393,6 +432,7 @@ func (s *session) supervise() Result {
 		NotifySock:       s.notifySock,
 		RulesetFlags:     s.spec.RestrictFlags,
 		BPF:              s.pr.Seccomp.BPF,
+		Guardian:         s.guardian,
 	}
 	if s.group != nil {
 		req.CgroupFD = s.group.CloneIntoFD()
@@ -473,6 +513,9 @@ func (s *session) supervise() Result {
 	if h := s.pr.cgroupPlan.host; h != nil {
 		go func() { _, _ = cgroups.CleanupStale(h) }()
 	}
+	// So are the placeholders and temp dirs of runs whose guardians died
+	// too, now and then, or when a guardian had to clean up.
+	go sweepStale()
 
 	timeout := time.NewTimer(time.Duration(p.Limits.TimeoutSeconds) * time.Second)
 	defer timeout.Stop()
@@ -591,20 +634,32 @@ func createRoots(p *policy.Plan) error {
 	return nil
 }
 
-// makePrivateTmp creates the program's private temp dir, and returns its
-// canonical path: Landlock opens a rule's path without following any
-// symlink, and $TMPDIR may name one.
-func makePrivateTmp() (string, error) {
-	dir, err := os.MkdirTemp("", "sandbox-executable-tmp-")
-	if err != nil {
-		return "", fmt.Errorf("private temp dir: %w", err)
+// makePrivateTmp creates the program's private temp dir, takes the flock on
+// it that says it is in use for the run, and records it for the stale sweep
+// (see stale.go). The record is made once it is locked: a recorded
+// directory that is unlocked is stale. The path returned is canonical:
+// Landlock opens a rule's path without following any symlink, and $TMPDIR
+// may name one.
+func makePrivateTmp() (dir string, lock *os.File, record string, err error) {
+	if dir, err = os.MkdirTemp("", tmpPrefix); err != nil {
+		return "", nil, "", fmt.Errorf("private temp dir: %w", err)
 	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
+	if real, rerr := filepath.EvalSymlinks(dir); rerr != nil {
 		os.Remove(dir)
-		return "", fmt.Errorf("private temp dir: %w", err)
+		return "", nil, "", fmt.Errorf("private temp dir: %w", rerr)
+	} else {
+		dir = real
 	}
-	return real, nil
+	if lock, err = os.Open(dir); err == nil {
+		if err = unix.Flock(int(lock.Fd()), unix.LOCK_SH); err == nil {
+			if record, err = recordTmp(dir); err == nil {
+				return dir, lock, record, nil
+			}
+		}
+		lock.Close()
+	}
+	os.Remove(dir)
+	return "", nil, "", fmt.Errorf("private temp dir: %w", err)
 }
 
 // forward passes a signal the supervisor received on to the program, and

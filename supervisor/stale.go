@@ -1,0 +1,160 @@
+package supervisor
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/mountns"
+	"sandbox-executable/runstate"
+)
+
+// What a run leaves on the host (placeholders, the private temp dir) is
+// removed by the run itself, or by its guardian should the supervisor be
+// killed. What is left when both died (a kill of the whole session, an OOM
+// kill) or the guardian could not remove (a temp dir the program wrote into
+// in Landlock-only mode, where nothing is mounted over it: the guardian only
+// removes empty directories) is swept by a later run, off its start-up path,
+// while its program runs: at most once per sweepEvery, or at once when a
+// guardian had to clean up (it asks, with a file the sweep consumes before
+// it starts, so that no request is lost). Whether something is
+// still in use is told by flock locks only: a placeholder by its group's
+// lock (see mountns), a temp dir by the lock its run holds on the directory
+// itself. A sweep only ever looks at what a run recorded in the state
+// directory, never at whatever else lies in /tmp.
+
+// tmpPrefix begins the name of every private temp dir.
+const tmpPrefix = "sandbox-executable-tmp-"
+
+// tmpRecords is the state directory's record of the private temp dirs in
+// use: one symbolic link per directory, whose text is its path, made once
+// the directory is locked and removed after the directory.
+const tmpRecords = "tmpdirs"
+
+// sweepEvery is how often a sweep runs when no guardian asked for one.
+const sweepEvery = time.Hour
+
+// Files in the state directory: the time of the last full sweep, and a
+// guardian's request for one.
+const (
+	sweptStamp  = "swept"
+	sweepWanted = "sweep-wanted"
+)
+
+// stateFile is the path of name in the state directory, or "" without one.
+func stateFile(name string) string {
+	dir, err := runstate.Dir("")
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, name)
+}
+
+// recordTmp records the locked temp dir dir and returns the record's path.
+func recordTmp(dir string) (string, error) {
+	recs, err := runstate.Dir(tmpRecords)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(dir))
+	rec := filepath.Join(recs, hex.EncodeToString(sum[:16]))
+	err = unix.Symlink(dir, rec)
+	if errors.Is(err, unix.EEXIST) {
+		// The record of an earlier directory of that name, which is gone
+		// (this one could be made).
+		_ = unix.Unlink(rec)
+		err = unix.Symlink(dir, rec)
+	}
+	return rec, err
+}
+
+// sweepStale sweeps when a guardian asked for it or no sweep ended in the
+// last sweepEvery, unless another one is running.
+func sweepStale() {
+	stamp, wanted := stateFile(sweptStamp), stateFile(sweepWanted)
+	if stamp == "" {
+		return
+	}
+	asked := unix.Access(wanted, unix.F_OK) == nil
+	if st, err := os.Stat(stamp); err == nil && !asked {
+		if age := time.Since(st.ModTime()); age >= 0 && age < sweepEvery {
+			return
+		}
+	}
+	l, err := os.OpenFile(stateFile("sweep.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	defer l.Close()
+	if unix.Flock(int(l.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return
+	}
+	// Consumed before the sweep: a request made meanwhile asks for another.
+	_ = unix.Unlink(wanted)
+	mountns.SweepStale()
+	if recs, err := runstate.Dir(tmpRecords); err == nil {
+		sweepTmp(recs)
+	}
+	if f, err := os.OpenFile(stamp, os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
+		f.Close()
+		now := time.Now()
+		_ = os.Chtimes(stamp, now, now)
+	}
+}
+
+// sweepTmp removes the recorded temp dirs that no run holds, and the
+// records of those gone. A record names a directory only while it is this
+// user's own, mode 0700, with the temp dirs' name.
+func sweepTmp(recs string) {
+	d, err := os.Open(recs)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, name := range names {
+		rec := filepath.Join(recs, name)
+		path, err := os.Readlink(rec)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		err = unix.Lstat(path, &st)
+		if errors.Is(err, unix.ENOENT) {
+			_ = unix.Unlink(rec)
+			continue
+		}
+		if err != nil || !filepath.IsAbs(path) || !strings.HasPrefix(filepath.Base(path), tmpPrefix) ||
+			st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o7777 != 0o700 {
+			continue // not one of ours: left alone, and so is its record
+		}
+		if removeIfStale(path, &st) {
+			_ = unix.Unlink(rec)
+		}
+	}
+}
+
+// removeIfStale removes the directory at path (st its lstat) if its lock
+// can be taken: its run, and that run's guardian, are gone. It holds the
+// lock while it removes it, and reports whether the directory is gone.
+func removeIfStale(path string, st *unix.Stat_t) bool {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var fst unix.Stat_t
+	if unix.Fstat(fd, &fst) != nil || fst.Dev != st.Dev || fst.Ino != st.Ino {
+		return false
+	}
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return false
+	}
+	return os.RemoveAll(path) == nil
+}
