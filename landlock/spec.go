@@ -258,6 +258,11 @@ func (w *walker) grant(p string, required bool) {
 	}
 	entries, err := f.ReadDir(-1)
 	f.Close()
+	for try := 0; errors.Is(err, fs.ErrNotExist) && try < 3; try++ {
+		// An entry removed while it was listed (a busy /tmp; seen on a
+		// 9p root in the VM guest): list again.
+		entries, err = os.ReadDir(p)
+	}
 	if err != nil {
 		w.err = fmt.Errorf("landlock: list %s: %w", p, err)
 		return
