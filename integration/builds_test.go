@@ -330,13 +330,15 @@ func TestDefaultNpmCiWarmCache(t *testing.T) {
 	snap.unchanged(t)
 }
 
-// writeWheel writes tinywheel-1.0-py3-none-any.whl into dir.
-func writeWheel(t *testing.T, dir string) {
+// writeWheel writes NAME-1.0-py3-none-any.whl, a package whose GREETING
+// is "hello from NAME", into dir.
+func writeWheel(t *testing.T, dir, name string) {
 	t.Helper()
+	info := name + "-1.0.dist-info/"
 	files := []struct{ name, body string }{
-		{"tinywheel/__init__.py", "GREETING = 'hello from tinywheel'\n"},
-		{"tinywheel-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: tinywheel\nVersion: 1.0\n"},
-		{"tinywheel-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: sandbox-executable-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+		{name + "/__init__.py", "GREETING = 'hello from " + name + "'\n"},
+		{info + "METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: 1.0\n"},
+		{info + "WHEEL", "Wheel-Version: 1.0\nGenerator: sandbox-executable-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
 	}
 	var record strings.Builder
 	var buf bytes.Buffer
@@ -350,8 +352,8 @@ func writeWheel(t *testing.T, dir string) {
 		sum := sha256.Sum256([]byte(f.body))
 		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", f.name, base64.RawURLEncoding.EncodeToString(sum[:]), len(f.body))
 	}
-	record.WriteString("tinywheel-1.0.dist-info/RECORD,,\n")
-	w, err := z.Create("tinywheel-1.0.dist-info/RECORD")
+	record.WriteString(info + "RECORD,,\n")
+	w, err := z.Create(info + "RECORD")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +362,7 @@ func writeWheel(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	mustMkdir(t, dir)
-	if err := os.WriteFile(filepath.Join(dir, "tinywheel-1.0-py3-none-any.whl"), buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name+"-1.0-py3-none-any.whl"), buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -380,7 +382,7 @@ func pipOK(t *testing.T) string {
 func TestDefaultPipInstallWarmCache(t *testing.T) {
 	py := pipOK(t)
 	w := newWorkspace(t)
-	writeWheel(t, filepath.Join(w.root, "wheels"))
+	writeWheel(t, filepath.Join(w.root, "wheels"), "tinywheel")
 	env := buildEnv(w, "PIP_DISABLE_PIP_VERSION_CHECK=1")
 	warm := filepath.Join(filepath.Dir(w.root), "warm")
 	host(t, w.root, env, py, "-m", "pip", "install", "--no-index", "--find-links", "./wheels", "--target", warm, "tinywheel")
