@@ -9,6 +9,7 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net"
@@ -423,4 +424,78 @@ func TestDefaultCargoBuildOffline(t *testing.T) {
 		t.Fatalf("cargo build --offline in the default: %v", r)
 	}
 	snap.unchanged(t)
+}
+
+// TestDefaultGoBuildUnprivileged: the same go build and go test as
+// nobody (an unprivileged user namespace: the overlay needs userxattr),
+// with --allow-degraded because nobody has no cgroup of its own here.
+func TestDefaultGoBuildUnprivileged(t *testing.T) {
+	isoNeedRoot(t)
+	goTool := needTool(t, "go")
+	w := newWorkspace(t)
+	gocache, modcache := writeGoModule(t, w, goTool)
+	write(t, filepath.Join(w.root, "more.go"), "package main\n\nfunc init() { println(\"more\") }\n")
+	for _, p := range []string{w.root, w.home} {
+		if err := exec.Command("chown", "-R", "65534:65534", p).Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := snapshotCaches(t, gocache, modcache)
+	env := buildEnv(w, "GOPROXY=off", "GOTOOLCHAIN=local", "GOFLAGS=-buildvcs=auto")
+	r := run(t, runOpts{env: env, dir: w.root, cred: isoNobody.cred}, "--allow-degraded", "--", "sh", "-c",
+		`go build -o app . && ./app && go test -count=1 ./... && touch "$(go env GOCACHE)/written-in-the-sandbox"`)
+	if r.code != 0 || !strings.Contains(r.stderr, "hello from dep") || !strings.Contains(r.stdout, "ok") {
+		t.Fatalf("go build and go test as nobody in the default: %v", r)
+	}
+	snap.unchanged(t)
+}
+
+// TestScratchCacheLayersHidden: the program writes into a scratch cache,
+// sees its own write there, and sees none of the overlay's layers: its
+// TMPDIR is empty; the host's cache is unchanged.
+func TestScratchCacheLayersHidden(t *testing.T) {
+	w := newWorkspace(t)
+	npmCache := filepath.Join(w.home, ".npm")
+	mustMkdir(t, npmCache)
+	write(t, filepath.Join(npmCache, "warm"), "warm\n")
+	snap := snapshotCaches(t, npmCache)
+	r := inDefault(t, w, buildEnv(w), "sh", "-c", `cat ~/.npm/warm && echo changed > ~/.npm/warm && rm -f ~/.npm/warm && echo new > ~/.npm/new && cat ~/.npm/new && ls -A "$TMPDIR" | wc -l`)
+	if r.code != 0 || r.stdout != "warm\nnew\n0\n" {
+		t.Fatalf("writing a scratch cache: %v", r)
+	}
+	snap.unchanged(t)
+}
+
+// TestScratchCachesOnlyInTheDefault: a caller's policy gets no scratch
+// caches (its caches stay read-only), nor does Landlock-only mode, which
+// says why in the report; the default lists them.
+func TestScratchCachesOnlyInTheDefault(t *testing.T) {
+	w := newWorkspace(t)
+	mustMkdir(t, filepath.Join(w.home, ".npm"))
+	touch := []string{"sh", "-c", "touch ~/.npm/x"}
+
+	r := w.sandbox(t, wsPolicy(t, w.root), nil, touch...)
+	if r.code == 0 || !strings.Contains(r.stderr, "Read-only file system") {
+		t.Errorf("a caller's policy made ~/.npm writable: %v", r)
+	}
+	r = run(t, runOpts{env: w.env(), dir: w.root}, "--fs-mode", "landlock", "--", touch[0], touch[1], touch[2])
+	if r.code == 0 {
+		t.Errorf("Landlock-only mode made ~/.npm writable: %v", r)
+	}
+	var ex struct {
+		Enforcement struct {
+			Filesystem struct {
+				ScratchCaches []string `json:"scratch_caches"`
+				Note          string   `json:"scratch_caches_note"`
+			} `json:"filesystem"`
+		} `json:"enforcement"`
+	}
+	r = run(t, runOpts{env: w.env(), dir: w.root}, "--fs-mode", "landlock", "--explain")
+	if err := json.Unmarshal([]byte(r.stdout), &ex); err != nil || len(ex.Enforcement.Filesystem.ScratchCaches) != 0 || !strings.Contains(ex.Enforcement.Filesystem.Note, "read-only") {
+		t.Errorf("--fs-mode landlock --explain: %+v %v %v", ex.Enforcement.Filesystem, err, r)
+	}
+	r = run(t, runOpts{env: w.env(), dir: w.root}, "--explain")
+	if err := json.Unmarshal([]byte(r.stdout), &ex); err != nil || len(ex.Enforcement.Filesystem.ScratchCaches) != 1 || ex.Enforcement.Filesystem.ScratchCaches[0] != filepath.Join(w.home, ".npm") {
+		t.Errorf("--explain of the default: %+v %v", ex.Enforcement.Filesystem, err)
+	}
 }
