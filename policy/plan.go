@@ -20,7 +20,9 @@ type Plan struct {
 	Limits     Limits      `json:"limits"`
 	Env        Environment `json:"environment"`
 	// Notes records every decision Resolve took that narrows what the policy
-	// literally says (never one that widens it), one sentence each.
+	// literally says (never one that widens it), and what the built-in
+	// default adds to the program's environment (Environment.Set), one
+	// sentence each.
 	Notes []string `json:"notes,omitempty"`
 }
 

@@ -76,7 +76,7 @@ func (r *resolver) scratchCaches() []ScratchCache {
 		if strings.ContainsAny(real, ",:\\\n") {
 			continue
 		}
-		if scratchConflicts(real, fsys) {
+		if scratchConflicts(real, fsys) || nested(real, out) {
 			continue
 		}
 		seen[real] = true
@@ -146,4 +146,15 @@ func (r *resolver) goBuildVCS() {
 	e.Vars = append(kept, "GOFLAGS="+val)
 	e.Set = append(e.Set, "GOFLAGS="+val)
 	r.note("GOFLAGS gets -buildvcs=false: " + dir + " is not in a git repository, and the placeholder that keeps the program from creating " + filepath.Join(dir, ".git") + " would make Go's VCS stamping fail.")
+}
+
+// nested reports whether dir is at, inside or around one of the caches
+// already chosen: one overlay would hide the other.
+func nested(dir string, chosen []ScratchCache) bool {
+	for _, c := range chosen {
+		if Within(dir, c.Path) || Within(c.Path, dir) {
+			return true
+		}
+	}
+	return false
 }

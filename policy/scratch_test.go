@@ -39,7 +39,9 @@ func TestScratchCachesFromEnvironment(t *testing.T) {
 	mkdirs(t, gocache, filepath.Join(xdg, "pip"))
 	in := e.input(*DefaultStandalone(e.ws))
 	in.Standalone = true
-	in.Environ = append(in.Environ, "GOCACHE="+gocache, "XDG_CACHE_HOME="+xdg, "GOMODCACHE=relative/is/ignored")
+	// GOMODCACHE inside GOCACHE: one overlay would hide the other.
+	in.Environ = append(in.Environ, "GOCACHE="+gocache, "XDG_CACHE_HOME="+xdg, "GOMODCACHE="+gocache+"/mod", "npm_config_cache=relative/is/ignored")
+	mkdirs(t, gocache+"/mod")
 	if got, want := scratchPaths(t, in), []string{gocache, filepath.Join(xdg, "pip")}; !slices.Equal(got, want) {
 		t.Fatalf("scratch caches %q, want %q", got, want)
 	}
