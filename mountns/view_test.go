@@ -338,3 +338,14 @@ func TestScratchCachesOverlays(t *testing.T) {
 		}
 	}
 }
+
+func TestKernelAtLeast(t *testing.T) {
+	for _, c := range []struct {
+		release string
+		want    bool
+	}{{"5.11.0", true}, {"5.10.200-x", false}, {"6.1.0-18-amd64", true}, {"4.19.0", false}, {"5.11", true}, {"5.1", false}, {"junk", false}, {"6.18.1+", true}} {
+		if got := kernelAtLeast(c.release, 5, 11); got != c.want {
+			t.Errorf("kernelAtLeast(%q, 5, 11) = %v", c.release, got)
+		}
+	}
+}

@@ -271,6 +271,9 @@ func Prepare(cfg Config) (*Prepared, error) {
 	}
 	isolated := fs.namespaces.OK
 	fs.PrivateTmp = needsPrivateTmp(p)
+	if len(p.Filesystem.ScratchCaches) > 0 && fs.Mode == FSExact {
+		fs.overlayOK, fs.overlayWhy = mountns.OverlayAvailable(fs.namespaces.Privileged)
+	}
 	pr.fs = fs
 	exact := fs.Mode == FSExact
 	nw, err := chooseNetwork(p, exact, abi, cfg.AllowDegraded)
@@ -289,6 +292,8 @@ func Prepare(cfg Config) (*Prepared, error) {
 	}
 	if sc := p.Filesystem.ScratchCaches; len(sc) > 0 {
 		switch {
+		case exact && fs.PrivateTmp && !fs.overlayOK:
+			fs.ScratchCachesNote = "the build caches stay read-only: " + fs.overlayWhy
 		case exact && fs.PrivateTmp:
 			for _, c := range sc {
 				fs.ScratchCaches = append(fs.ScratchCaches, c.Path)
@@ -491,7 +496,7 @@ func (pr *Prepared) viewOptions() mountns.Options {
 	o.PrivateTmpBytes, _ = privateTmpSize(pr.Plan.Limits)
 	if pr.fs.Mode == FSExact {
 		o.Sockets = mountns.UnixSockets()
-		if pr.fs.PrivateTmp {
+		if pr.fs.PrivateTmp && pr.fs.overlayOK {
 			for _, c := range pr.Plan.Filesystem.ScratchCaches {
 				o.ScratchCaches = append(o.ScratchCaches, c.Path)
 			}
@@ -510,6 +515,10 @@ type fsChoice struct {
 	// degraded is set when the mode leaves part of the write boundary
 	// unenforced and nobody chose that explicitly.
 	degraded string
+	// overlayOK says the scratch caches' overlays can be mounted, and
+	// overlayWhy why not (mountns.OverlayAvailable).
+	overlayOK  bool
+	overlayWhy string
 }
 
 // metadataGap is what Landlock alone cannot stop.
