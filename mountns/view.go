@@ -46,6 +46,13 @@ type Options struct {
 	// reaches the host's directory, and is gone with the namespace.
 	PrivateTmp      string
 	PrivateTmpBytes uint64
+	// ScratchCaches are directories given a throwaway copy-on-write view
+	// (see scratchCaches): an overlay whose lower layer is the host's
+	// directory and whose upper layer lives on a tmpfs of PrivateTmpBytes,
+	// hidden under the private temp dir, so the program reads the host's
+	// files and its writes go nowhere. They need PrivateTmp (the tmpfs is
+	// mounted there first) and the exact view.
+	ScratchCaches []string
 	// Sockets are unix sockets to mask when they lie outside the writable
 	// roots (see UnixSockets).
 	Sockets []string
@@ -86,6 +93,8 @@ type View struct {
 	MaskedSockets []string    `json:"masked_sockets,omitempty"`
 	ReadOnly      []string    `json:"read_only"`
 	Narrowed      []Narrowing `json:"narrowed,omitempty"`
+	// ScratchCaches are the caches given a throwaway overlay.
+	ScratchCaches []string `json:"scratch_caches,omitempty"`
 
 	opts    Options      // what the view was built for
 	exact   bool         // the filesystem view (Build), not only the isolation (Isolation)
@@ -249,7 +258,7 @@ func (v *View) assemble() error {
 	o := v.opts
 	v.NamespaceFlags = unix.CLONE_NEWNS
 	v.UnshareFlags, v.Init = 0, false
-	v.Ops = nil
+	v.Ops, v.ScratchCaches = nil, nil
 	op := func(x spawn.Op) { v.Ops = append(v.Ops, x) }
 
 	if !o.Privileged {
@@ -295,6 +304,9 @@ func (v *View) assemble() error {
 	for i, r := range roots {
 		op(spawn.Op{Kind: spawn.OpMoveMount, FD: i, A: r, Desc: "writable root " + r})
 	}
+	if v.exact && o.PrivateTmp != "" {
+		v.scratchCaches()
+	}
 	if o.PrivateTmp != "" {
 		// Over whatever is there (a read-only view, a root): on top.
 		op(spawn.Op{Kind: spawn.OpMount, A: "tmpfs", B: o.PrivateTmp, C: "tmpfs",
@@ -314,6 +326,40 @@ func (v *View) assemble() error {
 		op(spawn.Op{Kind: spawn.OpChdir, A: o.Cwd, Desc: "re-enter working directory " + o.Cwd})
 	}
 	return nil
+}
+
+// scratchCaches adds the overlays of Options.ScratchCaches: a tmpfs
+// (bounded, charged to the memory cgroup of the process that writes it) is
+// mounted on the private temp dir, each cache gets an upper and a work
+// directory in it and an overlay over the cache itself, and then the
+// private temp dir's own tmpfs is mounted over the staging one, which hides
+// the upper layers from the program (overlayfs keeps its own references).
+// Nothing is written on the host: the layers die with the namespace.
+func (v *View) scratchCaches() {
+	o := v.opts
+	if len(o.ScratchCaches) == 0 {
+		return
+	}
+	op := func(x spawn.Op) { v.Ops = append(v.Ops, x) }
+	stage := o.PrivateTmp
+	op(spawn.Op{Kind: spawn.OpMount, A: "tmpfs", B: stage, C: "tmpfs",
+		D:     fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", o.PrivateTmpBytes, o.UID, o.GID),
+		Flags: unix.MS_NOSUID | unix.MS_NODEV, Desc: "scratch cache layers"})
+	extra := ""
+	if !o.Privileged {
+		// trusted.* extended attributes are not the user namespace's.
+		extra = ",userxattr"
+	}
+	for i, dir := range o.ScratchCaches {
+		layer := fmt.Sprintf("%s/%d", stage, i)
+		op(spawn.Op{Kind: spawn.OpMkdir, A: layer, Flags: 0o700, Desc: "scratch layer for " + dir})
+		op(spawn.Op{Kind: spawn.OpMkdir, A: layer + "/upper", Flags: 0o755, Desc: "scratch layer for " + dir})
+		op(spawn.Op{Kind: spawn.OpMkdir, A: layer + "/work", Flags: 0o700, Desc: "scratch layer for " + dir})
+		op(spawn.Op{Kind: spawn.OpMount, A: "overlay", B: dir, C: "overlay",
+			D:     fmt.Sprintf("lowerdir=%s,upperdir=%s/upper,workdir=%s/work%s", dir, layer, layer, extra),
+			Flags: unix.MS_NOSUID | unix.MS_NODEV, Desc: "scratch cache " + dir})
+		v.ScratchCaches = append(v.ScratchCaches, dir)
+	}
 }
 
 // privateDevAndProc adds the operations that replace /dev with a tmpfs

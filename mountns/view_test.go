@@ -3,6 +3,7 @@ package mountns
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -212,5 +213,61 @@ func TestBuildMasksEachTargetOnce(t *testing.T) {
 	}
 	if len(seen) != 2 || seen[home] != 1 || seen[missing] != 1 {
 		t.Errorf("masks %v, want %s and %s once each", seen, home, missing)
+	}
+}
+
+// Scratch caches: a staging tmpfs on the private temp dir, the layers in
+// it, the overlay over each cache, then the temp dir's own tmpfs over the
+// staging one (hiding the layers), all before the masks; userxattr without
+// privilege; none without a private temp dir.
+func TestScratchCachesOverlays(t *testing.T) {
+	base := t.TempDir()
+	mk(t, base, "home/.ssh/id_rsa", "home/.npm/", "ws/", "tmp/")
+	ws, tmp, npm := filepath.Join(base, "ws"), filepath.Join(base, "tmp"), filepath.Join(base, "home", ".npm")
+	p := &policy.Plan{}
+	p.Filesystem.WritableRoots = []policy.WritablePath{{Path: ws}}
+	p.Filesystem.ReadDenied = []policy.DeniedPath{{Path: filepath.Join(base, "home", ".ssh")}}
+	for _, priv := range []bool{true, false} {
+		o := Options{Privileged: priv, UID: 1000, GID: 1000, Cwd: ws, PrivateTmpBytes: 1 << 20, ScratchCaches: []string{npm}}
+		v, err := Build(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.ScratchCaches) != 0 || index(describe(v.Ops), "scratch cache "+npm) >= 0 {
+			t.Fatalf("scratch caches without a private temp dir: %v", v.ScratchCaches)
+		}
+		v, err = v.With(tmp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := describe(v.Ops)
+		stage, ov, priv2, mask := index(d, "scratch cache layers"), index(d, "scratch cache "+npm), index(d, "private temp dir "+tmp), index(d, "mask "+filepath.Join(base, "home", ".ssh"))
+		if !(index(d, "make everything read-only") < stage && stage < ov && ov < priv2 && priv2 < mask) {
+			t.Fatalf("out of order:\n%s", strings.Join(d, "\n"))
+		}
+		if m := v.Ops[stage]; m.B != tmp || m.C != "tmpfs" || m.D != "size=1048576,mode=0700,uid=1000,gid=1000" {
+			t.Errorf("staging tmpfs %+v", m)
+		}
+		want := "lowerdir=" + npm + ",upperdir=" + tmp + "/0/upper,workdir=" + tmp + "/0/work"
+		if !priv {
+			want += ",userxattr"
+		}
+		if m := v.Ops[ov]; m.Kind != spawn.OpMount || m.A != "overlay" || m.B != npm || m.C != "overlay" || m.D != want {
+			t.Errorf("overlay %+v, want data %q", m, want)
+		}
+		if !slices.Equal(v.ScratchCaches, []string{npm}) {
+			t.Errorf("View.ScratchCaches %v", v.ScratchCaches)
+		}
+	}
+}
+
+func TestKernelAtLeast(t *testing.T) {
+	for _, c := range []struct {
+		release string
+		want    bool
+	}{{"5.11.0", true}, {"5.10.200-x", false}, {"6.1.0-18-amd64", true}, {"4.19.0", false}, {"5.11", true}, {"5.1", false}, {"junk", false}, {"6.18.1+", true}} {
+		if got := kernelAtLeast(c.release, 5, 11); got != c.want {
+			t.Errorf("kernelAtLeast(%q, 5, 11) = %v", c.release, got)
+		}
 	}
 }

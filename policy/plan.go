@@ -20,7 +20,9 @@ type Plan struct {
 	Limits     Limits      `json:"limits"`
 	Env        Environment `json:"environment"`
 	// Notes records every decision Resolve took that narrows what the policy
-	// literally says (never one that widens it), one sentence each.
+	// literally says (never one that widens it), and what the built-in
+	// default adds to the program's environment (Environment.Set), one
+	// sentence each.
 	Notes []string `json:"notes,omitempty"`
 }
 
@@ -38,6 +40,10 @@ type Filesystem struct {
 	// WriteDenied paths (and everything beneath them) may be read but not
 	// written, removed, renamed or created. They need not exist.
 	WriteDenied []DeniedPath `json:"write_denied"`
+	// ScratchCaches are the host's build caches the program may write into
+	// a throwaway copy of (the built-in default only: Input.Standalone);
+	// the host's own directories are never written.
+	ScratchCaches []ScratchCache `json:"scratch_caches,omitempty"`
 }
 
 // WritablePath is one writable root.
@@ -178,6 +184,9 @@ type Environment struct {
 	Filtered bool `json:"filtered"`
 	// Removed lists the names the filter removed (values are never printed).
 	Removed []string `json:"removed,omitempty"`
+	// Set lists what the built-in default adds or changes, NAME=VALUE,
+	// each with its reason in Notes.
+	Set []string `json:"set,omitempty"`
 	// Vars is the program's environment, KEY=VALUE, in the original order.
 	Vars []string `json:"-"`
 }
@@ -222,4 +231,9 @@ type Input struct {
 	// PasswdHome returns the current user's home directory from the password
 	// database; used when $HOME is unset, empty or relative.
 	PasswdHome func() (string, error)
+	// Standalone is set for the built-in default (no --sandbox-policy),
+	// never for a caller's policy: the build caches become scratch caches
+	// (Plan.Filesystem.ScratchCaches) and Go is told not to stamp VCS
+	// information from a placeholder .git (Environment.Set).
+	Standalone bool
 }

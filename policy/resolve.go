@@ -76,6 +76,7 @@ func (r *resolver) resolve() (*Plan, error) {
 		return nil, err
 	}
 	r.environment()
+	r.goBuildVCS()
 	return p, nil
 }
 
@@ -205,6 +206,7 @@ func (r *resolver) filesystem() error {
 	}
 	fsys.ReadDenied = read.list
 	fsys.WriteDenied = write.list
+	fsys.ScratchCaches = r.scratchCaches()
 	return nil
 }
 

@@ -206,6 +206,13 @@ type FilesystemReport struct {
 	// PrivateTmpBound says how the private temp dir is bounded, or that it
 	// is not.
 	PrivateTmpBound string `json:"private_tmp_bound,omitempty"`
+	// ScratchCaches are the host's build caches the program writes into a
+	// throwaway overlay of (the built-in default, exact mode): it reads the
+	// warm cache, its writes are gone with the run, the host's directory is
+	// never written. ScratchCachesNote says why caches the Plan names stay
+	// read-only instead.
+	ScratchCaches     []string `json:"scratch_caches,omitempty"`
+	ScratchCachesNote string   `json:"scratch_caches_note,omitempty"`
 	// NotEnforced lists what this mode cannot stop.
 	NotEnforced []string `json:"not_enforced,omitempty"`
 }
@@ -264,6 +271,9 @@ func Prepare(cfg Config) (*Prepared, error) {
 	}
 	isolated := fs.namespaces.OK
 	fs.PrivateTmp = needsPrivateTmp(p)
+	if len(p.Filesystem.ScratchCaches) > 0 && fs.Mode == FSExact {
+		fs.overlayOK, fs.overlayWhy = mountns.OverlayAvailable(fs.namespaces.Privileged)
+	}
 	pr.fs = fs
 	exact := fs.Mode == FSExact
 	nw, err := chooseNetwork(p, exact, abi, cfg.AllowDegraded)
@@ -279,7 +289,22 @@ func Prepare(cfg Config) (*Prepared, error) {
 		pr.View = view
 		fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = view.Masked, view.ReadOnly, view.Placeholders, view.Narrowed
 		nw.MaskedSockets = view.MaskedSockets
-	} else if isolated {
+	}
+	if sc := p.Filesystem.ScratchCaches; len(sc) > 0 {
+		switch {
+		case exact && fs.PrivateTmp && !fs.overlayOK:
+			fs.ScratchCachesNote = "the build caches stay read-only: " + fs.overlayWhy
+		case exact && fs.PrivateTmp:
+			for _, c := range sc {
+				fs.ScratchCaches = append(fs.ScratchCaches, c.Path)
+			}
+		case exact:
+			fs.ScratchCachesNote = "the build caches stay read-only: their throwaway layers live on the private temp dir's tmpfs, and this policy has none"
+		default:
+			fs.ScratchCachesNote = "the build caches stay read-only: a throwaway overlay needs the exact filesystem mode (a mount namespace)"
+		}
+	}
+	if !exact && isolated {
 		view, err := mountns.Isolation(pr.viewOptions())
 		if err != nil {
 			return nil, err
@@ -471,6 +496,11 @@ func (pr *Prepared) viewOptions() mountns.Options {
 	o.PrivateTmpBytes, _ = privateTmpSize(pr.Plan.Limits)
 	if pr.fs.Mode == FSExact {
 		o.Sockets = mountns.UnixSockets()
+		if pr.fs.PrivateTmp && pr.fs.overlayOK {
+			for _, c := range pr.Plan.Filesystem.ScratchCaches {
+				o.ScratchCaches = append(o.ScratchCaches, c.Path)
+			}
+		}
 	}
 	return o
 }
@@ -485,6 +515,10 @@ type fsChoice struct {
 	// degraded is set when the mode leaves part of the write boundary
 	// unenforced and nobody chose that explicitly.
 	degraded string
+	// overlayOK says the scratch caches' overlays can be mounted, and
+	// overlayWhy why not (mountns.OverlayAvailable).
+	overlayOK  bool
+	overlayWhy string
 }
 
 // metadataGap is what Landlock alone cannot stop.

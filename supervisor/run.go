@@ -465,6 +465,13 @@ func (s *session) supervise() Result {
 				req.Ops = append(req.Ops, spawn.Op{Kind: spawn.OpLandlockRule, A: r.Path, Flags: uintptr(r.Access), Desc: "landlock rule for the private " + r.Path})
 			}
 		}
+		// A scratch cache's overlay is the program's to write: its upper
+		// layer is a throwaway tmpfs (mountns.View.scratchCaches).
+		if s.rulesetFD >= 0 {
+			for _, dir := range s.view.ScratchCaches {
+				req.Ops = append(req.Ops, spawn.Op{Kind: spawn.OpLandlockRule, A: dir, Flags: uintptr(landlock.ReadWrite & s.spec.HandledFS), Desc: "landlock rule for the scratch cache " + dir})
+			}
+		}
 	}
 	for _, l := range s.rlimits {
 		req.Rlimits = append(req.Rlimits, spawn.Rlimit{Resource: l.Resource, Cur: l.Cur, Max: l.Max})

@@ -259,6 +259,9 @@ func resolvePlan(o *options) (*policy.Plan, error) {
 		KeepEnv:     o.keepEnv,
 		Syscalls:    seccomp.Table{},
 		PasswdHome:  passwdHome,
+		// The built-in default suits a build: its caches are writable
+		// throwaway copies. A caller's policy gets exactly what it says.
+		Standalone: !o.set["--sandbox-policy"],
 	}
 	if pol.Kind == policy.KindReadOnly {
 		// read_only's derived values are computed, not embedded: an

@@ -21,7 +21,11 @@ Policy (the JSON shapes VT Code sends; @FILE reads the JSON from a file):
                               {"type":"workspace_write","writable_roots":[...],...};
                               without it: workspace_write on the working
                               directory, VT Code's secrets denied, no network,
-                              the conservative limits
+                              the conservative limits, and the build caches
+                              (~/.cache/go-build, ~/go/pkg/mod, ~/.npm,
+                              ~/.cache/pip, ~/.cargo/registry, ~/.cargo/git)
+                              writable as throwaway copies: the host's are
+                              never written
   --sandbox-policy-cwd DIR    the policy's working directory (default: the
                               current one); writable under workspace_write
   --seccomp-profile JSON      the SeccompProfile (default: derived from the
