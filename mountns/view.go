@@ -79,6 +79,11 @@ type View struct {
 	MaskedSockets []string    `json:"masked_sockets,omitempty"`
 	ReadOnly      []string    `json:"read_only"`
 	Narrowed      []Narrowing `json:"narrowed,omitempty"`
+	// LateReadDenied are the read-denied paths that do not exist and that
+	// the program cannot create (outside the writable roots): no mount can
+	// cover them, so Landlock must keep them unreadable should someone
+	// outside create them during the run (landlock.Options.LateReadDenied).
+	LateReadDenied []string `json:"late_read_denied,omitempty"`
 
 	opts    Options    // what the view was built for
 	exact   bool       // the filesystem view (Build), not only the isolation (Isolation)
@@ -319,7 +324,13 @@ func (v *View) decideMasks(p *policy.Plan, o Options, inRoot func(string) bool) 
 		if err != nil {
 			return err
 		}
-		if kind == targetNone || masked[target] || coveredBy(target, masked) {
+		if kind == targetNone {
+			if !coveredBy(d.Path, masked) {
+				v.LateReadDenied = append(v.LateReadDenied, d.Path)
+			}
+			continue
+		}
+		if masked[target] || coveredBy(target, masked) {
 			continue
 		}
 		switch kind {

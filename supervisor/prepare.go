@@ -280,8 +280,15 @@ func Prepare(cfg Config) (*Prepared, error) {
 	// In exact mode the mounts enforce the read side; Landlock need only
 	// handle it where the program could clone a mount around a mask:
 	// as root with the mount system calls allowed (allow_namespaces).
+	// Read-denied paths that do not exist yet outside the roots have no
+	// mount: Landlock keeps them unreadable should they appear.
 	readsByMounts := exact && (!fs.namespaces.Privileged || !p.Seccomp.AllowNamespaces)
-	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts, LogDenials: cfg.LogDenials})
+	var late []string
+	if exact {
+		late = pr.View.LateReadDenied
+	}
+	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts,
+		LogDenials: cfg.LogDenials, LateReadDenied: late})
 	if err != nil {
 		return nil, err
 	}
