@@ -37,6 +37,7 @@
 #define SE_PR_SET_NO_NEW_PRIVS 38
 #define SE_SECCOMP_SET_MODE_FILTER 1
 #define SE_SECCOMP_FILTER_FLAG_NEW_LISTENER (1U << 3)
+#define SE_SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1U << 5)
 #define SE_NR_open_tree 428
 #define SE_NR_move_mount 429
 #define SE_NR_mount_setattr 442
@@ -403,10 +404,20 @@ static __attribute__((noreturn)) void se_program(struct se_req *r, int clone3, i
 		unsigned int flags = 0;
 		if (r->notify_sock >= 0)
 			flags |= SE_SECCOMP_FILTER_FLAG_NEW_LISTENER;
-		ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags, &prog);
+		if (r->notify_sock >= 0 && r->notify_killable) {
+			ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags | SE_SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+			if (ret == -EINVAL) /* before 5.19 */
+				ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags, &prog);
+		} else {
+			ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags, &prog);
+		}
 		if (ret < 0)
 			se_fail(r, SE_STEP_SECCOMP, 0, ret);
-		if (r->notify_sock >= 0) {
+		if (r->notify_sock >= 0 && r->init) {
+			/* Close-on-exec: gone from the program's own table at its
+			 * exec; the init sends the copy it keeps (se_init_main). */
+			r->listener_fd = (int)ret;
+		} else if (r->notify_sock >= 0) {
 			long listener = ret;
 			ret = se_send_fd(r->notify_sock, (int)listener);
 			SYS1(SYS_close, listener);
@@ -474,11 +485,15 @@ static int se_init_main(struct se_req *r)
 	}
 
 	/* The program, as PID 2, on the request's stack: this process waits
-	 * (CLONE_VFORK) until it has execed or failed. */
+	 * (CLONE_VFORK) until it has execed or failed. With a seccomp
+	 * listener to pass on, it shares this process's file table until its
+	 * exec (which unshares it), so that the listener it makes stays here. */
 	uintptr_t top = ((uintptr_t)r->stack + r->stack_size) & ~(uintptr_t)15;
+	unsigned long files = r->notify_sock >= 0 ? CLONE_FILES : 0;
 	struct se_clone_args args;
 	memset(&args, 0, sizeof args);
-	args.flags = CLONE_VM | CLONE_VFORK | SE_CLONE_CLEAR_SIGHAND;
+	r->listener_fd = -1;
+	args.flags = CLONE_VM | CLONE_VFORK | SE_CLONE_CLEAR_SIGHAND | files;
 	args.exit_signal = SIGCHLD;
 	args.stack = (uint64_t)(uintptr_t)r->stack;
 	args.stack_size = (uint64_t)(top - (uintptr_t)r->stack);
@@ -486,12 +501,19 @@ static int se_init_main(struct se_req *r)
 	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_program_main, r);
 	if (pid == -ENOSYS) {
 		r->prog_clone3 = 0;
-		pid = se_clone_call(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD, (long)top, 0, 0, 0, se_program_main, r);
+		pid = se_clone_call(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD | files, (long)top, 0, 0, 0, se_program_main, r);
 	}
 	if (pid < 0)
 		se_fail(r, SE_STEP_INIT, 0, pid);
 	if (r->fail_step != SE_STEP_NONE)
 		se_exit(125); /* the program's steps failed; it has exited */
+	if (r->notify_sock >= 0) {
+		/* Sent before the ready byte, so the supervisor finds it as
+		 * soon as se_spawn returns. Should this fail, the supervisor
+		 * finds nothing and ends the run. */
+		if (r->listener_fd >= 0)
+			se_send_fd(r->notify_sock, r->listener_fd);
+	}
 	g->prog_pid = (int)pid;
 	g->prog_group = r->fg_tty >= 0;
 	/* Out of the caller's process group, which the program stays in: a
