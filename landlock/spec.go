@@ -47,6 +47,10 @@ type Options struct {
 	// Listing them stays allowed (names only: the masks keep the existing
 	// denied directories unlistable).
 	LateReadDenied []string
+	// ResolveUnix (ABI 9) handles LANDLOCK_ACCESS_FS_RESOLVE_UNIX and
+	// grants it where writing is granted: a pathname unix socket can then
+	// be connected to, or sent to, only beneath the writable roots.
+	ResolveUnix bool
 }
 
 // Rule grants Access on the file or directory at Path and, for a directory,
@@ -93,7 +97,7 @@ type Spec struct {
 
 // ReadWrite is every right the sandbox ever grants on a directory: for a
 // directory the supervisor created for the program alone.
-const ReadWrite = readRights | ReadDir | writeRights
+const ReadWrite = readRights | ReadDir | writeRights | ResolveUnx
 
 // WithRule returns a copy of s with one more rule.
 func (s *Spec) WithRule(r Rule) *Spec {
@@ -123,6 +127,9 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		return s, nil
 	}
 	s.HandledFS = fsRightsAt(opt.ABI)
+	if opt.ResolveUnix && opt.ABI >= 9 {
+		s.HandledFS |= ResolveUnx
+	}
 	late := opt.Exact && len(opt.LateReadDenied) > 0
 	if opt.Exact && opt.ReadsByMounts {
 		s.HandledFS &^= Truncate
@@ -155,7 +162,7 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		}
 		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: effect})
 	}
-	write := &walker{denied: sortedUnique(writeDenied), access: writeRights & s.HandledFS}
+	write := &walker{denied: sortedUnique(writeDenied), access: (writeRights | ResolveUnx) & s.HandledFS}
 	for _, r := range p.Filesystem.WritableRoots {
 		write.grant(r.Path, true)
 	}

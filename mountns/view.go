@@ -39,9 +39,6 @@ type Options struct {
 	// ExtraWritable are writable directories besides the Plan's roots (a
 	// private temp dir).
 	ExtraWritable []string
-	// Sockets are unix sockets to mask when they lie outside the writable
-	// roots (see UnixSockets).
-	Sockets []string
 	// Network asks for a network namespace of the program's own
 	// (CLONE_NEWNET) with its loopback up.
 	Network bool
@@ -74,11 +71,10 @@ type View struct {
 	// Placeholders are names to create on the host before the run (and
 	// remove after it) so that a mount can cover them.
 	Placeholders []string
-	// Masked, MaskedSockets, ReadOnly and Narrowed are for reports.
-	Masked        []string    `json:"masked"`
-	MaskedSockets []string    `json:"masked_sockets,omitempty"`
-	ReadOnly      []string    `json:"read_only"`
-	Narrowed      []Narrowing `json:"narrowed,omitempty"`
+	// Masked, ReadOnly and Narrowed are for reports.
+	Masked   []string    `json:"masked"`
+	ReadOnly []string    `json:"read_only"`
+	Narrowed []Narrowing `json:"narrowed,omitempty"`
 	// LateReadDenied are the read-denied paths that do not exist and that
 	// the program cannot create (outside the writable roots): no mount can
 	// cover them, so Landlock must keep them unreadable should someone
@@ -310,7 +306,7 @@ func underAny(path string, dirs []string) bool {
 	return false
 }
 
-// decideMasks looks at each denied path and daemon socket on the host and
+// decideMasks looks at each denied path on the host and
 // decides the mount that denies it (v.masks), with the placeholders that
 // mounts over missing names need.
 func (v *View) decideMasks(p *policy.Plan, o Options, inRoot func(string) bool) error {
@@ -372,22 +368,10 @@ func (v *View) decideMasks(p *policy.Plan, o Options, inRoot func(string) bool) 
 		op(spawn.Op{Kind: spawn.OpSetAttr, A: target, FD: 1, Flags: mountAttrRdonly, Desc: "make " + target + " read-only"})
 		v.ReadOnly = append(v.ReadOnly, target)
 	}
-
-	// Daemons' sockets outside the roots: a nodev /dev/null over each, so
-	// that connect finds no socket there.
-	for _, sock := range o.Sockets {
-		if inRoot(sock) || masked[sock] || coveredBy(sock, masked) {
-			continue
-		}
-		var st unix.Stat_t
-		if unix.Lstat(sock, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-			continue
-		}
-		masked[sock] = true
-		op(spawn.Op{Kind: spawn.OpMount, A: "/dev/null", B: sock, Flags: unix.MS_BIND, Desc: "mask socket " + sock})
-		op(spawn.Op{Kind: spawn.OpMount, B: sock, Flags: unix.MS_REMOUNT | unix.MS_BIND | maskFlags, Desc: "mask socket " + sock + " read-only"})
-		v.MaskedSockets = append(v.MaskedSockets, sock)
-	}
+	// Daemons' unix sockets are not masked here: the supervisor decides
+	// each connect when it is made (see the supervisor's socket choice),
+	// so a socket bound after the start, or deleted before the mounts,
+	// changes nothing.
 	return nil
 }
 

@@ -98,6 +98,7 @@ type Prepared struct {
 	cfg        Config
 	fs         fsChoice
 	net        netChoice
+	sockets    socketChoice
 	cgroupPlan cgroupPlan
 	nofile     spawn.Rlimit
 }
@@ -252,11 +253,12 @@ func Prepare(cfg Config) (*Prepared, error) {
 	fs.PrivateTmp = needsPrivateTmp(p)
 	pr.fs = fs
 	exact := fs.Mode == FSExact
-	nw, err := chooseNetwork(p, exact, abi, cfg.AllowDegraded)
+	nw, err := chooseNetwork(p, exact, abi, cfg.AllowDegraded, func(netns bool) socketChoice { return chooseSockets(abi, isolated, netns) })
 	if err != nil {
 		return nil, err
 	}
 	pr.net = nw
+	pr.sockets = nw.sockets
 	if exact {
 		view, err := mountns.Build(p, pr.viewOptions())
 		if err != nil {
@@ -264,7 +266,6 @@ func Prepare(cfg Config) (*Prepared, error) {
 		}
 		pr.View = view
 		fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = view.Masked, view.ReadOnly, view.Placeholders, view.Narrowed
-		nw.MaskedSockets = view.MaskedSockets
 	} else if isolated {
 		view, err := mountns.Isolation(pr.viewOptions())
 		if err != nil {
@@ -288,7 +289,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 		late = pr.View.LateReadDenied
 	}
 	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts,
-		LogDenials: cfg.LogDenials, LateReadDenied: late})
+		LogDenials: cfg.LogDenials, LateReadDenied: late, ResolveUnix: nw.sockets.how == socketsByLandlock})
 	if err != nil {
 		return nil, err
 	}
@@ -317,8 +318,16 @@ func Prepare(cfg Config) (*Prepared, error) {
 		pr.Degradations = append(pr.Degradations, nw.degraded)
 	}
 
-	// The Plan's rules, plus what this host's mode adds.
-	rules := &policy.Seccomp{Rules: append(append([]policy.SyscallRule(nil), p.Seccomp.Rules...), nw.extraRules...)}
+	// The Plan's rules, plus what this host's mode adds: with mediation,
+	// the socket calls go to the supervisor (where the Plan only logs one,
+	// it is mediated instead).
+	planRules, hostRules := p.Seccomp.Rules, nw.extraRules
+	if nw.sockets.how == socketsMediated {
+		med, dropped := mediationRules(planRules)
+		planRules = withoutRules(planRules, dropped)
+		hostRules = append(append([]policy.SyscallRule(nil), hostRules...), med...)
+	}
+	rules := &policy.Seccomp{Rules: append(append([]policy.SyscallRule(nil), planRules...), hostRules...)}
 	sopt := seccomp.Options{Notify: cfg.LogDenials}
 	if dir, err := runstate.Dir("bpf"); err == nil {
 		sopt.CacheDir = dir
@@ -364,7 +373,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 			BadArch:         "kill_process",
 			Library:         seccomp.LibraryVersion(),
 			NoNewPrivileges: true,
-			HostRules:       nw.extraRules,
+			HostRules:       hostRules,
 			Observed:        prog.Notify,
 		},
 		Cgroup:  cgReport,
@@ -425,9 +434,6 @@ func withStateProtected(p *policy.Plan) *policy.Plan {
 func (pr *Prepared) viewOptions() mountns.Options {
 	o := mountns.Options{Privileged: pr.fs.namespaces.Privileged, UID: os.Getuid(), GID: os.Getgid(), Cwd: pr.cfg.Cwd,
 		Network: pr.net.netns, Isolate: pr.fs.namespaces.OK}
-	if pr.fs.Mode == FSExact {
-		o.Sockets = mountns.UnixSockets()
-	}
 	return o
 }
 

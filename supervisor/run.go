@@ -21,6 +21,7 @@ import (
 	"sandbox-executable/netproxy"
 	"sandbox-executable/rlimit"
 	"sandbox-executable/seccomp"
+	"sandbox-executable/sockmed"
 	"sandbox-executable/spawn"
 )
 
@@ -120,12 +121,17 @@ type session struct {
 	hostListen net.Listener
 	proxy      *proxyRun
 
-	// With LogDenials: the socket the seccomp listener arrives on, and the
-	// watcher answering it.
+	// With LogDenials or socket mediation: the socket the seccomp
+	// listener arrives on, and the watcher answering it.
 	notifySock int
 	watchFrom  int
 	watcher    *seccomp.Watcher
 	denials    denials
+	// With socket mediation: the mediator, and the thread abstract
+	// sockets are connected from (AbstractScoped), which starts the
+	// program.
+	mediator *sockmed.Mediator
+	scoped   *sockmed.Scoped
 
 	degradations []string
 }
@@ -224,7 +230,7 @@ func (s *session) setup() error {
 	if err != nil {
 		return err
 	}
-	if s.pr.Seccomp.Notify {
+	if s.pr.Seccomp.NeedsListener() {
 		parent, child, err := unixPair()
 		if err != nil {
 			return err
@@ -232,6 +238,18 @@ func (s *session) setup() error {
 		s.notifySock = child
 		s.undo = append(s.undo, func() { unix.Close(parent); unix.Close(child) })
 		s.watchFrom = parent
+	}
+	if s.pr.sockets.how == socketsMediated {
+		if s.pr.sockets.abstract == sockmed.AbstractScoped {
+			sc, err := sockmed.StartScoped()
+			if err != nil {
+				return err
+			}
+			s.scoped = sc
+		}
+		cfg := s.mediatorConfig(tmp)
+		cfg.Scoped = s.scoped
+		s.mediator = sockmed.New(cfg)
 	}
 	fd, err := s.spec.Build()
 	if err != nil {
@@ -297,7 +315,11 @@ func (s *session) observe() error {
 		if err != nil {
 			return fmt.Errorf("seccomp listener: %w", err)
 		}
-		if s.watcher, err = seccomp.Watch(fd, s.pr.Seccomp, s.denials.fromSeccomp); err != nil {
+		var mediate seccomp.Mediator
+		if s.mediator != nil {
+			mediate = s.mediator.Mediate
+		}
+		if s.watcher, err = seccomp.Watch(fd, s.pr.Seccomp, s.denials.fromSeccomp, mediate); err != nil {
 			unix.Close(fd)
 			return err
 		}
@@ -325,6 +347,9 @@ func (s *session) serveProxy() error {
 func (s *session) cleanup(res *Result) {
 	if s.watcher != nil {
 		s.watcher.Stop()
+	}
+	if s.scoped != nil {
+		s.scoped.Stop()
 	}
 	if s.proxy != nil {
 		st := s.proxy.stop()
@@ -378,8 +403,10 @@ func (s *session) supervise() Result {
 		DropCapabilities: true,
 		RulesetFD:        s.rulesetFD,
 		NotifySock:       s.notifySock,
-		RulesetFlags:     s.spec.RestrictFlags,
-		BPF:              s.pr.Seccomp.BPF,
+		// A mediated call must not be carried out twice.
+		NotifyKillable: s.mediator != nil,
+		RulesetFlags:   s.spec.RestrictFlags,
+		BPF:            s.pr.Seccomp.BPF,
 	}
 	if s.group != nil {
 		req.CgroupFD = s.group.CloneIntoFD()
@@ -412,7 +439,17 @@ func (s *session) supervise() Result {
 
 	var proc *spawn.Process
 	var err error
-	s.timed("spawn", func() { proc, err = spawn.Start(req) })
+	start := func() { proc, err = spawn.Start(req) }
+	if s.scoped != nil {
+		// The program's Landlock domain is then nested in the thread's.
+		inner := start
+		start = func() {
+			if !s.scoped.Do(inner) {
+				err = errors.New("spawn: the scoped thread is gone")
+			}
+		}
+	}
+	s.timed("spawn", start)
 	if proc == nil {
 		return setupFailed(err)
 	}
