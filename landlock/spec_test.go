@@ -334,3 +334,29 @@ func TestExactModeKeepsLateSecretsUnreadable(t *testing.T) {
 		t.Errorf("reads handled without late paths: %s %+v", s.HandledFS, s.Narrowed)
 	}
 }
+
+// TestResolveUnixGrantedWhereWritable: on ABI 9, pathname unix sockets are
+// reachable exactly where writing is granted.
+func TestResolveUnixGrantedWhereWritable(t *testing.T) {
+	base := tree(t, "ws/.git/config", "ws/src/a", "home/x")
+	ws := filepath.Join(base, "ws")
+	p := plan([]string{ws}, nil, []string{filepath.Join(ws, ".git")})
+	s, err := Compute(p, Options{ABI: 9, ResolveUnix: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.HandledFS&ResolveUnx == 0 {
+		t.Fatalf("resolve_unix not handled: %s", s.HandledFS)
+	}
+	if grants(s, filepath.Join(ws, "src", "s.sock"))&ResolveUnx == 0 {
+		t.Errorf("a socket in the root cannot be reached")
+	}
+	for _, p := range []string{filepath.Join(ws, ".git", "s.sock"), filepath.Join(base, "home", "s.sock"), "/run/docker.sock"} {
+		if grants(s, p)&ResolveUnx != 0 {
+			t.Errorf("%s reachable", p)
+		}
+	}
+	if s, _ := Compute(p, Options{ABI: 7, ResolveUnix: true}); s.HandledFS&ResolveUnx != 0 {
+		t.Errorf("ABI 7 handles resolve_unix")
+	}
+}

@@ -48,7 +48,21 @@ type notifResp struct {
 // handed to the Mediator.
 type Call struct {
 	Notif
-	w *Watcher
+	w        *Watcher
+	detached bool
+}
+
+// Background tells the watcher that the rest of this call may block (a
+// connect or a send on a blocking socket): another goroutine takes over
+// receiving notifications, and this one ends once the call is answered.
+// Mediations run on the receiving goroutine until then, which saves a
+// hand-over to another thread on every call that cannot block.
+func (c *Call) Background() {
+	if c.detached {
+		return
+	}
+	c.detached = true
+	c.w.start()
 }
 
 // Valid reports whether the calling thread still waits for this call's
@@ -77,11 +91,16 @@ type Mediator func(c *Call) (val int64, errno unix.Errno)
 type Watcher struct {
 	fd   int
 	stop [2]int
-	wg   sync.WaitGroup
-	// refs counts the loop and the mediations in flight: the listener is
-	// closed when the last is done (a mediation blocked in a connect must
-	// not answer on a reused descriptor number).
+	wg   sync.WaitGroup // the receiving goroutines
+	// refs counts the receiving goroutines and the mediations gone to the
+	// background: the listener is closed when the last is done (a
+	// mediation blocked in a connect must not answer on a reused
+	// descriptor number).
 	refs atomic.Int64
+
+	p        *Program
+	onDenial func(Denial)
+	mediate  Mediator
 }
 
 // Watch starts answering the notifications on listener (as received from
@@ -89,14 +108,20 @@ type Watcher struct {
 // watcher's goroutine; mediate (nil when p mediates nothing) for each
 // mediated call.
 func Watch(listener int, p *Program, onDenial func(Denial), mediate Mediator) (*Watcher, error) {
-	w := &Watcher{fd: listener}
+	w := &Watcher{fd: listener, p: p, onDenial: onDenial, mediate: mediate}
 	if err := unix.Pipe2(w.stop[:], unix.O_CLOEXEC); err != nil {
 		return nil, err
 	}
-	w.refs.Store(1)
-	w.wg.Add(1)
-	go w.loop(p, onDenial, mediate)
+	w.refs.Store(1) // Stop's
+	w.start()
 	return w, nil
+}
+
+// start starts a receiving goroutine.
+func (w *Watcher) start() {
+	w.refs.Add(1)
+	w.wg.Add(1)
+	go w.loop()
 }
 
 // release drops one reference; the last closes the listener.
@@ -115,8 +140,17 @@ func (w *Watcher) respond(id uint64, val int64, errno unix.Errno) {
 	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_SEND), uintptr(unsafe.Pointer(&r)))
 }
 
-func (w *Watcher) loop(p *Program, onDenial func(Denial), mediate Mediator) {
-	defer w.wg.Done()
+// loop receives and answers notifications until Stop, or until it hands
+// receiving over (Call.Background) and has answered that call.
+func (w *Watcher) loop() {
+	p, onDenial, mediate := w.p, w.onDenial, w.mediate
+	receiving := true
+	defer func() {
+		if receiving {
+			w.wg.Done()
+		}
+		w.release()
+	}()
 	fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}, {Fd: int32(w.stop[0]), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
@@ -138,13 +172,15 @@ func (w *Watcher) loop(p *Program, onDenial func(Denial), mediate Mediator) {
 			continue // ENOENT: the caller died while we looked
 		}
 		if p.Mediated[n.Nr] && mediate != nil {
-			w.refs.Add(1)
-			go func() {
-				defer w.release()
-				c := &Call{Notif: n, w: w}
-				val, errno := mediate(c)
-				w.respond(n.ID, val, errno)
-			}()
+			c := &Call{Notif: n, w: w}
+			val, errno := mediate(c)
+			w.respond(n.ID, val, errno)
+			if c.detached {
+				// Another goroutine receives now (and Stop waits for it).
+				receiving = false
+				w.wg.Done()
+				return
+			}
 			continue
 		}
 		errno, ok := p.Errnos[n.Nr]
@@ -168,9 +204,10 @@ func (w *Watcher) loop(p *Program, onDenial func(Denial), mediate Mediator) {
 // Stop ends the watcher; the listener is closed once no mediation is in
 // flight. Calls still waiting get ENOSYS from the kernel.
 func (w *Watcher) Stop() {
-	_, _ = unix.Write(w.stop[1], []byte{0})
+	// Closing the write end wakes every receiver, now and later, with
+	// POLLHUP on the read end.
+	unix.Close(w.stop[1])
 	w.wg.Wait()
 	unix.Close(w.stop[0])
-	unix.Close(w.stop[1])
 	w.release()
 }

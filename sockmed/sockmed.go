@@ -168,8 +168,12 @@ func (d *dest) close() {
 	}
 }
 
-// run makes the call f on the right thread.
-func (m *Mediator) run(d *dest, f func() (int64, unix.Errno)) (int64, unix.Errno) {
+// run makes the call f on the right thread. wait says f may block (a
+// blocking socket): the watcher then receives on another goroutine.
+func (m *Mediator) run(c *seccomp.Call, d *dest, wait bool, f func() (int64, unix.Errno)) (int64, unix.Errno) {
+	if wait || (d != nil && d.scoped) {
+		c.Background()
+	}
 	if d == nil || !d.scoped {
 		return f()
 	}

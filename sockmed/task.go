@@ -22,6 +22,9 @@ type task struct {
 	sock  int // the program's socket, as a descriptor of the supervisor's
 	// The socket's family, type and protocol: fixed for its life.
 	domain, typ, proto int
+	// nonblock: the open file is O_NONBLOCK (as the supervisor's copy is:
+	// one open file), so no call on it waits.
+	nonblock bool
 }
 
 // open takes hold of c's thread and socket. The result is the caller's only
@@ -54,6 +57,9 @@ func (m *Mediator) open(c *seccomp.Call) (*task, unix.Errno) {
 			return nil, unix.ENOTSOCK
 		}
 		return nil, errnoOf(err)
+	}
+	if fl, err := unix.FcntlInt(uintptr(sock), unix.F_GETFL, 0); err == nil {
+		t.nonblock = fl&unix.O_NONBLOCK != 0
 	}
 	t.typ, _ = unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE)
 	t.proto, _ = unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_PROTOCOL)

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -66,6 +67,15 @@ var (
 // root (openat2 RESOLVE_IN_ROOT, 5.6).
 func mediationWorks() bool {
 	mediationOnce.Do(func() {
+		// Yama's ptrace_scope 2 keeps pidfd_getfd and process_vm_readv
+		// to CAP_SYS_PTRACE, 3 from everyone: every call would then be
+		// refused (the supervisor is the program's ancestor, which scope
+		// 1 allows).
+		if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
+			if v := strings.TrimSpace(string(b)); v == "3" || (v == "2" && os.Geteuid() != 0) {
+				return
+			}
+		}
 		pidfd, err := unix.PidfdOpen(os.Getpid(), 0)
 		if err != nil {
 			return

@@ -381,7 +381,7 @@ int main(int argc, char **argv)
 			return result(-1);
 		if (!strcmp(op, "unixconnect"))
 			return result(connect(s, (struct sockaddr *)&sun, len));
-		if (bind(s, (struct sockaddr *)&sun, len) < 0 || listen(s, 16) < 0)
+		if (bind(s, (struct sockaddr *)&sun, len) < 0 || listen(s, 4096) < 0)
 			return result(-1);
 		printf("listening\n");
 		if (b) {
@@ -547,14 +547,15 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(op, "unixconnectloop") && a && b) {
 		/* Connect B times to the stream socket A (a new socket each
-		 * time); print the mean time of one socket+connect+close. */
+		 * time, non-blocking with a fourth argument "nonblock"); print
+		 * the mean time of one socket+connect+close. */
 		struct sockaddr_un sun = {.sun_family = AF_UNIX};
 		socklen_t len = unix_addr(&sun, a);
-		int n = atoi(b);
+		int n = atoi(b), nb = argc > 4 && !strcmp(argv[4], "nonblock") ? SOCK_NONBLOCK : 0;
 		struct timespec t0, t1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		for (int i = 0; i < n; i++) {
-			int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | nb, 0);
 			if (s < 0 || connect(s, (struct sockaddr *)&sun, len) < 0)
 				return result(-1);
 			close(s);
