@@ -43,6 +43,21 @@ func hostServerIn(t *testing.T, dir string, via []string, args ...string) {
 	}
 }
 
+// withNetwork are the helper options that let a workspace_write policy with
+// network_access have the host's network (the default seccomp profile
+// narrows it to none).
+var withNetwork = []string{"--seccomp-profile", `{"blocked_syscalls":[],"allow_namespaces":false,"allow_network_sockets":true,"log_only":false}`}
+
+// netArgs are fsOpts for mode, with the host's network when full.
+func netArgs(t *testing.T, mode string, full bool) []string {
+	t.Helper()
+	opts := fsOpts(t, mode)
+	if full {
+		opts = append(append([]string(nil), opts...), withNetwork...)
+	}
+	return opts
+}
+
 // direct runs the probe with args outside any sandbox, as cred (nil: the
 // test's user), and returns its verdict.
 func direct(t *testing.T, cred *syscall.Credential, args ...string) string {
@@ -162,7 +177,7 @@ sleep 0.2; kill $!; echo "owndgram-log $(tr '\n' ' ' < "$9/own-dgram.log")"
 echo secret-of-the-file > "$9/f"; "$P" unixrecvfd "$9/fd.sock" > "$9/fd.out" & sleep 0.2
 echo "sendfd $("$P" unixsendfd "$9/fd.sock" "$9/f")"; wait; echo "recvfd $(tr '\n' ' ' < "$9/fd.out")"
 echo "socketpair $("$P" socketpair)"`
-					args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", pol, "--resource-limits", limitsNoCgroup}, fsOpts(t, mode)...)
+					args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", pol, "--resource-limits", limitsNoCgroup}, netArgs(t, mode, network == "full")...)
 					args = append(args, "--", "/bin/sh", "-c", script, probe, mark, d.stream, d.link, d.inLink, d.moved, d.netns, d.dgram, d.late, src, d.rel)
 					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 					defer cancel()
@@ -254,15 +269,14 @@ func TestDaemonSocketRefusalsRecorded(t *testing.T) {
 	}
 }
 
-// TestAbstractSocketsScoped: with the host's network (its abstract socket
-// namespace shared), an abstract socket a host daemon bound is refused
-// while the program's own abstract server and client work; in exact mode
-// with no network the program's namespace holds only its own.
-func TestAbstractSocketsScoped(t *testing.T) {
+// TestAbstractSockets: an abstract socket a host daemon bound is refused
+// everywhere, while the program's own abstract server and client work: in
+// a network namespace of the program's own (exact mode, no network) only
+// its own exist; with the host's namespace shared (full network, or
+// Landlock-only mode) the supervisor connects only to a name a socket of
+// the sandbox's processes is bound to.
+func TestAbstractSockets(t *testing.T) {
 	isoNeedRoot(t)
-	if landlockABI(t) < 6 {
-		t.Skip("Landlock ABI < 6: abstract sockets are refused outright with the host's network (checked by the report)")
-	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	name := "@se-test-daemon-" + hex.EncodeToString(b)
@@ -276,10 +290,19 @@ func TestAbstractSocketsScoped(t *testing.T) {
 			pol := policyJSON(t, map[string]any{"type": "workspace_write", "writable_roots": []map[string]string{{"root": w.root}},
 				"exclude_slash_tmp": true, "exclude_tmpdir_env_var": true, "network_access": network})
 			own := "@se-test-own-" + hex.EncodeToString(b)
-			r := w.sandbox(t, pol, fsOpts(t, mode), "/bin/sh", "-c",
-				`echo "daemon $("$0" unixconnect "$1")"; "$0" unixserve "$2" once >/dev/null & sleep 0.2; echo "own $("$0" unixconnect "$2")"; wait`, probe, name, own)
-			if !strings.Contains(r.stdout, "own ok") || strings.Contains(r.stdout, "daemon ok") || r.code != 0 {
-				t.Errorf("%s, network %v: %v", mode, network, r)
+			r := w.sandbox(t, pol, netArgs(t, mode, network), "/bin/sh", "-c",
+				`echo "daemon $("$0" unixconnect "$1")"; "$0" unixserve "$2" once >/dev/null & sleep 0.2; echo "own $("$0" unixconnect "$2")"; kill $! 2>/dev/null; true`, probe, name, own)
+			if strings.Contains(r.stdout, "daemon ok") || !strings.Contains(r.stdout, "own ok") || r.code != 0 {
+				t.Errorf("%s, network %v: %v, want the daemon refused and the program's own reached", mode, network, r)
+			}
+			// Where the host's namespace is shared the refusal is the
+			// supervisor's, and recorded.
+			if mode == "landlock" || network {
+				log := filepath.Join(t.TempDir(), "denials.jsonl")
+				w.sandbox(t, pol, append(netArgs(t, mode, network), "--log-denials", log), probe, "unixconnect", name)
+				if lines := readLines(t, log); len(lines) != 1 || lines[0]["address"] != name {
+					t.Errorf("%s, network %v: denial log %v", mode, network, lines)
+				}
 			}
 		}
 	}

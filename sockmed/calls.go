@@ -43,7 +43,7 @@ func (m *Mediator) connect(c *seccomp.Call, t *task) (int64, unix.Errno) {
 		return 0, errno
 	}
 	defer d.close()
-	return m.run(c, d, !t.nonblock, func() (int64, unix.Errno) { return rawConnect(t.sock, d.addr) })
+	return m.run(c, !t.nonblock, func() (int64, unix.Errno) { return rawConnect(t.sock, d.addr) })
 }
 
 // sendto carries out sendto(fd, buf, len, flags, addr, addrlen); the filter
@@ -220,7 +220,7 @@ func (m *Mediator) send(c *seccomp.Call, t *task, addr []byte, p *payload, ctl [
 	var sent int64
 	for {
 		wait := !t.nonblock && flags&unix.MSG_DONTWAIT == 0
-		n, errno := m.run(c, d, wait, func() (int64, unix.Errno) { return rawSendmsg(t.sock, to, data, ctl, flags) })
+		n, errno := m.run(c, wait, func() (int64, unix.Errno) { return rawSendmsg(t.sock, to, data, ctl, flags) })
 		if errno != 0 {
 			if sent > 0 {
 				return sent, 0

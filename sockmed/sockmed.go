@@ -42,14 +42,12 @@ const (
 	// AbstractDirect connects as asked: the program's network namespace
 	// holds no abstract socket but its own.
 	AbstractDirect AbstractMode = iota
-	// AbstractScoped connects on the Scoped thread, whose Landlock domain
-	// encloses the program's: Landlock then refuses abstract sockets made
-	// outside the sandbox, as it would in the program (ABI 6 scoping).
-	AbstractScoped
-	// AbstractRefused refuses every abstract address: the host's network
-	// namespace is shared and this kernel cannot tell the sandbox's
-	// abstract sockets from the host's.
-	AbstractRefused
+	// AbstractOwned connects only to an abstract name bound by a socket
+	// that a process of the sandbox holds (Config.Members): the host's
+	// network namespace is shared, and a connect made by the supervisor is
+	// not subject to the program's Landlock scoping, which would tell the
+	// sandbox's abstract sockets from the host's.
+	AbstractOwned
 )
 
 // Config is what a Mediator enforces.
@@ -61,10 +59,10 @@ type Config struct {
 	// Denied are paths beneath the roots where no socket is reached (the
 	// write- and read-denied paths).
 	Denied []string
-	// Abstract says how abstract addresses are handled; Scoped is the
-	// thread AbstractScoped connects on.
+	// Abstract says how abstract addresses are handled; Members lists the
+	// sandbox's processes (AbstractOwned).
 	Abstract AbstractMode
-	Scoped   *Scoped
+	Members  func() []int
 	// TCPPorts, when TCPRestricted, are the only TCP ports connect may
 	// reach: Landlock's rule for the program (the degraded allowlist),
 	// which the supervisor's own connect would not be subject to.
@@ -151,15 +149,18 @@ func (m *Mediator) deny(c *seccomp.Call, addr, resolved string, errno unix.Errno
 	return errno
 }
 
-// maxAddr is the largest address a socket call takes (sockaddr_storage).
-const maxAddr = 128
+// maxAddr is the largest address a socket call takes (sockaddr_storage);
+// sizeofSockaddrUn the largest unix one.
+const (
+	maxAddr          = 128
+	sizeofSockaddrUn = 110
+)
 
 // dest is where a call goes: the address to give the kernel, possibly a
 // /proc/self/fd/N path standing for a checked socket file.
 type dest struct {
 	addr   []byte
-	pathFD int  // the O_PATH descriptor addr names, or -1
-	scoped bool // make the call on the Scoped thread
+	pathFD int // the O_PATH descriptor addr names, or -1
 }
 
 func (d *dest) close() {
@@ -168,21 +169,13 @@ func (d *dest) close() {
 	}
 }
 
-// run makes the call f on the right thread. wait says f may block (a
-// blocking socket): the watcher then receives on another goroutine.
-func (m *Mediator) run(c *seccomp.Call, d *dest, wait bool, f func() (int64, unix.Errno)) (int64, unix.Errno) {
-	if wait || (d != nil && d.scoped) {
+// run makes the call f. wait says f may block (a blocking socket): the
+// watcher then receives on another goroutine.
+func (m *Mediator) run(c *seccomp.Call, wait bool, f func() (int64, unix.Errno)) (int64, unix.Errno) {
+	if wait {
 		c.Background()
 	}
-	if d == nil || !d.scoped {
-		return f()
-	}
-	var val int64
-	var errno unix.Errno = unix.EACCES
-	if !m.cfg.Scoped.Do(func() { val, errno = f() }) {
-		return 0, unix.EACCES
-	}
-	return val, errno
+	return f()
 }
 
 // destination decides where addr (as the program gave it for its socket t)
@@ -195,17 +188,22 @@ func (m *Mediator) destination(c *seccomp.Call, t *task, addr []byte, connects b
 	family := int(binary.NativeEndian.Uint16(addr))
 	switch {
 	case t.domain == unix.AF_UNIX && family == unix.AF_UNIX && len(addr) > 2:
+		if len(addr) > sizeofSockaddrUn {
+			return nil, unix.EINVAL // the kernel's answer
+		}
 		path := addr[2:]
 		if path[0] == 0 {
-			switch m.cfg.Abstract {
-			case AbstractDirect:
-				return d, 0
-			case AbstractScoped:
-				d.scoped = true
+			if m.cfg.Abstract == AbstractDirect {
 				return d, 0
 			}
+			switch owned, bound := m.ownedAbstract(path[1:]); {
+			case owned:
+				return d, 0
+			case !bound:
+				return nil, unix.ECONNREFUSED // what connect says of a name nobody bound
+			}
 			return nil, m.deny(c, "@"+string(path[1:]), "", unix.EACCES,
-				"abstract unix socket: the host's network namespace is shared and this kernel's Landlock cannot scope abstract sockets")
+				"abstract unix socket bound outside the sandbox (the host's network namespace is shared)")
 		}
 		if i := bytes.IndexByte(path, 0); i >= 0 {
 			path = path[:i]

@@ -91,13 +91,10 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, sock
 		n.DaemonSockets = "Landlock (resolve_unix, ABI 9): a pathname unix socket is reached only beneath the writable roots, checked by the kernel at every connect and send"
 	case socketsMediated:
 		n.DaemonSockets = "mediated: connect, sendto with an address, sendmsg and sendmmsg are carried out by the supervisor on the program's own socket; a pathname unix socket is reached only when the file its name leads to, in the program's view and at the time of the call, lies beneath a writable root with no other name (refused with EACCES otherwise, and recorded), however it is named, whenever and in whatever network namespace it was bound"
-		switch n.sockets.abstract {
-		case sockmed.AbstractDirect:
+		if n.sockets.abstract == sockmed.AbstractDirect {
 			n.DaemonSockets += "; abstract sockets: only the program's network namespace's, its own"
-		case sockmed.AbstractScoped:
-			n.DaemonSockets += "; abstract sockets: connected from a supervisor thread inside the program's Landlock domain, whose scoping refuses the host's"
-		case sockmed.AbstractRefused:
-			n.DaemonSockets += "; abstract sockets: refused (the host's network namespace is shared and Landlock ABI " + strconv.Itoa(abi) + " cannot scope them)"
+		} else {
+			n.DaemonSockets += "; abstract sockets: the host's network namespace is shared, so an abstract name is connected to only while a socket one of the sandbox's processes holds is bound to it (the program's own server), refused otherwise"
 		}
 	default:
 		n.DaemonSockets = "socket(AF_UNIX) denied by seccomp (socketpair still works): without a process namespace of its own or the kernel calls mediation needs, the supervisor cannot tell a daemon's socket from the program's own"

@@ -294,7 +294,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 		return nil, err
 	}
 	pr.Landlock = spec
-	gaps := coveredGaps(spec.Gaps, isolated, nw.netns)
+	gaps := coveredGaps(spec.Gaps, isolated, nw.netns, nw.sockets)
 	var boundary []string
 	for _, g := range spec.Gaps {
 		if g.WriteBoundary {
@@ -386,16 +386,19 @@ func Prepare(cfg Config) (*Prepared, error) {
 // coveredGaps returns Landlock's gaps with what another layer covers said
 // in each: without signal scoping (ABI < 6), no process outside the PID
 // namespace can be named, so none can be signalled; abstract unix sockets
-// are per network namespace.
-func coveredGaps(gaps []landlock.Gap, pidns, netns bool) []landlock.Gap {
+// are per network namespace, or refused by the supervisor's mediation.
+func coveredGaps(gaps []landlock.Gap, pidns, netns bool, sockets socketChoice) []landlock.Gap {
 	out := make([]landlock.Gap, 0, len(gaps))
 	for _, g := range gaps {
 		if g.Right == "scope" && pidns {
 			g.Effect = "no Landlock scoping: signals are covered by the PID namespace (no process outside it can be named)"
-			if netns {
+			switch {
+			case netns:
 				g.Effect += ", abstract unix sockets by the network namespace"
-			} else {
-				g.Effect += "; abstract unix sockets outside the sandbox are reachable"
+			case sockets.how == socketsMediated:
+				g.Effect += ", abstract unix sockets by the supervisor, which connects only to the sandbox's own"
+			default:
+				g.Effect += "; abstract unix datagram sockets outside the sandbox are reachable from a socketpair socket"
 			}
 		}
 		out = append(out, g)

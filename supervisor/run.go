@@ -127,11 +127,8 @@ type session struct {
 	watchFrom  int
 	watcher    *seccomp.Watcher
 	denials    denials
-	// With socket mediation: the mediator, and the thread abstract
-	// sockets are connected from (AbstractScoped), which starts the
-	// program.
+	// With socket mediation: the mediator.
 	mediator *sockmed.Mediator
-	scoped   *sockmed.Scoped
 
 	degradations []string
 }
@@ -240,16 +237,7 @@ func (s *session) setup() error {
 		s.watchFrom = parent
 	}
 	if s.pr.sockets.how == socketsMediated {
-		if s.pr.sockets.abstract == sockmed.AbstractScoped {
-			sc, err := sockmed.StartScoped()
-			if err != nil {
-				return err
-			}
-			s.scoped = sc
-		}
-		cfg := s.mediatorConfig(tmp)
-		cfg.Scoped = s.scoped
-		s.mediator = sockmed.New(cfg)
+		s.mediator = sockmed.New(s.mediatorConfig(tmp))
 	}
 	fd, err := s.spec.Build()
 	if err != nil {
@@ -348,9 +336,6 @@ func (s *session) cleanup(res *Result) {
 	if s.watcher != nil {
 		s.watcher.Stop()
 	}
-	if s.scoped != nil {
-		s.scoped.Stop()
-	}
 	if s.proxy != nil {
 		st := s.proxy.stop()
 		if res != nil {
@@ -439,17 +424,7 @@ func (s *session) supervise() Result {
 
 	var proc *spawn.Process
 	var err error
-	start := func() { proc, err = spawn.Start(req) }
-	if s.scoped != nil {
-		// The program's Landlock domain is then nested in the thread's.
-		inner := start
-		start = func() {
-			if !s.scoped.Do(inner) {
-				err = errors.New("spawn: the scoped thread is gone")
-			}
-		}
-	}
-	s.timed("spawn", start)
+	s.timed("spawn", func() { proc, err = spawn.Start(req) })
 	if proc == nil {
 		return setupFailed(err)
 	}

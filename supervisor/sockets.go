@@ -42,14 +42,9 @@ func chooseSockets(abi int, isolated, netns bool) socketChoice {
 	case abi >= 9:
 		return socketChoice{how: socketsByLandlock}
 	case isolated && mediationWorks():
-		c := socketChoice{how: socketsMediated}
-		switch {
-		case netns:
+		c := socketChoice{how: socketsMediated, abstract: sockmed.AbstractOwned}
+		if netns {
 			c.abstract = sockmed.AbstractDirect
-		case abi >= 6:
-			c.abstract = sockmed.AbstractScoped
-		default:
-			c.abstract = sockmed.AbstractRefused
 		}
 		return c
 	}
@@ -146,7 +141,10 @@ func withoutRules(rules []policy.SyscallRule, drop []int) []policy.SyscallRule {
 // except beneath the denied paths; TCP connect keeps Landlock's port rule.
 func (s *session) mediatorConfig(tmp string) sockmed.Config {
 	p := s.pr.Plan
-	c := sockmed.Config{Abstract: s.pr.sockets.abstract, OnDenial: s.denials.fromSockets,
+	// As a child subreaper the supervisor's descendants are exactly the
+	// sandbox's processes.
+	self := os.Getpid()
+	c := sockmed.Config{Abstract: s.pr.sockets.abstract, Members: func() []int { return descendants(self) }, OnDenial: s.denials.fromSockets,
 		CheckMode: os.Geteuid() == 0, UID: os.Getuid(), GIDs: []int{os.Getgid()}}
 	for _, r := range p.Filesystem.WritableRoots {
 		c.Roots = append(c.Roots, r.Path)

@@ -55,7 +55,7 @@ func TestChooseSockets(t *testing.T) {
 		abi   int
 		netns bool
 		want  sockmed.AbstractMode
-	}{{7, true, sockmed.AbstractDirect}, {5, true, sockmed.AbstractDirect}, {6, false, sockmed.AbstractScoped}, {5, false, sockmed.AbstractRefused}} {
+	}{{7, true, sockmed.AbstractDirect}, {5, true, sockmed.AbstractDirect}, {7, false, sockmed.AbstractOwned}, {5, false, sockmed.AbstractOwned}} {
 		got := chooseSockets(c.abi, true, c.netns)
 		if got.how != socketsMediated || got.abstract != c.want {
 			t.Errorf("ABI %d, netns %v: %+v, want abstract %d", c.abi, c.netns, got, c.want)
