@@ -73,16 +73,19 @@ func direct(t *testing.T, cred *syscall.Credential, args ...string) string {
 // daemonSockets is a host's daemons seen from a sandbox: listening unix
 // sockets outside every root, each reached another way.
 type daemonSockets struct {
-	dir     string // outside/daemon: the stream daemon's directory
-	stream  string // outside/daemon/d.sock
-	link    string // outside/link.sock: a hard link to it
-	inLink  string // a hard link to it inside the workspace
-	moved   string // a daemon's socket whose directory was renamed after it bound
-	rel     string // a daemon's socket bound by a relative name
-	netns   string // bound in another network namespace
-	dgram   string // a datagram daemon; what it receives goes to dgramLog
-	late    string // bound only once the program runs
-	dgramLg string
+	dir    string // outside/daemon: the stream daemon's directory
+	stream string // outside/daemon/d.sock
+	link   string // outside/link.sock: a hard link to it
+	inLink string // a hard link to it inside the workspace
+	moved  string // a daemon's socket whose directory was renamed after it bound
+	rel    string // a daemon's socket bound by a relative name
+	netns  string // bound in another network namespace
+	dgram  string // a datagram daemon; what it receives goes to dgramLog
+	late   string // bound only once the program runs
+	// preRename is a daemon's socket whose directory is renamed once the
+	// program runs; postRename its name then.
+	preRename, postRename string
+	dgramLg               string
 }
 
 // newDaemonSockets starts the daemons for workspace w.
@@ -119,8 +122,11 @@ func newDaemonSockets(t *testing.T, w *workspace) *daemonSockets {
 	d.dgramLg = filepath.Join(w.out, "dgram.log")
 	hostServer(t, nil, "dgramserve", d.dgram, d.dgramLg)
 	d.late = filepath.Join(w.out, "late.sock")
+	mustMkdir(t, filepath.Join(w.out, "pre"))
+	d.preRename, d.postRename = filepath.Join(w.out, "pre", "x.sock"), filepath.Join(w.out, "post", "x.sock")
+	hostServer(t, nil, "unixserve", d.preRename)
 	// Anyone may write them: only the sandbox stands in the way.
-	for _, p := range []string{d.stream, d.moved, d.rel, d.netns, d.dgram} {
+	for _, p := range []string{d.stream, d.moved, d.rel, d.netns, d.dgram, d.preRename} {
 		if err := os.Chmod(p, 0o777); err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +137,8 @@ func newDaemonSockets(t *testing.T, w *workspace) *daemonSockets {
 // TestDaemonSocketsByRule: a host daemon's listening unix socket outside
 // the writable roots is refused however the program names it (its path, a
 // relative name, a hard link outside or inside the workspace, a directory
-// renamed since it bound), whatever network namespace bound it, and when it
+// renamed since it bound, before the start or during the run), whatever
+// network namespace bound it, and when it
 // is bound only after the program started, or was bound by a relative
 // name; datagram daemons get nothing by
 // sendto, sendmsg, sendmmsg, a connected socket or a socketpair's socket;
@@ -169,6 +176,8 @@ echo "relbound $("$P" unixconnect "${10}")"
 for how in sendto sendmsg sendmmsg connect pair; do echo "dgram-$how $("$P" unixsend $how "$7")"; done
 i=0; while [ ! -S "$8" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 echo "late $("$P" unixconnect "$8")"
+i=0; while [ ! -S "${11}" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+echo "renamed-late $("$P" unixconnect "${11}")"
 "$P" unixserve "$9/own.sock" once > /dev/null & sleep 0.2
 echo "own $("$P" unixconnect "$9/own.sock")"; wait
 "$P" dgramserve "$9/own-dgram.sock" "$9/own-dgram.log" > /dev/null & sleep 0.2
@@ -178,7 +187,7 @@ echo secret-of-the-file > "$9/f"; "$P" unixrecvfd "$9/fd.sock" > "$9/fd.out" & s
 echo "sendfd $("$P" unixsendfd "$9/fd.sock" "$9/f")"; wait; echo "recvfd $(tr '\n' ' ' < "$9/fd.out")"
 echo "socketpair $("$P" socketpair)"`
 					args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", pol, "--resource-limits", limitsNoCgroup}, netArgs(t, mode, network == "full")...)
-					args = append(args, "--", "/bin/sh", "-c", script, probe, mark, d.stream, d.link, d.inLink, d.moved, d.netns, d.dgram, d.late, src, d.rel)
+					args = append(args, "--", "/bin/sh", "-c", script, probe, mark, d.stream, d.link, d.inLink, d.moved, d.netns, d.dgram, d.late, src, d.rel, d.postRename)
 					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 					defer cancel()
 					cmd := exec.CommandContext(ctx, binary, args...)
@@ -202,6 +211,9 @@ echo "socketpair $("$P" socketpair)"`
 					}
 					hostServer(t, nil, "unixserve", d.late)
 					_ = os.Chmod(d.late, 0o777)
+					if err := os.Rename(filepath.Dir(d.preRename), filepath.Dir(d.postRename)); err != nil {
+						t.Fatal(err)
+					}
 					if err := cmd.Wait(); err != nil {
 						t.Fatalf("run: %v: %q %q", err, stdout.String(), stderr.String())
 					}
@@ -210,7 +222,7 @@ echo "socketpair $("$P" socketpair)"`
 						k, v, _ := strings.Cut(line, " ")
 						got[k] = v
 					}
-					for _, k := range []string{"path", "relative", "relbound", "link", "inlink", "moved", "netns", "late",
+					for _, k := range []string{"path", "relative", "relbound", "link", "inlink", "moved", "renamed-late", "netns", "late",
 						"dgram-sendto", "dgram-sendmsg", "dgram-sendmmsg", "dgram-connect", "dgram-pair"} {
 						if v, ok := got[k]; !ok || v == "ok" {
 							t.Errorf("%s: %q, want refused (%q)", k, v, stdout.String())
