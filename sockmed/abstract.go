@@ -11,10 +11,9 @@ import (
 // ownedAbstract reports whether the abstract name (its bytes after the
 // leading NUL) is bound, in the supervisor's network namespace (the
 // program's: AbstractOwned is for a shared one), by a socket that one of
-// the sandbox's processes holds: its own server, not a host daemon's. A
-// name bound by nobody is reported as found (the kernel refuses the
-// connect itself), so that a refusal is recorded only for a name someone
-// else holds.
+// the sandbox's processes holds (owned): its own server, not a host
+// daemon's; and whether it is bound at all (a name nobody bound is not
+// worth a refusal: connect says ECONNREFUSED of it).
 func (m *Mediator) ownedAbstract(name []byte) (owned, bound bool) {
 	inodes := abstractInodes(name)
 	if len(inodes) == 0 {

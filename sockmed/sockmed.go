@@ -179,7 +179,8 @@ func (m *Mediator) run(c *seccomp.Call, wait bool, f func() (int64, unix.Errno))
 }
 
 // destination decides where addr (as the program gave it for its socket t)
-// may go. fastOpen says the call connects as it sends (MSG_FASTOPEN).
+// may go. connects says the call connects (connect, or a send with
+// MSG_FASTOPEN), for Landlock's TCP port rule.
 func (m *Mediator) destination(c *seccomp.Call, t *task, addr []byte, connects bool) (*dest, unix.Errno) {
 	d := &dest{addr: addr, pathFD: -1}
 	if len(addr) < 2 {
