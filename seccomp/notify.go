@@ -187,17 +187,20 @@ func (w *Watcher) loop() {
 		if !ok {
 			errno = unix.EPERM
 		}
-		w.respond(n.ID, 0, errno)
-		if onDenial != nil {
-			arch := libseccomp.ScmpArch(0)
-			if a, err := libseccomp.GetNativeArch(); err == nil {
-				arch = a
-			}
-			d := Denial{Time: time.Now(), Pid: int(n.Pid), Number: int(n.Nr), Arch: arch.String(), Errno: unix.ErrnoName(errno)}
-			d.Syscall, _ = libseccomp.ScmpSyscall(n.Nr).GetNameByArch(arch)
-			d.Exe, _ = os.Readlink("/proc/" + strconv.Itoa(d.Pid) + "/exe")
-			onDenial(d)
+		if onDenial == nil {
+			w.respond(n.ID, 0, errno)
+			continue
 		}
+		arch := libseccomp.ScmpArch(0)
+		if a, err := libseccomp.GetNativeArch(); err == nil {
+			arch = a
+		}
+		d := Denial{Time: time.Now(), Pid: int(n.Pid), Number: int(n.Nr), Arch: arch.String(), Errno: unix.ErrnoName(errno)}
+		d.Syscall, _ = libseccomp.ScmpSyscall(n.Nr).GetNameByArch(arch)
+		// While the caller still waits: once answered it may be gone.
+		d.Exe, _ = os.Readlink("/proc/" + strconv.Itoa(d.Pid) + "/exe")
+		w.respond(n.ID, 0, errno)
+		onDenial(d)
 	}
 }
 

@@ -15,12 +15,15 @@ const (
 	sizeofMmsghdr = 64
 	uioMaxIOV     = 1024
 	maxRW         = 0x7ffff000 // MAX_RW_COUNT
-	// maxDatagram bounds what is read for one datagram (a unix datagram
-	// is at most the socket's send buffer, 208 KiB by default; a UDP one
-	// 64 KiB): larger ones are refused with EMSGSIZE as the kernel would.
-	maxDatagram = 16 << 20
+	// maxDatagram bounds what is read for one datagram, with the socket's
+	// send buffer (a unix datagram is at most that, 208 KiB by default; a
+	// UDP one 64 KiB): larger ones are refused with EMSGSIZE as the kernel
+	// would. The supervisor's memory is not the sandbox's cgroup's: what
+	// one call makes it hold stays small, and the calls in flight are at
+	// most the program's threads.
+	maxDatagram = 4 << 20
 	// streamChunk is how much of a stream send is read and sent at once.
-	streamChunk = 1 << 20
+	streamChunk = 256 << 10
 	// maxControl bounds ancillary data (the kernel's optmem_max).
 	maxControl = 1 << 20
 )
@@ -186,8 +189,18 @@ func (p *payload) read(t *task, off, n int) ([]byte, unix.Errno) {
 // for a datagram, chunk by chunk for a stream (stopping where the kernel
 // sends less, as it would return then).
 func (m *Mediator) send(c *seccomp.Call, t *task, addr []byte, p *payload, ctl []byte, flags int) (int64, unix.Errno) {
-	if t.typ != unix.SOCK_STREAM && p.total > maxDatagram {
-		return 0, unix.EMSGSIZE
+	if t.typ != unix.SOCK_STREAM {
+		limit := maxDatagram
+		// Unix and netlink datagrams are refused beyond the send buffer
+		// by the kernel too (UDP ones beyond 64 KiB).
+		if t.domain == unix.AF_UNIX || t.domain == unix.AF_NETLINK {
+			if b, err := unix.GetsockoptInt(t.sock, unix.SOL_SOCKET, unix.SO_SNDBUF); err == nil && b > 0 {
+				limit = min(limit, b)
+			}
+		}
+		if p.total > limit {
+			return 0, unix.EMSGSIZE
+		}
 	}
 	ctl, dups, errno := m.control(t, ctl)
 	defer func() {
