@@ -95,9 +95,9 @@ func fsRightsAt(abi int) AccessFS {
 	if abi >= 5 {
 		a |= IoctlDev
 	}
-	// ResolveUnx (ABI 9) is not handled yet: pathname unix sockets are the
-	// network issue's business, and handling the right without rules for it
-	// would break every local socket.
+	// ResolveUnx (ABI 9) is handled only on request (Options.ResolveUnix),
+	// with its grants: handling it without them would break every local
+	// socket.
 	return a
 }
 

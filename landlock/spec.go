@@ -39,6 +39,20 @@ type Options struct {
 	// LogDenials asks the kernel (ABI 7) to log denials of the program after
 	// its exec, for the audit log.
 	LogDenials bool
+	// LateReadDenied, with Exact, are read-denied paths that did not exist
+	// when the mount view was decided and that no mount covers (they lie
+	// outside the writable roots, so only someone outside the sandbox can
+	// create them: the user, a tool, a daemon). Landlock then handles reads
+	// whatever ReadsByMounts says, and the directories above each are split
+	// as in Landlock-only mode: their existing entries are granted one by
+	// one, so a name created in them during the run cannot be read or run.
+	// Listing them stays allowed (names only: the masks keep the existing
+	// denied directories unlistable).
+	LateReadDenied []string
+	// ResolveUnix (ABI 9) handles LANDLOCK_ACCESS_FS_RESOLVE_UNIX and
+	// grants it where writing is granted: a pathname unix socket can then
+	// be connected to, or sent to, only beneath the writable roots.
+	ResolveUnix bool
 }
 
 // Rule grants Access on the file or directory at Path and, for a directory,
@@ -85,7 +99,7 @@ type Spec struct {
 
 // ReadWrite is every right the sandbox ever grants on a directory: for a
 // directory the supervisor created for the program alone.
-const ReadWrite = readRights | ReadDir | writeRights
+const ReadWrite = readRights | ReadDir | writeRights | ResolveUnx
 
 // WithRule returns a copy of s with one more rule.
 func (s *Spec) WithRule(r Rule) *Spec {
@@ -115,8 +129,15 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		return s, nil
 	}
 	s.HandledFS = fsRightsAt(opt.ABI)
+	if opt.ResolveUnix && opt.ABI >= 9 {
+		s.HandledFS |= ResolveUnx
+	}
+	late := opt.Exact && len(opt.LateReadDenied) > 0
 	if opt.Exact && opt.ReadsByMounts {
-		s.HandledFS &^= readRights | ReadDir | Truncate
+		s.HandledFS &^= Truncate
+		if !late {
+			s.HandledFS &^= readRights | ReadDir
+		}
 	}
 
 	var readDenied, writeDenied []string
@@ -128,17 +149,22 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		writeDenied = append(writeDenied, d.Path)
 	}
 	if opt.Exact {
-		readDenied, writeDenied = nil, nil
+		// The mounts deny what exists; Landlock only what may appear.
+		readDenied, writeDenied = opt.LateReadDenied, nil
 	}
 
-	read := &walker{denied: sortedUnique(readDenied), access: (readRights | ReadDir) & s.HandledFS}
+	read := &walker{denied: sortedUnique(readDenied), access: (readRights | ReadDir) & s.HandledFS, listSplit: opt.Exact}
 	if read.access != 0 {
 		read.grant("/", true)
 	}
 	for _, d := range read.split {
-		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: "cannot be listed, and entries created in it after the start cannot be read"})
+		effect := "cannot be listed, and entries created in it after the start cannot be read"
+		if opt.Exact {
+			effect = "entries created in it after the start cannot be read (a denied path that does not exist yet lies beneath it)"
+		}
+		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: effect})
 	}
-	write := &walker{denied: sortedUnique(writeDenied), access: writeRights & s.HandledFS}
+	write := &walker{denied: sortedUnique(writeDenied), access: (writeRights | ResolveUnx) & s.HandledFS}
 	for _, r := range p.Filesystem.WritableRoots {
 		write.grant(r.Path, true)
 	}
@@ -215,9 +241,13 @@ func gaps(p *policy.Plan, opt Options) []Gap {
 type walker struct {
 	denied []string // sorted, clean, absolute
 	access AccessFS
-	rules  []Rule
-	split  []string
-	err    error
+	// listSplit grants ReadDir (when in access) on each split directory
+	// itself: listing, not reading, what is beneath it. Only where mounts
+	// keep the denied directories that exist unlistable (exact mode).
+	listSplit bool
+	rules     []Rule
+	split     []string
+	err       error
 }
 
 // covers reports whether p is denied or beneath a denied path, and whether
@@ -268,6 +298,9 @@ func (w *walker) grant(p string, required bool) {
 		return
 	}
 	w.split = append(w.split, p)
+	if w.listSplit && w.access&ReadDir != 0 {
+		w.rules = append(w.rules, Rule{Path: p, Access: ReadDir, Required: required})
+	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	for _, e := range entries {
 		// A symlink needs no rule: following it lands on its target,

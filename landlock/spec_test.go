@@ -312,3 +312,77 @@ func TestNetAndScopeNames(t *testing.T) {
 		t.Errorf("names for nothing")
 	}
 }
+
+// TestExactModeKeepsLateSecretsUnreadable: a read-denied path that does not
+// exist at start has no mount over it; Landlock handles reads (even with
+// ReadsByMounts) and grants the existing entries above it one by one, so
+// the name is unreadable if it appears during the run, and its directory
+// can still be listed.
+func TestExactModeKeepsLateSecretsUnreadable(t *testing.T) {
+	base := tree(t, "home/.ssh/id_rsa", "home/docs/notes", "home/.bashrc", "ws/a")
+	home, ws := filepath.Join(base, "home"), filepath.Join(base, "ws")
+	netrc, aws := filepath.Join(home, ".netrc"), filepath.Join(home, ".aws", "credentials")
+	p := plan([]string{ws}, []string{filepath.Join(home, ".ssh"), netrc, aws}, nil)
+	for _, byMounts := range []bool{false, true} {
+		s, err := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true, ReadsByMounts: byMounts, LateReadDenied: []string{netrc, aws}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.HandledFS&(ReadFile|ReadDir|Execute) != ReadFile|ReadDir|Execute {
+			t.Fatalf("reads not handled (by mounts %v): %s", byMounts, s.HandledFS)
+		}
+		for _, late := range []string{netrc, aws, filepath.Join(home, ".aws"), filepath.Join(home, "new-file")} {
+			if got := grants(s, late); got&(ReadFile|Execute) != 0 {
+				t.Errorf("%s, created later, would be readable: %s", late, got)
+			}
+		}
+		for _, ok := range []string{filepath.Join(home, "docs", "notes"), filepath.Join(home, ".bashrc"), filepath.Join(home, ".ssh", "id_rsa"), "/usr/bin/true", filepath.Join(ws, "a")} {
+			if got := grants(s, ok); got&(ReadFile|Execute) != ReadFile|Execute {
+				t.Errorf("%s not readable: %s", ok, got)
+			}
+		}
+		if got := grants(s, home); got&ReadDir == 0 {
+			t.Errorf("the split home cannot be listed: %s", got)
+		}
+		narrowed := false
+		for _, n := range s.Narrowed {
+			if n.Dir == home && strings.Contains(n.Effect, "created in it after the start cannot be read") {
+				narrowed = true
+			}
+		}
+		if !narrowed {
+			t.Errorf("home not reported as narrowed: %+v", s.Narrowed)
+		}
+	}
+	// Nothing missing: exact mode by mounts handles no reads, as before.
+	s, _ := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true, ReadsByMounts: true})
+	if s.HandledFS&(ReadFile|ReadDir) != 0 || len(s.Narrowed) != 0 {
+		t.Errorf("reads handled without late paths: %s %+v", s.HandledFS, s.Narrowed)
+	}
+}
+
+// TestResolveUnixGrantedWhereWritable: on ABI 9, pathname unix sockets are
+// reachable exactly where writing is granted.
+func TestResolveUnixGrantedWhereWritable(t *testing.T) {
+	base := tree(t, "ws/.git/config", "ws/src/a", "home/x")
+	ws := filepath.Join(base, "ws")
+	p := plan([]string{ws}, nil, []string{filepath.Join(ws, ".git")})
+	s, err := Compute(p, Options{ABI: 9, ResolveUnix: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.HandledFS&ResolveUnx == 0 {
+		t.Fatalf("resolve_unix not handled: %s", s.HandledFS)
+	}
+	if grants(s, filepath.Join(ws, "src", "s.sock"))&ResolveUnx == 0 {
+		t.Errorf("a socket in the root cannot be reached")
+	}
+	for _, p := range []string{filepath.Join(ws, ".git", "s.sock"), filepath.Join(base, "home", "s.sock"), "/run/docker.sock"} {
+		if grants(s, p)&ResolveUnx != 0 {
+			t.Errorf("%s reachable", p)
+		}
+	}
+	if s, _ := Compute(p, Options{ABI: 7, ResolveUnix: true}); s.HandledFS&ResolveUnx != 0 {
+		t.Errorf("ABI 7 handles resolve_unix")
+	}
+}

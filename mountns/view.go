@@ -53,9 +53,6 @@ type Options struct {
 	// files and its writes go nowhere. They need PrivateTmp (the tmpfs is
 	// mounted there first) and the exact view.
 	ScratchCaches []string
-	// Sockets are unix sockets to mask when they lie outside the writable
-	// roots (see UnixSockets).
-	Sockets []string
 	// Network asks for a network namespace of the program's own
 	// (CLONE_NEWNET) with its loopback up.
 	Network bool
@@ -88,13 +85,17 @@ type View struct {
 	// Placeholders are names to create on the host before the run (and
 	// remove after it) so that a mount can cover them.
 	Placeholders []string
-	// Masked, MaskedSockets, ReadOnly and Narrowed are for reports.
-	Masked        []string    `json:"masked"`
-	MaskedSockets []string    `json:"masked_sockets,omitempty"`
-	ReadOnly      []string    `json:"read_only"`
-	Narrowed      []Narrowing `json:"narrowed,omitempty"`
+	// Masked, ReadOnly and Narrowed are for reports.
+	Masked   []string    `json:"masked"`
+	ReadOnly []string    `json:"read_only"`
+	Narrowed []Narrowing `json:"narrowed,omitempty"`
 	// ScratchCaches are the caches given a throwaway overlay.
 	ScratchCaches []string `json:"scratch_caches,omitempty"`
+	// LateReadDenied are the read-denied paths that do not exist and that
+	// the program cannot create (outside the writable roots): no mount can
+	// cover them, so Landlock must keep them unreadable should someone
+	// outside create them during the run (landlock.Options.LateReadDenied).
+	LateReadDenied []string `json:"late_read_denied,omitempty"`
 
 	opts    Options      // what the view was built for
 	exact   bool         // the filesystem view (Build), not only the isolation (Isolation)
@@ -152,7 +153,7 @@ func (v *View) redecide(registered func(string, *unix.Stat_t) bool) (*View, erro
 		return v, nil
 	}
 	w := *v
-	w.masks, w.Placeholders, w.Masked, w.MaskedSockets, w.ReadOnly, w.Narrowed = nil, nil, nil, nil, nil, nil
+	w.masks, w.Placeholders, w.Masked, w.ReadOnly, w.Narrowed, w.LateReadDenied = nil, nil, nil, nil, nil, nil
 	if err := w.decideMasks(registered); err != nil {
 		return nil, err
 	}
@@ -418,7 +419,7 @@ func underAny(path string, dirs []string) bool {
 	return false
 }
 
-// decideMasks looks at each denied path and daemon socket on the host and
+// decideMasks looks at each denied path on the host and
 // decides the mount that denies it (v.masks), with the placeholders that
 // mounts over missing names need; registered tells which existing
 // directories are placeholders (of this run or another).
@@ -439,7 +440,13 @@ func (v *View) decideMasks(registered func(string, *unix.Stat_t) bool) error {
 		if err != nil {
 			return err
 		}
-		if kind == targetNone || masked[target] || coveredBy(target, masked) {
+		if kind == targetNone {
+			if !coveredBy(d.Path, masked) {
+				v.LateReadDenied = append(v.LateReadDenied, d.Path)
+			}
+			continue
+		}
+		if masked[target] || coveredBy(target, masked) {
 			continue
 		}
 		switch kind {
@@ -481,22 +488,10 @@ func (v *View) decideMasks(registered func(string, *unix.Stat_t) bool) error {
 		op(spawn.Op{Kind: spawn.OpSetAttr, A: target, FD: 1, Flags: mountAttrRdonly, Desc: "make " + target + " read-only"})
 		v.ReadOnly = append(v.ReadOnly, target)
 	}
-
-	// Daemons' sockets outside the roots: a nodev /dev/null over each, so
-	// that connect finds no socket there.
-	for _, sock := range o.Sockets {
-		if inRoot(sock) || masked[sock] || coveredBy(sock, masked) {
-			continue
-		}
-		var st unix.Stat_t
-		if unix.Lstat(sock, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-			continue
-		}
-		masked[sock] = true
-		op(spawn.Op{Kind: spawn.OpMount, A: "/dev/null", B: sock, Flags: unix.MS_BIND, Desc: "mask socket " + sock})
-		op(spawn.Op{Kind: spawn.OpMount, B: sock, Flags: unix.MS_REMOUNT | unix.MS_BIND | maskFlags, Desc: "mask socket " + sock + " read-only"})
-		v.MaskedSockets = append(v.MaskedSockets, sock)
-	}
+	// Daemons' unix sockets are not masked here: the supervisor decides
+	// each connect when it is made (see the supervisor's socket choice),
+	// so a socket bound after the start, or deleted before the mounts,
+	// changes nothing.
 	return nil
 }
 

@@ -78,6 +78,9 @@ type Network struct {
 type Denials struct {
 	Seccomp *int64 `json:"seccomp"`
 	Network int64  `json:"network"`
+	// UnixSocket counts the unix socket calls the supervisor refused
+	// (mediation).
+	UnixSocket int64 `json:"unix_socket"`
 	// LandlockObserved is false when Landlock's denials could not be seen
 	// (the kernel's audit is off, or its log is not readable).
 	LandlockObserved bool   `json:"landlock_observed"`
@@ -161,7 +164,7 @@ func Build(in Input) *Report {
 	if p := res.Proxy; p != nil {
 		r.Network = &Network{Allowed: p.Allowed, Refused: p.Refused, Failed: p.Failed}
 	}
-	r.Denials = Denials{Network: res.Denials.Network, LandlockNote: "the kernel reports Landlock's denials only to its audit log, which this helper does not read"}
+	r.Denials = Denials{Network: res.Denials.Network, UnixSocket: res.Denials.UnixSocket, LandlockNote: "the kernel reports Landlock's denials only to its audit log, which this helper does not read"}
 	if in.ObservedSeccomp {
 		n := res.Denials.Seccomp
 		r.Denials.Seccomp = &n

@@ -4,7 +4,9 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	libseccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -22,31 +24,133 @@ type Denial struct {
 	Errno   string    `json:"errno"`
 }
 
-// Watcher answers a filter's user notifications with the errno of the rule
-// that matched, and reports each one. Answering is all it does: every
-// notification gets an error, so observing never lets a call through. If the
-// watcher is gone, the kernel answers ENOSYS: still denied.
+// Notif is one user notification: struct seccomp_notif. Pid is the calling
+// thread's id in the supervisor's PID namespace.
+type Notif struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Nr    int32
+	Arch  uint32
+	IP    uint64
+	Args  [6]uint64
+}
+
+// notifResp is struct seccomp_notif_resp.
+type notifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+// Call is a notification of a mediated system call (an ActionMediate rule),
+// handed to the Mediator.
+type Call struct {
+	Notif
+	w        *Watcher
+	detached bool
+}
+
+// Background tells the watcher that the rest of this call may block (a
+// connect or a send on a blocking socket): another goroutine takes over
+// receiving notifications, and this one ends once the call is answered.
+// Mediations run on the receiving goroutine until then, which saves a
+// hand-over to another thread on every call that cannot block.
+func (c *Call) Background() {
+	if c.detached {
+		return
+	}
+	c.detached = true
+	c.w.start()
+}
+
+// Valid reports whether the calling thread still waits for this call's
+// answer (SECCOMP_IOCTL_NOTIF_ID_VALID). Whatever was read about the caller
+// (its memory, its file descriptors, through its pid) is known to be the
+// caller's only if Valid holds after it was read: before, the pid may have
+// been reused.
+func (c *Call) Valid() bool {
+	id := c.ID
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(c.w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ID_VALID), uintptr(unsafe.Pointer(&id)))
+	return e == 0
+}
+
+// Mediator carries out a mediated call for the program and returns what
+// the call returns: a value, or an errno (never 0 with a value). It is
+// called in a goroutine of its own for each call and may block as the call
+// would.
+type Mediator func(c *Call) (val int64, errno unix.Errno)
+
+// Watcher answers a filter's user notifications: errno rules (observed
+// with --log-denials) with their rule's errno, reporting each; mediated
+// calls with what the Mediator says. Answering errno rules is all it does
+// for them: every such notification gets an error, so observing never lets
+// a call through. If the watcher is gone, the kernel answers ENOSYS: still
+// denied.
 type Watcher struct {
 	fd   int
 	stop [2]int
-	wg   sync.WaitGroup
+	wg   sync.WaitGroup // the receiving goroutines
+	// refs counts the receiving goroutines and the mediations gone to the
+	// background: the listener is closed when the last is done (a
+	// mediation blocked in a connect must not answer on a reused
+	// descriptor number).
+	refs atomic.Int64
+
+	p        *Program
+	onDenial func(Denial)
+	mediate  Mediator
 }
 
 // Watch starts answering the notifications on listener (as received from
-// the child) for program p; onDenial is called for each, from the
-// watcher's goroutine.
-func Watch(listener int, p *Program, onDenial func(Denial)) (*Watcher, error) {
-	w := &Watcher{fd: listener}
+// the child) for program p; onDenial is called for each denial, from the
+// watcher's goroutine; mediate (nil when p mediates nothing) for each
+// mediated call.
+func Watch(listener int, p *Program, onDenial func(Denial), mediate Mediator) (*Watcher, error) {
+	w := &Watcher{fd: listener, p: p, onDenial: onDenial, mediate: mediate}
 	if err := unix.Pipe2(w.stop[:], unix.O_CLOEXEC); err != nil {
 		return nil, err
 	}
-	w.wg.Add(1)
-	go w.loop(p, onDenial)
+	w.refs.Store(1) // Stop's
+	w.start()
 	return w, nil
 }
 
-func (w *Watcher) loop(p *Program, onDenial func(Denial)) {
-	defer w.wg.Done()
+// start starts a receiving goroutine.
+func (w *Watcher) start() {
+	w.refs.Add(1)
+	w.wg.Add(1)
+	go w.loop()
+}
+
+// release drops one reference; the last closes the listener.
+func (w *Watcher) release() {
+	if w.refs.Add(-1) == 0 {
+		unix.Close(w.fd)
+	}
+}
+
+// respond answers notification id.
+func (w *Watcher) respond(id uint64, val int64, errno unix.Errno) {
+	r := notifResp{ID: id, Val: val, Error: -int32(errno)}
+	if errno != 0 {
+		r.Val = 0
+	}
+	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_SEND), uintptr(unsafe.Pointer(&r)))
+}
+
+// loop receives and answers notifications until Stop, or until it hands
+// receiving over (Call.Background) and has answered that call.
+func (w *Watcher) loop() {
+	p, onDenial, mediate := w.p, w.onDenial, w.mediate
+	receiving := true
+	defer func() {
+		if receiving {
+			w.wg.Done()
+		}
+		w.release()
+	}()
 	fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}, {Fd: int32(w.stop[0]), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
@@ -63,30 +167,50 @@ func (w *Watcher) loop(p *Program, onDenial func(Denial)) {
 			// POLLHUP: every process that used the filter is gone.
 			return
 		}
-		req, err := libseccomp.NotifReceive(libseccomp.ScmpFd(w.fd))
-		if err != nil {
+		var n Notif // the kernel wants it zeroed
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_RECV), uintptr(unsafe.Pointer(&n))); e != 0 {
 			continue // ENOENT: the caller died while we looked
 		}
-		errno, ok := p.Errnos[int32(req.Data.Syscall)]
+		if p.Mediated[n.Nr] && mediate != nil {
+			c := &Call{Notif: n, w: w}
+			val, errno := mediate(c)
+			w.respond(n.ID, val, errno)
+			if c.detached {
+				// Another goroutine receives now (and Stop waits for it).
+				receiving = false
+				w.wg.Done()
+				return
+			}
+			continue
+		}
+		errno, ok := p.Errnos[n.Nr]
 		if !ok {
 			errno = unix.EPERM
 		}
-		d := Denial{Time: time.Now(), Pid: int(req.Pid), Number: int(req.Data.Syscall), Arch: req.Data.Arch.String(), Errno: unix.ErrnoName(errno)}
-		d.Syscall, _ = req.Data.Syscall.GetNameByArch(req.Data.Arch)
-		d.Exe, _ = os.Readlink("/proc/" + strconv.Itoa(d.Pid) + "/exe")
-		_ = libseccomp.NotifRespond(libseccomp.ScmpFd(w.fd), &libseccomp.ScmpNotifResp{ID: req.ID, Error: int32(errno)})
-		if onDenial != nil {
-			onDenial(d)
+		if onDenial == nil {
+			w.respond(n.ID, 0, errno)
+			continue
 		}
+		arch := libseccomp.ScmpArch(0)
+		if a, err := libseccomp.GetNativeArch(); err == nil {
+			arch = a
+		}
+		d := Denial{Time: time.Now(), Pid: int(n.Pid), Number: int(n.Nr), Arch: arch.String(), Errno: unix.ErrnoName(errno)}
+		d.Syscall, _ = libseccomp.ScmpSyscall(n.Nr).GetNameByArch(arch)
+		// While the caller still waits: once answered it may be gone.
+		d.Exe, _ = os.Readlink("/proc/" + strconv.Itoa(d.Pid) + "/exe")
+		w.respond(n.ID, 0, errno)
+		onDenial(d)
 	}
 }
 
-// Stop ends the watcher and closes the listener. Calls still waiting get
-// ENOSYS from the kernel.
+// Stop ends the watcher; the listener is closed once no mediation is in
+// flight. Calls still waiting get ENOSYS from the kernel.
 func (w *Watcher) Stop() {
-	_, _ = unix.Write(w.stop[1], []byte{0})
+	// Closing the write end wakes every receiver, now and later, with
+	// POLLHUP on the read end.
+	unix.Close(w.stop[1])
 	w.wg.Wait()
 	unix.Close(w.stop[0])
-	unix.Close(w.stop[1])
-	unix.Close(w.fd)
+	w.release()
 }

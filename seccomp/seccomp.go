@@ -55,7 +55,19 @@ type Program struct {
 	// says what was wrong with the entry that was not loaded.
 	Cache          string
 	CacheRejection string
+	// Mediated are the native syscall numbers of ActionMediate rules: the
+	// supervisor carries those calls out itself (see Mediator).
+	Mediated map[int32]bool
 }
+
+// ActionMediate is a host rule's action (never a Plan's): the call goes to
+// the supervisor as a user notification, and the supervisor carries it out
+// for the program, or refuses it (seccomp.Mediator).
+const ActionMediate policy.Action = "mediate"
+
+// NeedsListener reports whether the filter must be loaded with a
+// user-notification listener for the supervisor.
+func (p *Program) NeedsListener() bool { return p.Notify || len(p.Mediated) > 0 }
 
 // Options tune Compile.
 type Options struct {
@@ -173,6 +185,14 @@ func (p *Program) check(r policy.SyscallRule) (libseccomp.ScmpSyscall, libseccom
 	if err != nil {
 		return 0, 0, nil, fmt.Errorf("unknown system call %q", r.Syscall)
 	}
+	if r.Action == ActionMediate {
+		if p.Mediated == nil {
+			p.Mediated = map[int32]bool{}
+		}
+		p.Mediated[int32(nr)] = true
+		conds, err := conditions(r.Args)
+		return nr, libseccomp.ActNotify, conds, err
+	}
 	act, err := action(r)
 	if err != nil {
 		return 0, 0, nil, err
@@ -185,15 +205,20 @@ func (p *Program) check(r policy.SyscallRule) (libseccomp.ScmpSyscall, libseccom
 		p.Errnos[int32(nr)] = e
 		act = libseccomp.ActNotify
 	}
-	conds := make([]libseccomp.ScmpCondition, 0, len(r.Args))
-	for _, a := range r.Args {
+	conds, err := conditions(r.Args)
+	return nr, act, conds, err
+}
+
+func conditions(args []policy.ArgCondition) ([]libseccomp.ScmpCondition, error) {
+	conds := make([]libseccomp.ScmpCondition, 0, len(args))
+	for _, a := range args {
 		c, err := condition(a)
 		if err != nil {
-			return 0, 0, nil, err
+			return nil, err
 		}
 		conds = append(conds, c)
 	}
-	return nr, act, conds, nil
+	return conds, nil
 }
 
 func action(r policy.SyscallRule) (libseccomp.ScmpAction, error) {

@@ -229,3 +229,23 @@ func TestUnconditionalRuleOverridesRefused(t *testing.T) {
 		t.Errorf("two conditional rules: %v", err)
 	}
 }
+
+// TestCompileMediated: mediate rules become user notifications the
+// watcher hands to the Mediator, and need a listener even unobserved.
+func TestCompileMediated(t *testing.T) {
+	s := &policy.Seccomp{Rules: []policy.SyscallRule{
+		{Syscall: "ptrace", Action: policy.ActionErrno, Errno: "EPERM"},
+		{Syscall: "connect", Action: ActionMediate},
+		{Syscall: "sendto", Action: ActionMediate, Args: []policy.ArgCondition{{Index: 4, Op: "ne", Value: 0}}},
+	}}
+	p, err := Compile(s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.NeedsListener() || p.Notify || !p.Mediated[unix.SYS_CONNECT] || !p.Mediated[unix.SYS_SENDTO] || len(p.Mediated) != 2 {
+		t.Errorf("mediated %v, notify %v", p.Mediated, p.Notify)
+	}
+	if plain, _ := Compile(&policy.Seccomp{Rules: s.Rules[:1]}, Options{}); plain.NeedsListener() {
+		t.Errorf("a filter without mediation or observation needs a listener")
+	}
+}

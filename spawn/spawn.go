@@ -184,11 +184,20 @@ type Request struct {
 	// NotifySock, when >= 0, is a unix socket the child sends the filter's
 	// user-notification listener over (see ReceiveFD): the filter's
 	// SECCOMP_RET_USER_NOTIF rules are then answered by the supervisor.
+	// With Init, the init sends it, after the program's exec: the program
+	// itself may be unable to (a filter that sends sendmsg to the
+	// supervisor would stop its own sendmsg before anyone listens).
 	NotifySock int
 	// Guardian, when set, learns the child's pid from the clone itself
 	// (the kernel writes it before the child runs), so that it can wait
 	// for the child's end, whenever the supervisor dies.
 	Guardian *Guardian
+	// NotifyKillable loads the filter with
+	// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV where the kernel has it (5.19
+	// and later): once the supervisor has received a notification, only a
+	// fatal signal ends the wait, so a handled signal cannot restart, and
+	// repeat, a call the supervisor is carrying out for the program.
+	NotifyKillable bool
 }
 
 // Process is a started child.
@@ -376,6 +385,9 @@ func Start(req *Request) (*Process, error) {
 	r.notify_sock = C.int(req.NotifySock)
 	if req.Guardian != nil && req.Guardian.g != nil {
 		r.parent_tid = &req.Guardian.g.child_pid
+	}
+	if req.NotifyKillable {
+		r.notify_killable = 1
 	}
 
 	mask, ignored, _ := InitialState()

@@ -41,6 +41,7 @@
 #define SE_PR_SET_NO_NEW_PRIVS 38
 #define SE_SECCOMP_SET_MODE_FILTER 1
 #define SE_SECCOMP_FILTER_FLAG_NEW_LISTENER (1U << 3)
+#define SE_SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1U << 5)
 #define SE_NR_open_tree 428
 #define SE_NR_move_mount 429
 #define SE_NR_mount_setattr 442
@@ -416,10 +417,20 @@ static __attribute__((noreturn)) void se_program(struct se_req *r, int clone3, i
 		unsigned int flags = 0;
 		if (r->notify_sock >= 0)
 			flags |= SE_SECCOMP_FILTER_FLAG_NEW_LISTENER;
-		ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags, &prog);
+		if (r->notify_sock >= 0 && r->notify_killable) {
+			ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags | SE_SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+			if (ret == -EINVAL) /* before 5.19 */
+				ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags, &prog);
+		} else {
+			ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags, &prog);
+		}
 		if (ret < 0)
 			se_fail(r, SE_STEP_SECCOMP, 0, ret);
-		if (r->notify_sock >= 0) {
+		if (r->notify_sock >= 0 && r->init) {
+			/* Close-on-exec: gone from the program's own table at its
+			 * exec; the init sends the copy it keeps (se_init_main). */
+			r->listener_fd = (int)ret;
+		} else if (r->notify_sock >= 0) {
 			long listener = ret;
 			ret = se_send_fd(r->notify_sock, (int)listener);
 			SYS1(SYS_close, listener);
@@ -496,11 +507,16 @@ static int se_init_main(struct se_req *r)
 	 * cgroup: this process stays in the supervisor's, so that an OOM kill
 	 * in the run's group never picks it (the kernel kills every process
 	 * sharing a victim's memory, and this one shares the supervisor's).
-	 * It waits (CLONE_VFORK) until the program has execed or failed. */
+	 * It waits (CLONE_VFORK) until the program has execed or failed. With
+	 * a seccomp listener to pass on, the program shares this process's
+	 * file table until its exec (which unshares it), so that the listener
+	 * it makes stays here. */
 	uintptr_t top = ((uintptr_t)r->stack + r->stack_size) & ~(uintptr_t)15;
+	unsigned long files = r->notify_sock >= 0 ? CLONE_FILES : 0;
 	struct se_clone_args args;
 	memset(&args, 0, sizeof args);
-	args.flags = CLONE_VM | CLONE_VFORK | SE_CLONE_CLEAR_SIGHAND;
+	r->listener_fd = -1;
+	args.flags = CLONE_VM | CLONE_VFORK | SE_CLONE_CLEAR_SIGHAND | files;
 	args.exit_signal = SIGCHLD;
 	args.stack = (uint64_t)(uintptr_t)r->stack;
 	args.stack_size = (uint64_t)(top - (uintptr_t)r->stack);
@@ -513,7 +529,7 @@ static int se_init_main(struct se_req *r)
 	if (pid == -ENOSYS && (r->cgroup_fd < 0 || r->procs_fd >= 0)) {
 		/* No clone3: the program joins through cgroup.procs. */
 		r->prog_clone3 = 0;
-		pid = se_clone_call(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD, (long)top, 0, 0, 0, se_program_main, r);
+		pid = se_clone_call(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD | files, (long)top, 0, 0, 0, se_program_main, r);
 	}
 	if (pid < 0)
 		se_fail(r, SE_STEP_INIT, 0, pid);
@@ -526,6 +542,13 @@ static int se_init_main(struct se_req *r)
 			SYS2(SYS_kill, pid, SIGKILL);
 			se_fail(r, SE_STEP_CAPS, which, ret);
 		}
+	}
+	if (r->notify_sock >= 0) {
+		/* Sent before the ready byte, so the supervisor finds it as
+		 * soon as se_spawn returns. Should this fail, the supervisor
+		 * finds nothing and ends the run. */
+		if (r->listener_fd >= 0)
+			se_send_fd(r->notify_sock, r->listener_fd);
 	}
 	g->prog_pid = (int)pid;
 	g->prog_group = r->fg_tty >= 0;

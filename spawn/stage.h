@@ -118,8 +118,17 @@ struct se_req {
 	unsigned short bpf_len;
 	/* A unix socket to send the filter's user-notification listener over
 	 * (the filter is then loaded with SECCOMP_FILTER_FLAG_NEW_LISTENER),
-	 * or -1. */
+	 * or -1. Under an init, the program only leaves the listener in the
+	 * file table it shares with the init until its exec (listener_fd) and
+	 * the init, which no filter restricts, sends it: the filter may send
+	 * sendmsg itself to the supervisor, so the program could not. */
 	int notify_sock;
+	/* Set: load the filter with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+	 * where the kernel has it (5.19): a call the supervisor has received
+	 * is not interrupted, and so not restarted and carried out twice, by a
+	 * signal the program handles. */
+	int notify_killable;
+	volatile int listener_fd; /* out: the listener, in the init's table */
 
 	/* Signals to leave ignored in the program, and its signal mask. */
 	const int *ignored;

@@ -1,11 +1,14 @@
 package supervisor
 
 import (
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"sandbox-executable/seccomp"
+	"sandbox-executable/sockmed"
 )
 
 // Kinds of denials.
@@ -13,6 +16,9 @@ const (
 	DenialSeccomp  = "seccomp"
 	DenialNetwork  = "network"
 	DenialLandlock = "landlock"
+	// DenialUnixSocket is a socket call the supervisor refused to carry
+	// out (a unix socket outside the writable roots).
+	DenialUnixSocket = "unix_socket"
 )
 
 // Denial is one operation the sandbox refused, as the supervisor saw it.
@@ -32,12 +38,17 @@ type Denial struct {
 	Port   int    `json:"port,omitempty"`
 	Client string `json:"client,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// unix_socket: the address as the program gave it ("@name" for an
+	// abstract one), and where a path led in the program's view.
+	Address  string `json:"address,omitempty"`
+	Resolved string `json:"resolved,omitempty"`
 }
 
 // DenialCounts are the denials of a run, by kind.
 type DenialCounts struct {
-	Seccomp int64 `json:"seccomp"`
-	Network int64 `json:"network"`
+	Seccomp    int64 `json:"seccomp"`
+	Network    int64 `json:"network"`
+	UnixSocket int64 `json:"unix_socket"`
 }
 
 // denials serializes the callbacks and counts.
@@ -46,6 +57,7 @@ type denials struct {
 	out     func(Denial)
 	seccomp atomic.Int64
 	network atomic.Int64
+	sockets atomic.Int64
 }
 
 func (d *denials) record(x Denial) {
@@ -54,6 +66,8 @@ func (d *denials) record(x Denial) {
 		d.seccomp.Add(1)
 	case DenialNetwork:
 		d.network.Add(1)
+	case DenialUnixSocket:
+		d.sockets.Add(1)
 	}
 	if d.out == nil {
 		return
@@ -68,6 +82,12 @@ func (d *denials) fromSeccomp(s seccomp.Denial) {
 	d.record(Denial{Time: s.Time, Kind: DenialSeccomp, Pid: s.Pid, Exe: s.Exe, Syscall: s.Syscall, Number: &n, Arch: s.Arch, Errno: s.Errno})
 }
 
+func (d *denials) fromSockets(s sockmed.Denial) {
+	exe, _ := os.Readlink("/proc/" + strconv.Itoa(s.Pid) + "/exe")
+	d.record(Denial{Time: s.Time, Kind: DenialUnixSocket, Pid: s.Pid, Exe: exe, Syscall: s.Syscall, Errno: s.Errno,
+		Address: s.Address, Resolved: s.Resolved, Reason: s.Reason})
+}
+
 func (d *denials) counts() DenialCounts {
-	return DenialCounts{Seccomp: d.seccomp.Load(), Network: d.network.Load()}
+	return DenialCounts{Seccomp: d.seccomp.Load(), Network: d.network.Load(), UnixSocket: d.sockets.Load()}
 }

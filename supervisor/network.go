@@ -12,6 +12,7 @@ import (
 	"sandbox-executable/mountns"
 	"sandbox-executable/netproxy"
 	"sandbox-executable/policy"
+	"sandbox-executable/sockmed"
 	"sandbox-executable/spawn"
 )
 
@@ -27,8 +28,7 @@ type NetworkReport struct {
 	Proxy string `json:"proxy,omitempty"`
 	// DaemonSockets says how unix sockets of daemons outside the writable
 	// roots are kept out of reach.
-	DaemonSockets string   `json:"daemon_sockets"`
-	MaskedSockets []string `json:"masked_sockets,omitempty"`
+	DaemonSockets string `json:"daemon_sockets"`
 	// NotEnforced lists what this host cannot stop in this mode.
 	NotEnforced []string `json:"not_enforced,omitempty"`
 }
@@ -41,11 +41,14 @@ type netChoice struct {
 	hostProxy  bool // ... on the host's loopback (degraded): no namespace
 	extraRules []policy.SyscallRule
 	degraded   string
+	sockets    socketChoice
 }
 
 // chooseNetwork decides how the network mode is enforced. exact says a
-// mount namespace (and so a network namespace) can be had.
-func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool) (netChoice, error) {
+// mount namespace (and so a network namespace) can be had; sockets is how
+// daemons' unix sockets are kept out of reach (given whether there will be
+// a network namespace: netNamespace).
+func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, sockets func(netns bool) socketChoice) (netChoice, error) {
 	n := netChoice{NetworkReport: NetworkReport{Mode: p.Network.Mode}}
 	mech := func(s string) { n.Mechanism = append(n.Mechanism, s) }
 	switch p.Network.Mode {
@@ -82,16 +85,26 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool) (net
 		n.NotEnforced = append(n.NotEnforced, "any host's service on the proxy's port number is reachable directly", "UDP is not restricted")
 		n.degraded = "network allowlist without a network namespace: Landlock allows TCP connect to the proxy's port on any host, and UDP is not restricted"
 	}
-	if exact {
-		n.DaemonSockets = "masked: every daemon's unix socket outside the writable roots is covered by a file that is not a socket"
-	} else {
-		n.DaemonSockets = "socket(AF_UNIX) denied by seccomp (socketpair still works): Landlock-only mode cannot tell a daemon's socket from the program's own"
+	n.sockets = sockets(n.netns)
+	switch n.sockets.how {
+	case socketsByLandlock:
+		n.DaemonSockets = "Landlock (resolve_unix, ABI 9): a pathname unix socket is reached only beneath the writable roots, checked by the kernel at every connect and send"
+	case socketsMediated:
+		n.DaemonSockets = "mediated: connect, sendto with an address, sendmsg and sendmmsg are carried out by the supervisor on the program's own socket; a pathname unix socket is reached only when the file its name leads to, in the program's view and at the time of the call, lies beneath a writable root with no other name (refused with EACCES otherwise, and recorded), however it is named, whenever and in whatever network namespace it was bound"
+		if n.sockets.abstract == sockmed.AbstractDirect {
+			n.DaemonSockets += "; abstract sockets: only the program's network namespace's, its own"
+		} else {
+			n.DaemonSockets += "; abstract sockets: the host's network namespace is shared, so an abstract name is connected to only while a socket one of the sandbox's processes holds is bound to it (the program's own server), refused otherwise"
+		}
+	default:
+		n.DaemonSockets = "socket(AF_UNIX) denied by seccomp (socketpair still works): without a process namespace of its own or the kernel calls mediation needs, the supervisor cannot tell a daemon's socket from the program's own"
 		n.extraRules = append(n.extraRules, policy.SyscallRule{Syscall: "socket", Action: policy.ActionErrno, Errno: "EPERM",
 			Args: []policy.ArgCondition{{Index: 0, Op: "eq", Value: unix.AF_UNIX}},
-			Why:  "Landlock-only mode: no unix sockets, so no daemon's (D-Bus, docker.sock, ssh-agent) can be reached"})
-	}
-	if abi < 6 && !n.netns {
-		n.NotEnforced = append(n.NotEnforced, "abstract unix sockets outside the sandbox are reachable (Landlock scoping needs ABI 6)")
+			Why:  "no unix sockets, so no daemon's (D-Bus, docker.sock, ssh-agent) can be reached"})
+		n.NotEnforced = append(n.NotEnforced, "a socketpair(AF_UNIX, SOCK_DGRAM) socket can still send datagrams to a daemon's datagram socket by its path (sendto)")
+		if abi < 6 && !n.netns {
+			n.NotEnforced = append(n.NotEnforced, "abstract unix datagram sockets outside the sandbox are reachable from a socketpair socket (Landlock scoping needs ABI 6)")
+		}
 	}
 	return n, nil
 }

@@ -98,6 +98,7 @@ type Prepared struct {
 	cfg        Config
 	fs         fsChoice
 	net        netChoice
+	sockets    socketChoice
 	cgroupPlan cgroupPlan
 	nofile     spawn.Rlimit
 }
@@ -276,11 +277,12 @@ func Prepare(cfg Config) (*Prepared, error) {
 	}
 	pr.fs = fs
 	exact := fs.Mode == FSExact
-	nw, err := chooseNetwork(p, exact, abi, cfg.AllowDegraded)
+	nw, err := chooseNetwork(p, exact, abi, cfg.AllowDegraded, func(netns bool) socketChoice { return chooseSockets(abi, isolated, netns) })
 	if err != nil {
 		return nil, err
 	}
 	pr.net = nw
+	pr.sockets = nw.sockets
 	if exact {
 		view, err := mountns.Build(p, pr.viewOptions())
 		if err != nil {
@@ -288,7 +290,6 @@ func Prepare(cfg Config) (*Prepared, error) {
 		}
 		pr.View = view
 		fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = view.Masked, view.ReadOnly, view.Placeholders, view.Narrowed
-		nw.MaskedSockets = view.MaskedSockets
 	}
 	if sc := p.Filesystem.ScratchCaches; len(sc) > 0 {
 		switch {
@@ -329,13 +330,20 @@ func Prepare(cfg Config) (*Prepared, error) {
 	// In exact mode the mounts enforce the read side; Landlock need only
 	// handle it where the program could clone a mount around a mask:
 	// as root with the mount system calls allowed (allow_namespaces).
+	// Read-denied paths that do not exist yet outside the roots have no
+	// mount: Landlock keeps them unreadable should they appear.
 	readsByMounts := exact && (!fs.namespaces.Privileged || !p.Seccomp.AllowNamespaces)
-	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts, LogDenials: cfg.LogDenials})
+	var late []string
+	if exact {
+		late = pr.View.LateReadDenied
+	}
+	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts,
+		LogDenials: cfg.LogDenials, LateReadDenied: late, ResolveUnix: nw.sockets.how == socketsByLandlock})
 	if err != nil {
 		return nil, err
 	}
 	pr.Landlock = spec
-	gaps := coveredGaps(spec.Gaps, isolated, nw.netns)
+	gaps := coveredGaps(spec.Gaps, isolated, nw.netns, nw.sockets)
 	var boundary []string
 	for _, g := range spec.Gaps {
 		if g.WriteBoundary {
@@ -359,8 +367,16 @@ func Prepare(cfg Config) (*Prepared, error) {
 		pr.Degradations = append(pr.Degradations, nw.degraded)
 	}
 
-	// The Plan's rules, plus what this host's mode adds.
-	rules := &policy.Seccomp{Rules: append(append([]policy.SyscallRule(nil), p.Seccomp.Rules...), nw.extraRules...)}
+	// The Plan's rules, plus what this host's mode adds: with mediation,
+	// the socket calls go to the supervisor (where the Plan only logs one,
+	// it is mediated instead).
+	planRules, hostRules := p.Seccomp.Rules, nw.extraRules
+	if nw.sockets.how == socketsMediated {
+		med, dropped := mediationRules(planRules)
+		planRules = withoutRules(planRules, dropped)
+		hostRules = append(append([]policy.SyscallRule(nil), hostRules...), med...)
+	}
+	rules := &policy.Seccomp{Rules: append(append([]policy.SyscallRule(nil), planRules...), hostRules...)}
 	sopt := seccomp.Options{Notify: cfg.LogDenials, Cache: filterCache(cfg)}
 	prog, err := seccomp.Compile(rules, sopt)
 	if err != nil {
@@ -406,7 +422,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 			BadArch:         "kill_process",
 			Library:         seccomp.LibraryVersion(),
 			NoNewPrivileges: true,
-			HostRules:       nw.extraRules,
+			HostRules:       hostRules,
 			Observed:        prog.Notify,
 			Cache:           prog.Cache,
 			CacheRejected:   prog.CacheRejection,
@@ -421,16 +437,19 @@ func Prepare(cfg Config) (*Prepared, error) {
 // coveredGaps returns Landlock's gaps with what another layer covers said
 // in each: without signal scoping (ABI < 6), no process outside the PID
 // namespace can be named, so none can be signalled; abstract unix sockets
-// are per network namespace.
-func coveredGaps(gaps []landlock.Gap, pidns, netns bool) []landlock.Gap {
+// are per network namespace, or refused by the supervisor's mediation.
+func coveredGaps(gaps []landlock.Gap, pidns, netns bool, sockets socketChoice) []landlock.Gap {
 	out := make([]landlock.Gap, 0, len(gaps))
 	for _, g := range gaps {
 		if g.Right == "scope" && pidns {
 			g.Effect = "no Landlock scoping: signals are covered by the PID namespace (no process outside it can be named)"
-			if netns {
+			switch {
+			case netns:
 				g.Effect += ", abstract unix sockets by the network namespace"
-			} else {
-				g.Effect += "; abstract unix sockets outside the sandbox are reachable"
+			case sockets.how == socketsMediated:
+				g.Effect += ", abstract unix sockets by the supervisor, which connects only to the sandbox's own"
+			default:
+				g.Effect += "; abstract unix datagram sockets outside the sandbox are reachable from a socketpair socket"
 			}
 		}
 		out = append(out, g)
@@ -495,7 +514,6 @@ func (pr *Prepared) viewOptions() mountns.Options {
 		Network: pr.net.netns, Isolate: pr.fs.namespaces.OK}
 	o.PrivateTmpBytes, _ = privateTmpSize(pr.Plan.Limits)
 	if pr.fs.Mode == FSExact {
-		o.Sockets = mountns.UnixSockets()
 		if pr.fs.PrivateTmp && pr.fs.overlayOK {
 			for _, c := range pr.Plan.Filesystem.ScratchCaches {
 				o.ScratchCaches = append(o.ScratchCaches, c.Path)

@@ -23,6 +23,7 @@ import (
 	"sandbox-executable/policy"
 	"sandbox-executable/rlimit"
 	"sandbox-executable/seccomp"
+	"sandbox-executable/sockmed"
 	"sandbox-executable/spawn"
 )
 
@@ -126,12 +127,14 @@ type session struct {
 	hostListen net.Listener
 	proxy      *proxyRun
 
-	// With LogDenials: the socket the seccomp listener arrives on, and the
-	// watcher answering it.
+	// With LogDenials or socket mediation: the socket the seccomp
+	// listener arrives on, and the watcher answering it.
 	notifySock int
 	watchFrom  int
 	watcher    *seccomp.Watcher
 	denials    denials
+	// With socket mediation: the mediator.
+	mediator *sockmed.Mediator
 
 	degradations []string
 }
@@ -237,7 +240,6 @@ func (s *session) setup() error {
 		s.undo = append(s.undo, func() { s.timed("release placeholders", claims.Release) })
 		if fs := &s.pr.Enforcement.Filesystem; s.pr.fs.Mode == FSExact {
 			fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = v.Masked, v.ReadOnly, v.Placeholders, v.Narrowed
-			s.pr.Enforcement.Network.MaskedSockets = v.MaskedSockets
 		}
 	}
 	var err error
@@ -248,7 +250,7 @@ func (s *session) setup() error {
 	if err := s.startGuardian(); err != nil {
 		return err
 	}
-	if s.pr.Seccomp.Notify {
+	if s.pr.Seccomp.NeedsListener() {
 		parent, child, err := unixPair()
 		if err != nil {
 			return err
@@ -256,6 +258,9 @@ func (s *session) setup() error {
 		s.notifySock = child
 		s.undo = append(s.undo, func() { unix.Close(parent); unix.Close(child) })
 		s.watchFrom = parent
+	}
+	if s.pr.sockets.how == socketsMediated {
+		s.mediator = sockmed.New(s.mediatorConfig(tmp))
 	}
 	fd, err := s.spec.Build()
 	if err != nil {
@@ -347,7 +352,11 @@ func (s *session) observe() error {
 		if err != nil {
 			return fmt.Errorf("seccomp listener: %w", err)
 		}
-		if s.watcher, err = seccomp.Watch(fd, s.pr.Seccomp, s.denials.fromSeccomp); err != nil {
+		var mediate seccomp.Mediator
+		if s.mediator != nil {
+			mediate = s.mediator.Mediate
+		}
+		if s.watcher, err = seccomp.Watch(fd, s.pr.Seccomp, s.denials.fromSeccomp, mediate); err != nil {
 			unix.Close(fd)
 			return err
 		}
@@ -430,9 +439,11 @@ func (s *session) supervise() Result {
 		DropCapabilities: true,
 		RulesetFD:        s.rulesetFD,
 		NotifySock:       s.notifySock,
-		RulesetFlags:     s.spec.RestrictFlags,
-		BPF:              s.pr.Seccomp.BPF,
-		Guardian:         s.guardian,
+		// A mediated call must not be carried out twice.
+		NotifyKillable: s.mediator != nil,
+		RulesetFlags:   s.spec.RestrictFlags,
+		BPF:            s.pr.Seccomp.BPF,
+		Guardian:       s.guardian,
 	}
 	if s.group != nil {
 		req.CgroupFD = s.group.CloneIntoFD()

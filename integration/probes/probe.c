@@ -39,6 +39,7 @@
 #include <dirent.h>
 #include <sys/un.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *errname(int e)
@@ -77,6 +78,22 @@ static int result(long r)
 	}
 	printf("ok\n");
 	return 0;
+}
+
+/* unix_addr fills sun with name (abstract when it starts with '@') and
+ * returns the address length to pass. */
+static socklen_t unix_addr(struct sockaddr_un *sun, const char *name)
+{
+	size_t n = strlen(name);
+	if (n > sizeof sun->sun_path - 1)
+		n = sizeof sun->sun_path - 1;
+	memcpy(sun->sun_path, name, n);
+	sun->sun_path[n] = 0;
+	if (name[0] == '@') {
+		sun->sun_path[0] = 0;
+		return offsetof(struct sockaddr_un, sun_path) + n;
+	}
+	return sizeof *sun;
 }
 
 static int usage(void)
@@ -356,14 +373,15 @@ int main(int argc, char **argv)
 		return result(sendto(s, "datagram", 8, 0, (struct sockaddr *)&sin, sizeof sin));
 	}
 	if ((!strcmp(op, "unixserve") || !strcmp(op, "unixconnect")) && a) {
+		/* A name starting with '@' is abstract. */
 		struct sockaddr_un sun = {.sun_family = AF_UNIX};
-		snprintf(sun.sun_path, sizeof sun.sun_path, "%s", a);
+		socklen_t len = unix_addr(&sun, a);
 		int s = socket(AF_UNIX, SOCK_STREAM, 0);
 		if (s < 0)
 			return result(-1);
 		if (!strcmp(op, "unixconnect"))
-			return result(connect(s, (struct sockaddr *)&sun, sizeof sun));
-		if (bind(s, (struct sockaddr *)&sun, sizeof sun) < 0 || listen(s, 16) < 0)
+			return result(connect(s, (struct sockaddr *)&sun, len));
+		if (bind(s, (struct sockaddr *)&sun, len) < 0 || listen(s, 4096) < 0)
 			return result(-1);
 		printf("listening\n");
 		if (b) {
@@ -376,6 +394,176 @@ int main(int argc, char **argv)
 			if (c >= 0)
 				close(c);
 		}
+	}
+
+	if (!strcmp(op, "dgramserve") && a && b) {
+		/* A unix datagram socket at A: append every datagram to file B. */
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+		socklen_t len = unix_addr(&sun, a);
+		int s = socket(AF_UNIX, SOCK_DGRAM, 0);
+		if (s < 0 || bind(s, (struct sockaddr *)&sun, len) < 0)
+			return result(-1);
+		printf("listening\n");
+		for (;;) {
+			char buf[512];
+			ssize_t n = recv(s, buf, sizeof buf, 0);
+			if (n <= 0)
+				continue;
+			int f = open(b, O_WRONLY | O_CREAT | O_APPEND, 0644);
+			if (f >= 0) {
+				if (write(f, buf, n) < 0 || write(f, "\n", 1) < 0)
+					perror("write");
+				close(f);
+			}
+		}
+	}
+	if (!strcmp(op, "unixsend") && a && b) {
+		/* Send the datagram "sent-by-A" to B by way A: sendto, sendmsg,
+		 * sendmmsg, connect (then write), or pair (sendto from a
+		 * socketpair's datagram socket). */
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+		socklen_t len = unix_addr(&sun, b);
+		char data[64];
+		snprintf(data, sizeof data, "sent-by-%s", a);
+		int s, sv[2];
+		if (!strcmp(a, "pair")) {
+			if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) < 0)
+				return result(-1);
+			s = sv[0];
+		} else if ((s = socket(AF_UNIX, SOCK_DGRAM, 0)) < 0) {
+			return result(-1);
+		}
+		struct iovec iov = {data, strlen(data)};
+		struct msghdr msg = {.msg_name = &sun, .msg_namelen = len, .msg_iov = &iov, .msg_iovlen = 1};
+		if (!strcmp(a, "sendto") || !strcmp(a, "pair"))
+			return result(sendto(s, data, strlen(data), 0, (struct sockaddr *)&sun, len));
+		if (!strcmp(a, "sendmsg"))
+			return result(sendmsg(s, &msg, 0));
+		if (!strcmp(a, "sendmmsg")) {
+			struct mmsghdr mm[2] = {{.msg_hdr = msg}, {.msg_hdr = msg}};
+			int n = sendmmsg(s, mm, 2, 0);
+			if (n >= 0 && (n != 2 || mm[0].msg_len != strlen(data) || mm[1].msg_len != strlen(data))) {
+				printf("sent %d, lengths %u %u\n", n, mm[0].msg_len, mm[1].msg_len);
+				return 1;
+			}
+			return result(n);
+		}
+		if (!strcmp(a, "connect")) {
+			if (connect(s, (struct sockaddr *)&sun, len) < 0)
+				return result(-1);
+			return result(write(s, data, strlen(data)));
+		}
+		return usage();
+	}
+	if (!strcmp(op, "unixsendfd") && a && b) {
+		/* Connect to the stream socket A and pass it an open fd of file B
+		 * (SCM_RIGHTS), with one byte. */
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+		socklen_t len = unix_addr(&sun, a);
+		int s = socket(AF_UNIX, SOCK_STREAM, 0), f = open(b, O_RDONLY);
+		if (s < 0 || f < 0 || connect(s, (struct sockaddr *)&sun, len) < 0)
+			return result(-1);
+		char cbuf[CMSG_SPACE(sizeof(int))] = {0}, byte = 'F';
+		struct iovec iov = {&byte, 1};
+		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &f, sizeof f);
+		return result(sendmsg(s, &msg, 0));
+	}
+	if (!strcmp(op, "unixrecvfd") && a) {
+		/* Serve one client at A: print what the fd it passes reads. */
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+		socklen_t len = unix_addr(&sun, a);
+		int s = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (s < 0 || bind(s, (struct sockaddr *)&sun, len) < 0 || listen(s, 4) < 0)
+			return result(-1);
+		printf("listening\n");
+		int c = accept(s, NULL, NULL);
+		char cbuf[CMSG_SPACE(sizeof(int))], byte;
+		struct iovec iov = {&byte, 1};
+		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+		if (c < 0 || recvmsg(c, &msg, 0) != 1)
+			return result(-1);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+		int f;
+		if (!cm || cm->cmsg_type != SCM_RIGHTS)
+			return result(-1);
+		memcpy(&f, CMSG_DATA(cm), sizeof f);
+		char buf[256];
+		ssize_t n = read(f, buf, sizeof buf - 1);
+		if (n < 0)
+			return result(-1);
+		buf[n] = 0;
+		printf("received: %s\n", buf);
+		return 0;
+	}
+	if (!strcmp(op, "raceaddr") && a && b && argc > 4) {
+		/* Connect N (argv[4]) times to an address that another process
+		 * flips between A and B in shared memory all along; print how
+		 * many connections reached B's socket (getpeername) and A's. */
+		struct sockaddr_un *sun = mmap(NULL, sizeof *sun, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		struct sockaddr_un sa = {.sun_family = AF_UNIX}, sb = {.sun_family = AF_UNIX};
+		if (sun == MAP_FAILED)
+			return result(-1);
+		unix_addr(&sa, a);
+		unix_addr(&sb, b);
+		*sun = sa;
+		pid_t flipper = fork();
+		if (flipper == 0) {
+			for (;;) {
+				memcpy(sun->sun_path, sb.sun_path, sizeof sun->sun_path);
+				for (volatile int k = 0; k < 2000; k++)
+					;
+				memcpy(sun->sun_path, sa.sun_path, sizeof sun->sun_path);
+				for (volatile int k = 0; k < 20000; k++)
+					;
+			}
+		}
+		int n = atoi(argv[4]), toA = 0, toB = 0, failed = 0;
+		for (int i = 0; i < n; i++) {
+			int s = socket(AF_UNIX, SOCK_STREAM, 0);
+			if (s < 0)
+				return result(-1);
+			if (connect(s, (struct sockaddr *)sun, sizeof *sun) < 0) {
+				failed++;
+			} else {
+				struct sockaddr_un peer = {0};
+				socklen_t pl = sizeof peer;
+				getpeername(s, (struct sockaddr *)&peer, &pl);
+				if (!strcmp(peer.sun_path, sb.sun_path))
+					toB++;
+				else if (!strcmp(peer.sun_path, sa.sun_path))
+					toA++;
+			}
+			close(s);
+		}
+		kill(flipper, SIGKILL);
+		waitpid(flipper, NULL, 0);
+		printf("reached-a %d reached-b %d failed %d\n", toA, toB, failed);
+		return 0;
+	}
+	if (!strcmp(op, "unixconnectloop") && a && b) {
+		/* Connect B times to the stream socket A (a new socket each
+		 * time, non-blocking with a fourth argument "nonblock"); print
+		 * the mean time of one socket+connect+close. */
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+		socklen_t len = unix_addr(&sun, a);
+		int n = atoi(b), nb = argc > 4 && !strcmp(argv[4], "nonblock") ? SOCK_NONBLOCK : 0;
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (int i = 0; i < n; i++) {
+			int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | nb, 0);
+			if (s < 0 || connect(s, (struct sockaddr *)&sun, len) < 0)
+				return result(-1);
+			close(s);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
+		printf("ok %.0f ns per connect\n", ns / n);
+		return 0;
 	}
 
 	/* Processes and signals. */

@@ -1,0 +1,112 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// limitsNoCgroup are resource limits that need no cgroup, for runs as an
+// unprivileged user without a delegated one.
+const limitsNoCgroup = `{"max_memory_mb":0,"max_pids":0,"max_disk_mb":0,"cpu_time_secs":0,"timeout_secs":60}`
+
+// chownTree gives every file under each path to uid and gid.
+func chownPaths(t *testing.T, uid, gid int, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		_ = filepath.Walk(p, func(q string, _ os.FileInfo, _ error) error { return os.Lchown(q, uid, gid) })
+	}
+}
+
+// TestLateSecretsStayUnreadable: a denied path that does not exist when the
+// sandbox starts (~/.netrc, and ~/.aws/credentials with no ~/.aws at all)
+// and that appears while the program runs, created from outside 1 s after
+// the program started, is never readable by it, in exact and Landlock-only
+// mode, as root and as nobody; the rest of HOME stays readable.
+func TestLateSecretsStayUnreadable(t *testing.T) {
+	for _, u := range isoAnyUser(t) {
+		for _, mode := range fsModes {
+			t.Run(u.name+"/"+mode, func(t *testing.T) {
+				w := newWorkspace(t)
+				netrc, aws := filepath.Join(w.home, ".netrc"), filepath.Join(w.home, ".aws")
+				if err := os.Remove(netrc); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.RemoveAll(aws); err != nil {
+					t.Fatal(err)
+				}
+				if u.cred != nil {
+					chownPaths(t, int(u.cred.Uid), int(u.cred.Gid), w.root)
+				}
+				mark := filepath.Join(w.root, "src", "started") // (Landlock-only mode narrows the root itself)
+				// The program says it runs, waits (5 s at most) until both
+				// secrets exist, then tries to read them, and a plain
+				// file of HOME.
+				script := `: > "$0"; i=0
+while { [ ! -e "$1" ] || [ ! -e "$2" ]; } && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+[ -e "$1" ] && [ -e "$2" ] && echo appeared
+cat "$1" "$2" 2>&1; "$4" read "$1"; "$4" read "$2"; cat "$3"`
+				args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--resource-limits", limitsNoCgroup}, fsOpts(t, mode)...)
+				args = append(args, "--", "/bin/sh", "-c", script, mark, netrc, filepath.Join(aws, "credentials"), filepath.Join(w.home, "docs", "notes.txt"), probe)
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, binary, args...)
+				cmd.Dir = w.root
+				cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C"}, w.env()...)
+				if u.cred != nil {
+					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
+				}
+				var stdout, stderr strings.Builder
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				started.Store(cmd.Process.Pid, true)
+				// Created from outside 1 s after the program started.
+				for i := 0; i < 400; i++ {
+					if _, err := os.Stat(mark); err == nil {
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				time.Sleep(time.Second)
+				write(t, netrc, "machine late password LATE-NETRC\n")
+				mustMkdir(t, aws)
+				write(t, filepath.Join(aws, "credentials"), "LATE-AWS-SECRET\n")
+				err := cmd.Wait()
+				out := stdout.String()
+				if err != nil {
+					t.Fatalf("run: %v: %q %q", err, out, stderr.String())
+				}
+				if !strings.Contains(out, "appeared") {
+					t.Fatalf("the program never saw the secrets appear: %q %q", out, stderr.String())
+				}
+				if strings.Contains(out, "LATE-NETRC") || strings.Contains(out, "LATE-AWS-SECRET") {
+					t.Errorf("a secret created during the run was read: %q", out)
+				}
+				if !strings.Contains(out, "readable notes") {
+					t.Errorf("the rest of HOME is not readable: %q %q", out, stderr.String())
+				}
+			})
+		}
+	}
+}
+
+// TestLateSecretsNarrowingReported: exact mode reports the directories it
+// narrows for denied paths that do not exist yet.
+func TestLateSecretsNarrowingReported(t *testing.T) {
+	w := newWorkspace(t)
+	if err := os.Remove(filepath.Join(w.home, ".netrc")); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"--explain", "--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root)}, fsOpts(t, "exact")...)
+	r := run(t, runOpts{env: w.env(), dir: w.root}, args...)
+	if !strings.Contains(r.stdout, `"dir": "`+w.home+`"`) || !strings.Contains(r.stdout, "created in it after the start cannot be read") {
+		t.Errorf("the narrowing of %s is not reported: %s", w.home, r.stdout)
+	}
+}

@@ -1,0 +1,187 @@
+package sockmed
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/seccomp"
+)
+
+// pidfdThread is PIDFD_THREAD (Linux 6.9): a pidfd for the thread itself,
+// whose file table pidfd_getfd then reads (a thread may have unshared it).
+const pidfdThread = unix.O_EXCL
+
+// task is the calling thread of a mediated call and the socket it names.
+type task struct {
+	pid   int
+	pidfd int
+	sock  int // the program's socket, as a descriptor of the supervisor's
+	// The socket's family, type and protocol: fixed for its life.
+	domain, typ, proto int
+	// nonblock: the open file is O_NONBLOCK (as the supervisor's copy is:
+	// one open file), so no call on it waits.
+	nonblock bool
+}
+
+// open takes hold of c's thread and socket. The result is the caller's only
+// once c.Valid() holds after it (the pid could have been reused before):
+// open checks that itself.
+func (m *Mediator) open(c *seccomp.Call) (*task, unix.Errno) {
+	t := &task{pid: int(c.Pid), pidfd: -1, sock: -1}
+	fd, err := unix.PidfdOpen(t.pid, pidfdThread)
+	if err == unix.EINVAL {
+		// Before 6.9, only a thread group leader has a pidfd: the group's
+		// file table is the thread's unless it unshared it.
+		fd, err = unix.PidfdOpen(tgid(t.pid), 0)
+	}
+	if err != nil {
+		return nil, unix.ESRCH // gone: the answer is never read
+	}
+	t.pidfd = fd
+	sock, err := unix.PidfdGetfd(t.pidfd, int(int32(c.Args[0])), 0)
+	if err != nil {
+		t.close()
+		if err == unix.EBADF {
+			return nil, unix.EBADF
+		}
+		return nil, m.deny(c, "", "", unix.EACCES, "the supervisor cannot take the program's socket: "+err.Error())
+	}
+	t.sock = sock
+	if t.domain, err = unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN); err != nil {
+		t.close()
+		if err == unix.ENOTSOCK {
+			return nil, unix.ENOTSOCK
+		}
+		return nil, errnoOf(err)
+	}
+	if fl, err := unix.FcntlInt(uintptr(sock), unix.F_GETFL, 0); err == nil {
+		t.nonblock = fl&unix.O_NONBLOCK != 0
+	}
+	t.typ, _ = unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE)
+	t.proto, _ = unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_PROTOCOL)
+	if !c.Valid() {
+		t.close()
+		return nil, unix.ESRCH
+	}
+	return t, 0
+}
+
+func (t *task) close() {
+	if t.sock >= 0 {
+		unix.Close(t.sock)
+	}
+	if t.pidfd >= 0 {
+		unix.Close(t.pidfd)
+	}
+}
+
+// tcp reports whether the socket is one Landlock's TCP rules apply to.
+func (t *task) tcp() bool {
+	return (t.domain == unix.AF_INET || t.domain == unix.AF_INET6) && t.typ == unix.SOCK_STREAM && t.proto == unix.IPPROTO_TCP
+}
+
+// read copies n bytes at addr out of the thread's memory (nil for none).
+func (t *task) read(addr uint64, n int) ([]byte, unix.Errno) {
+	if n == 0 {
+		return nil, 0
+	}
+	buf := make([]byte, n)
+	got, err := unix.ProcessVMReadv(t.pid, []unix.Iovec{{Base: &buf[0], Len: uint64(n)}},
+		[]unix.RemoteIovec{{Base: uintptr(addr), Len: n}}, 0)
+	if err != nil || got != n {
+		return nil, unix.EFAULT
+	}
+	return buf, 0
+}
+
+// write copies b into the thread's memory at addr.
+func (t *task) write(addr uint64, b []byte) unix.Errno {
+	n, err := unix.ProcessVMWritev(t.pid, []unix.Iovec{{Base: &b[0], Len: uint64(len(b))}},
+		[]unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}, 0)
+	if err != nil || n != len(b) {
+		return unix.EFAULT
+	}
+	return 0
+}
+
+// sigpipe sends SIGPIPE to the thread, as the kernel does to a sender on a
+// broken stream without MSG_NOSIGNAL (the supervisor sends with it).
+func (t *task) sigpipe() {
+	const pidfdSignalThread = 1 // PIDFD_SIGNAL_THREAD
+	if unix.PidfdSendSignal(t.pidfd, unix.SIGPIPE, nil, pidfdSignalThread) != nil {
+		_ = unix.PidfdSendSignal(t.pidfd, unix.SIGPIPE, nil, 0)
+	}
+}
+
+// tgid is the thread group of thread tid (tid itself when unknown).
+func tgid(tid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return tid
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				return n
+			}
+		}
+	}
+	return tid
+}
+
+// resolve opens path, as thread pid would resolve it in its own view of
+// the filesystem (its root, its working directory), as an O_PATH
+// descriptor, and says where that is, in the program's view. Magic links
+// (/proc/self/...) are not followed: they would name the supervisor.
+func resolve(c *seccomp.Call, pid int, path string) (int, string, unix.Errno) {
+	proc := "/proc/" + strconv.Itoa(pid)
+	if !strings.HasPrefix(path, "/") {
+		cwd, err := os.Readlink(proc + "/cwd")
+		if err != nil {
+			return -1, "", unix.ENOENT
+		}
+		if !strings.HasPrefix(cwd, "/") || strings.HasSuffix(cwd, " (deleted)") {
+			return -1, "", unix.ENOENT // a removed working directory has no entries
+		}
+		path = cwd + "/" + path
+	}
+	root, err := unix.Open(proc+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", unix.ENOENT
+	}
+	defer unix.Close(root)
+	// The root (and the working directory read above) are the caller's
+	// only if it still waits.
+	if !c.Valid() {
+		return -1, "", unix.ESRCH
+	}
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(root, path, how)
+	for i := 0; err == unix.EAGAIN && i < 8; i++ {
+		// A rename or mount ran while ".." was being resolved: again.
+		fd, err = unix.Openat2(root, path, how)
+	}
+	if err != nil {
+		return -1, "", errnoOf(err)
+	}
+	where, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil || !strings.HasPrefix(where, "/") {
+		unix.Close(fd)
+		return -1, "", unix.EACCES
+	}
+	return fd, where, 0
+}
+
+// rawConnect is connect(2) with addr as bytes.
+func rawConnect(fd int, addr []byte) (int64, unix.Errno) {
+	var p unsafe.Pointer
+	if len(addr) > 0 {
+		p = unsafe.Pointer(&addr[0])
+	}
+	_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(fd), uintptr(p), uintptr(len(addr)))
+	return 0, e
+}
