@@ -49,7 +49,7 @@ fuzz-short:
 # another kernel (Debian 12's 6.1, Landlock ABI 2): integration/vm/README.md.
 VM_PKGS ?= ./integration/ ./cgroups/ ./spawn/ ./integration/vm/selftest/
 vm-test: build probe
-	SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) SANDBOX_PROBE=$(CURDIR)/$(PROBE) integration/vm/run-tests.sh $(VM_PKGS)
+	SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) SANDBOX_PROBE=$(CURDIR)/$(PROBE) integration/vm/run-tests.sh -short $(VM_PKGS)
 
 vm-selfcheck:
 	integration/vm/selfcheck.sh

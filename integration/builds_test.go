@@ -133,6 +133,16 @@ func host(t *testing.T, dir string, env []string, argv ...string) string {
 }
 
 // needTool returns the system-wide path of tool or skips the test.
+// skipBuildsIfShort skips a real build under -short: the VM guests run the
+// suite that way, where compiling under emulation takes minutes (the
+// overlay itself is still tested there by the cheaper tests).
+func skipBuildsIfShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a real build")
+	}
+}
+
 func needTool(t *testing.T, tool string) string {
 	t.Helper()
 	p, ok := lookSystem(tool)
@@ -208,6 +218,7 @@ func writeGoModule(t *testing.T, w *workspace, goTool string) (gocache, modcache
 // default with the caches warm, with GOFLAGS unset and with
 // -buildvcs=auto; the host's build and module caches are unchanged.
 func TestDefaultGoBuildWarmCache(t *testing.T) {
+	skipBuildsIfShort(t)
 	goTool := needTool(t, "go")
 	for _, flags := range []string{"", "-buildvcs=auto"} {
 		t.Run("GOFLAGS="+flags, func(t *testing.T) {
@@ -309,6 +320,7 @@ func (r *npmRegistry) writeNpmProject(t *testing.T, dir string) {
 // cache's index (it failed with EROFS while ~/.npm was read-only), and the
 // host's ~/.npm is unchanged.
 func TestDefaultNpmCiWarmCache(t *testing.T) {
+	skipBuildsIfShort(t)
 	npm := needTool(t, "npm")
 	reg := startNpmRegistry(t)
 	w := newWorkspace(t)
@@ -381,6 +393,7 @@ func pipOK(t *testing.T) string {
 // TestDefaultPipInstallWarmCache: pip installs a local wheel into ./deps
 // in the default with ~/.cache/pip warm, and the cache is unchanged.
 func TestDefaultPipInstallWarmCache(t *testing.T) {
+	skipBuildsIfShort(t)
 	py := pipOK(t)
 	w := newWorkspace(t)
 	writeWheel(t, filepath.Join(w.root, "wheels"), "tinywheel")
@@ -408,6 +421,7 @@ func writeCrate(t *testing.T, dir string) {
 // TestDefaultCargoBuildOffline: cargo build --offline of a crate without
 // dependencies works in the default, and ~/.cargo/registry is unchanged.
 func TestDefaultCargoBuildOffline(t *testing.T) {
+	skipBuildsIfShort(t)
 	cargo := needTool(t, "cargo")
 	w := newWorkspace(t)
 	writeCrate(t, w.root)
@@ -430,6 +444,7 @@ func TestDefaultCargoBuildOffline(t *testing.T) {
 // nobody (an unprivileged user namespace: the overlay needs userxattr),
 // with --allow-degraded because nobody has no cgroup of its own here.
 func TestDefaultGoBuildUnprivileged(t *testing.T) {
+	skipBuildsIfShort(t)
 	isoNeedRoot(t)
 	goTool := needTool(t, "go")
 	w := newWorkspace(t)

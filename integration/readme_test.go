@@ -89,6 +89,7 @@ func shell(t *testing.T, dir string, env []string, script string) result {
 // example in the default, with warm caches: each must succeed and leave
 // the host's caches unchanged.
 func TestReadmeStandaloneExamples(t *testing.T) {
+	skipBuildsIfShort(t)
 	lines := readmeExample(t, "standalone")
 	if len(lines) < 5 {
 		t.Fatalf("the standalone example has %d lines: %q", len(lines), lines)
@@ -158,6 +159,7 @@ func TestReadmeStandaloneExamples(t *testing.T) {
 // through the proxy against a registry stand-in on 127.0.0.1, and the
 // report it asks for.
 func TestReadmeAllowlistExample(t *testing.T) {
+	skipBuildsIfShort(t)
 	needTool(t, "npm")
 	script := strings.Join(readmeExample(t, "allowlist"), "\n") + "\n"
 	const project, entry = "/home/me/project", `{"domain":"registry.npmjs.org","port":443}`
