@@ -253,9 +253,6 @@ func (p *isoProc) output() string {
 	return fmt.Sprintf("stdout %q, stderr %q", o, e)
 }
 
-// TestNoCapabilities: whoever runs the helper, the program has no
-// capability in any set, the bounding set included, and its securebits
-// are locked (SECBIT_NOROOT and every *_LOCKED bit), in both modes.
 // isoStarted runs script, which first prints "started", in a fresh
 // workspace as u in mode, and returns the lines it printed after that.
 func isoStarted(t *testing.T, u isoUser, mode, script string) []string {
@@ -268,6 +265,9 @@ func isoStarted(t *testing.T, u isoUser, mode, script string) []string {
 	return isoLines(r.stdout)[1:]
 }
 
+// TestNoCapabilities: whoever runs the helper, the program has no
+// capability in any set, the bounding set included, and its securebits
+// are locked (SECBIT_NOROOT and every *_LOCKED bit), in both modes.
 func TestNoCapabilities(t *testing.T) {
 	users := isoAnyUser(t)
 	python := "/usr/bin/python3"

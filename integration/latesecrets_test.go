@@ -1,12 +1,9 @@
 package integration
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -53,20 +50,7 @@ while { [ ! -e "$1" ] || [ ! -e "$2" ]; } && [ $i -lt 50 ]; do sleep 0.1; i=$((i
 cat "$1" "$2" 2>&1; "$4" read "$1"; "$4" read "$2"; cat "$3"`
 				args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--resource-limits", limitsNoCgroup}, fsOpts(t, mode)...)
 				args = append(args, "--", "/bin/sh", "-c", script, mark, netrc, filepath.Join(aws, "credentials"), filepath.Join(w.home, "docs", "notes.txt"), probe)
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				cmd := exec.CommandContext(ctx, binary, args...)
-				cmd.Dir = w.root
-				cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C"}, w.env()...)
-				if u.cred != nil {
-					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
-				}
-				var stdout, stderr strings.Builder
-				cmd.Stdout, cmd.Stderr = &stdout, &stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				started.Store(cmd.Process.Pid, true)
+				p := isoStart(t, w, u, nil, args)
 				// Created from outside 1 s after the program started.
 				for i := 0; i < 400; i++ {
 					if _, err := os.Stat(mark); err == nil {
@@ -78,19 +62,22 @@ cat "$1" "$2" 2>&1; "$4" read "$1"; "$4" read "$2"; cat "$3"`
 				write(t, netrc, "machine late password LATE-NETRC\n")
 				mustMkdir(t, aws)
 				write(t, filepath.Join(aws, "credentials"), "LATE-AWS-SECRET\n")
-				err := cmd.Wait()
-				out := stdout.String()
-				if err != nil {
-					t.Fatalf("run: %v: %q %q", err, out, stderr.String())
+				if !p.wait(60 * time.Second) {
+					t.Fatalf("the run did not end within 60 s: %s", p.output())
+				}
+				b, _ := os.ReadFile(p.stdout)
+				out := string(b)
+				if p.code != 0 {
+					t.Fatalf("run: exit %d: %s", p.code, p.output())
 				}
 				if !strings.Contains(out, "appeared") {
-					t.Fatalf("the program never saw the secrets appear: %q %q", out, stderr.String())
+					t.Fatalf("the program never saw the secrets appear: %s", p.output())
 				}
 				if strings.Contains(out, "LATE-NETRC") || strings.Contains(out, "LATE-AWS-SECRET") {
 					t.Errorf("a secret created during the run was read: %q", out)
 				}
 				if !strings.Contains(out, "readable notes") {
-					t.Errorf("the rest of HOME is not readable: %q %q", out, stderr.String())
+					t.Errorf("the rest of HOME is not readable: %s", p.output())
 				}
 			})
 		}

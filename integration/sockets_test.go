@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
@@ -188,20 +187,7 @@ echo "sendfd $("$P" unixsendfd "$9/fd.sock" "$9/f")"; wait; echo "recvfd $(tr '\
 echo "socketpair $("$P" socketpair)"`
 					args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", pol, "--resource-limits", limitsNoCgroup}, netArgs(t, mode, network == "full")...)
 					args = append(args, "--", "/bin/sh", "-c", script, probe, mark, d.stream, d.link, d.inLink, d.moved, d.netns, d.dgram, d.late, src, d.rel, d.postRename)
-					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-					defer cancel()
-					cmd := exec.CommandContext(ctx, binary, args...)
-					cmd.Dir = w.root
-					cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C"}, w.env()...)
-					if u.cred != nil {
-						cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
-					}
-					var stdout, stderr strings.Builder
-					cmd.Stdout, cmd.Stderr = &stdout, &stderr
-					if err := cmd.Start(); err != nil {
-						t.Fatal(err)
-					}
-					started.Store(cmd.Process.Pid, true)
+					p := isoStart(t, w, u, nil, args)
 					// The late daemon binds once the program runs.
 					for i := 0; i < 400; i++ {
 						if _, err := os.Stat(mark); err == nil {
@@ -214,18 +200,23 @@ echo "socketpair $("$P" socketpair)"`
 					if err := os.Rename(filepath.Dir(d.preRename), filepath.Dir(d.postRename)); err != nil {
 						t.Fatal(err)
 					}
-					if err := cmd.Wait(); err != nil {
-						t.Fatalf("run: %v: %q %q", err, stdout.String(), stderr.String())
+					if !p.wait(60 * time.Second) {
+						t.Fatalf("the run did not end within 60 s: %s", p.output())
 					}
+					if p.code != 0 {
+						t.Fatalf("run: exit %d: %s", p.code, p.output())
+					}
+					b, _ := os.ReadFile(p.stdout)
+					stdout := string(b)
 					got := map[string]string{}
-					for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+					for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
 						k, v, _ := strings.Cut(line, " ")
 						got[k] = v
 					}
 					for _, k := range []string{"path", "relative", "relbound", "link", "inlink", "moved", "renamed-late", "netns", "late",
 						"dgram-sendto", "dgram-sendmsg", "dgram-sendmmsg", "dgram-connect", "dgram-pair"} {
 						if v, ok := got[k]; !ok || v == "ok" {
-							t.Errorf("%s: %q, want refused (%q)", k, v, stdout.String())
+							t.Errorf("%s: %q, want refused (%q)", k, v, stdout)
 						}
 					}
 					if b, err := os.ReadFile(d.dgramLg); err == nil && len(b) > 0 {
@@ -233,7 +224,7 @@ echo "socketpair $("$P" socketpair)"`
 					}
 					for _, k := range []string{"own", "owndgram-sendto", "owndgram-sendmsg", "owndgram-sendmmsg", "owndgram-connect", "owndgram-pair", "sendfd", "socketpair"} {
 						if got[k] != "ok" {
-							t.Errorf("%s: %q, want ok (%q %q)", k, got[k], stdout.String(), stderr.String())
+							t.Errorf("%s: %q, want ok (%s)", k, got[k], p.output())
 						}
 					}
 					for _, want := range []string{"sent-by-sendto", "sent-by-sendmsg", "sent-by-connect", "sent-by-pair"} {
