@@ -515,3 +515,23 @@ func TestScratchCachesOnlyInTheDefault(t *testing.T) {
 		t.Errorf("--explain of the default: %+v %v", ex.Enforcement.Filesystem, err)
 	}
 }
+
+// TestScratchCacheLayersUnprivileged: the same throwaway overlay for an
+// unprivileged user (overlayfs in a user namespace, userxattr), which the
+// VM guests' older kernels run too (real builds are skipped there). The
+// default's limits need --allow-degraded without a delegated cgroup.
+func TestScratchCacheLayersUnprivileged(t *testing.T) {
+	isoNeedRoot(t)
+	w := isoWorkspace(t, isoNobody)
+	npmCache := filepath.Join(w.home, ".npm")
+	mustMkdir(t, npmCache)
+	write(t, filepath.Join(npmCache, "warm"), "warm\n")
+	chownPaths(t, int(isoNobody.cred.Uid), int(isoNobody.cred.Gid), npmCache)
+	snap := snapshotCaches(t, npmCache)
+	r := run(t, runOpts{env: buildEnv(w), dir: w.root, cred: isoNobody.cred}, "--allow-degraded", "--", "sh", "-c",
+		`cat ~/.npm/warm && echo changed > ~/.npm/warm && echo new > ~/.npm/new && cat ~/.npm/new`)
+	if r.code != 0 || r.stdout != "warm\nnew\n" {
+		t.Fatalf("writing a scratch cache as nobody: %v", r)
+	}
+	snap.unchanged(t)
+}
