@@ -171,8 +171,21 @@ func TestSecretsStayUnreadable(t *testing.T) {
 					t.Errorf("the rest of HOME is not readable: %v", r)
 				}
 				// Through a symlink the secret stays denied.
-				link := filepath.Join(w.out, "key-link")
-				_ = os.Symlink(secrets[0], link)
+				// The link must exist (ENOENT counts as denied), and a link of
+				// the same kind to a plain file must read (so a refusal is the
+				// secret's, not the link's).
+				link, plain := filepath.Join(w.out, "key-link"), filepath.Join(w.out, "notes-link")
+				for l, target := range map[string]string{link: secrets[0], plain: notes} {
+					if err := os.Remove(l); err != nil && !os.IsNotExist(err) {
+						t.Fatal(err)
+					}
+					if err := os.Symlink(target, l); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if r := w.sandbox(t, pol, opts, probe, "read", plain); !strings.HasPrefix(r.stdout, "ok readable notes") {
+					t.Errorf("a plain file through a symlink: %v", r)
+				}
 				if r := w.sandbox(t, pol, opts, probe, "read", link); r.code != 1 || !secretDenied(probeResult(r)) {
 					t.Errorf("secret through a symlink: %v", r)
 				}

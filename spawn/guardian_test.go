@@ -1,6 +1,7 @@
 package spawn
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,14 +123,24 @@ func TestGuardianIsNotOurChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ppid, _ := parentField(string(b)); ppid == os.Getpid() {
+	ppid, err := parentField(string(b))
+	if err != nil || ppid <= 0 {
+		t.Fatalf("stat of the guardian: ppid %d, %v in %q", ppid, err, b)
+	}
+	if ppid == os.Getpid() {
 		t.Errorf("the guardian is our child")
 	}
 }
 
 func parentField(stat string) (int, error) {
 	i := strings.LastIndexByte(stat, ')')
+	if i < 0 || i+2 > len(stat) {
+		return 0, fmt.Errorf("no comm field")
+	}
 	f := strings.Fields(stat[i+2:])
+	if len(f) < 2 {
+		return 0, fmt.Errorf("%d fields after comm", len(f))
+	}
 	return strconv.Atoi(f[1])
 }
 

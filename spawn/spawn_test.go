@@ -146,15 +146,17 @@ func TestRlimitAndNoNewPrivs(t *testing.T) {
 	dir := t.TempDir()
 	out, _ := os.Create(filepath.Join(dir, "out"))
 	defer out.Close()
-	script := "ulimit -c; grep NoNewPrivs /proc/self/status >&" + strconv.Itoa(int(out.Fd()))
+	// Limits no default has (a soft core limit of 0 is common, so 0 would
+	// prove nothing): soft and hard, read back as whole lines.
+	script := "ulimit -S -n; ulimit -H -n; grep NoNewPrivs /proc/self/status"
 	req := &Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", "{ " + script + "; } >&" + strconv.Itoa(int(out.Fd()))},
-		Rlimits: []Rlimit{{Resource: unix.RLIMIT_CORE, Cur: 0, Max: 0}}, KeepFDs: []int{int(out.Fd())}}
+		Rlimits: []Rlimit{{Resource: unix.RLIMIT_NOFILE, Cur: 77, Max: 99}}, KeepFDs: []int{int(out.Fd())}}
 	if _, _, err := run(t, req); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(out.Name())
-	if !strings.Contains(string(b), "0\n") || !strings.Contains(string(b), "NoNewPrivs:\t1") {
-		t.Fatalf("child saw %q", b)
+	if got, want := string(b), "77\n99\nNoNewPrivs:\t1\n"; got != want {
+		t.Fatalf("child saw %q, want %q", got, want)
 	}
 }
 
