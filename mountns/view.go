@@ -124,8 +124,7 @@ type Narrowing struct {
 
 // Mount attribute and flag values used by the operations.
 const (
-	mountAttrRdonly = 0x1 // MOUNT_ATTR_RDONLY
-	maskFlags       = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	maskFlags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
 )
 
 // Build decides the view for p. It is a preview where placeholders are
@@ -264,9 +263,9 @@ func (v *View) assemble() error {
 
 	if !o.Privileged {
 		v.NamespaceFlags |= unix.CLONE_NEWUSER
-		op(spawn.Op{Kind: spawn.OpWrite, A: "/proc/self/setgroups", B: "deny", Desc: "user namespace: setgroups deny"})
-		op(spawn.Op{Kind: spawn.OpWrite, A: "/proc/self/uid_map", B: fmt.Sprintf("%d %d 1", o.UID, o.UID), Desc: "user namespace: uid map"})
-		op(spawn.Op{Kind: spawn.OpWrite, A: "/proc/self/gid_map", B: fmt.Sprintf("%d %d 1", o.GID, o.GID), Desc: "user namespace: gid map"})
+		op(spawn.WriteFile("/proc/self/setgroups", "deny", "user namespace: setgroups deny"))
+		op(spawn.WriteFile("/proc/self/uid_map", fmt.Sprintf("%d %d 1", o.UID, o.UID), "user namespace: uid map"))
+		op(spawn.WriteFile("/proc/self/gid_map", fmt.Sprintf("%d %d 1", o.GID, o.GID), "user namespace: gid map"))
 	}
 	if o.Isolate {
 		v.NamespaceFlags |= unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
@@ -275,13 +274,13 @@ func (v *View) assemble() error {
 	}
 	if o.Network {
 		v.NamespaceFlags |= unix.CLONE_NEWNET
-		op(spawn.Op{Kind: spawn.OpLoUp, Desc: "bring up the loopback interface"})
+		op(spawn.LoopbackUp("bring up the loopback interface"))
 		if o.Proxy != nil {
-			op(spawn.Op{Kind: spawn.OpListenSend, FD: o.Proxy.FD, Flags: uintptr(o.Proxy.Port), Desc: "listen for the proxy on 127.0.0.1"})
+			op(spawn.ListenAndHandOver(o.Proxy.Port, o.Proxy.FD, "listen for the proxy on 127.0.0.1"))
 		}
 	}
 	// Nothing done here may propagate back to the host.
-	op(spawn.Op{Kind: spawn.OpMount, B: "/", Flags: unix.MS_REC | unix.MS_PRIVATE, Desc: "make / private"})
+	op(spawn.MakePrivate("/", "make / private"))
 
 	// Writable roots keep their own mount trees (with whatever was
 	// read-only in them still read-only): clone them before everything is
@@ -294,25 +293,24 @@ func (v *View) assemble() error {
 		return fmt.Errorf("mountns: %d writable roots; at most %d can be mounted", len(roots), spawn.MaxSlots-n)
 	}
 	for i, r := range roots {
-		op(spawn.Op{Kind: spawn.OpOpenTree, FD: i, A: r, Desc: "clone writable root " + r})
+		op(spawn.CloneTree(spawn.Slot(i), r, "clone writable root "+r))
 	}
 	if v.exact {
-		op(spawn.Op{Kind: spawn.OpSetAttr, A: "/", FD: 1, Flags: mountAttrRdonly, Desc: "make everything read-only"})
+		op(spawn.SetReadOnly("/", true, "make everything read-only"))
 	}
 	if o.Isolate {
 		v.privateDevAndProc(len(roots))
 	}
 	for i, r := range roots {
-		op(spawn.Op{Kind: spawn.OpMoveMount, FD: i, A: r, Desc: "writable root " + r})
+		op(spawn.AttachTree(spawn.Slot(i), r, "writable root "+r))
 	}
 	if v.exact && o.PrivateTmp != "" {
 		v.scratchCaches()
 	}
 	if o.PrivateTmp != "" {
 		// Over whatever is there (a read-only view, a root): on top.
-		op(spawn.Op{Kind: spawn.OpMount, A: "tmpfs", B: o.PrivateTmp, C: "tmpfs",
-			D:     fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", o.PrivateTmpBytes, o.UID, o.GID),
-			Flags: unix.MS_NOSUID | unix.MS_NODEV, Desc: "private temp dir " + o.PrivateTmp})
+		op(spawn.MountNew("tmpfs", o.PrivateTmp, unix.MS_NOSUID|unix.MS_NODEV,
+			fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", o.PrivateTmpBytes, o.UID, o.GID), "private temp dir "+o.PrivateTmp))
 	}
 	for _, m := range v.masks {
 		if o.Isolate && underAny(maskedPath(m), hiddenBy) {
@@ -324,7 +322,7 @@ func (v *View) assemble() error {
 	// The working directory was looked up before the mounts: look it up
 	// again so that it is the new view's.
 	if o.Cwd != "" {
-		op(spawn.Op{Kind: spawn.OpChdir, A: o.Cwd, Desc: "re-enter working directory " + o.Cwd})
+		op(spawn.Chdir(o.Cwd, "re-enter working directory "+o.Cwd))
 	}
 	return nil
 }
@@ -343,9 +341,8 @@ func (v *View) scratchCaches() {
 	}
 	op := func(x spawn.Op) { v.Ops = append(v.Ops, x) }
 	stage := o.PrivateTmp
-	op(spawn.Op{Kind: spawn.OpMount, A: "tmpfs", B: stage, C: "tmpfs",
-		D:     fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", o.PrivateTmpBytes, o.UID, o.GID),
-		Flags: unix.MS_NOSUID | unix.MS_NODEV, Desc: "scratch cache layers"})
+	op(spawn.MountNew("tmpfs", stage, unix.MS_NOSUID|unix.MS_NODEV,
+		fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", o.PrivateTmpBytes, o.UID, o.GID), "scratch cache layers"))
 	extra := ""
 	if !o.Privileged {
 		// trusted.* extended attributes are not the user namespace's.
@@ -353,12 +350,11 @@ func (v *View) scratchCaches() {
 	}
 	for i, dir := range o.ScratchCaches {
 		layer := fmt.Sprintf("%s/%d", stage, i)
-		op(spawn.Op{Kind: spawn.OpMkdir, A: layer, Flags: 0o700, Desc: "scratch layer for " + dir})
-		op(spawn.Op{Kind: spawn.OpMkdir, A: layer + "/upper", Flags: 0o755, Desc: "scratch layer for " + dir})
-		op(spawn.Op{Kind: spawn.OpMkdir, A: layer + "/work", Flags: 0o700, Desc: "scratch layer for " + dir})
-		op(spawn.Op{Kind: spawn.OpMount, A: "overlay", B: dir, C: "overlay",
-			D:     fmt.Sprintf("lowerdir=%s,upperdir=%s/upper,workdir=%s/work%s", dir, layer, layer, extra),
-			Flags: unix.MS_NOSUID | unix.MS_NODEV, Desc: "scratch cache " + dir})
+		op(spawn.Mkdir(layer, 0o700, "scratch layer for "+dir))
+		op(spawn.Mkdir(layer+"/upper", 0o755, "scratch layer for "+dir))
+		op(spawn.Mkdir(layer+"/work", 0o700, "scratch layer for "+dir))
+		op(spawn.MountNew("overlay", dir, unix.MS_NOSUID|unix.MS_NODEV,
+			fmt.Sprintf("lowerdir=%s,upperdir=%s/upper,workdir=%s/work%s", dir, layer, layer, extra), "scratch cache "+dir))
 		v.ScratchCaches = append(v.ScratchCaches, dir)
 	}
 }
@@ -375,40 +371,34 @@ func (v *View) privateDevAndProc(slot int) {
 	op := func(x spawn.Op) { v.Ops = append(v.Ops, x) }
 	const dirFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
 	for i, d := range v.devices {
-		op(spawn.Op{Kind: spawn.OpOpenTree, FD: slot + i, A: "/dev/" + d, Desc: "clone /dev/" + d})
+		op(spawn.CloneTree(spawn.Slot(slot+i), "/dev/"+d, "clone /dev/"+d))
 	}
 	ptsSlot := slot + len(v.devices)
 	if v.hostPts {
-		op(spawn.Op{Kind: spawn.OpOpenTree, FD: ptsSlot, A: "/dev/pts", Desc: "clone /dev/pts"})
+		op(spawn.CloneTree(spawn.Slot(ptsSlot), "/dev/pts", "clone /dev/pts"))
 	}
-	op(spawn.Op{Kind: spawn.OpMount, A: "tmpfs", B: "/dev", C: "tmpfs", D: "mode=0755,size=64k,nr_inodes=64", Flags: dirFlags, Desc: "private /dev"})
+	op(spawn.MountNew("tmpfs", "/dev", dirFlags, "mode=0755,size=64k,nr_inodes=64", "private /dev"))
 	for i, d := range v.devices {
-		op(spawn.Op{Kind: spawn.OpCreate, A: "/dev/" + d, Flags: 0o666, Desc: "create /dev/" + d})
-		op(spawn.Op{Kind: spawn.OpMoveMount, FD: slot + i, A: "/dev/" + d, Desc: "bind /dev/" + d})
+		op(spawn.CreateFile("/dev/"+d, 0o666, "create /dev/"+d))
+		op(spawn.AttachTree(spawn.Slot(slot+i), "/dev/"+d, "bind /dev/"+d))
 	}
-	op(spawn.Op{Kind: spawn.OpMkdir, A: "/dev/pts", Flags: 0o755, Desc: "create /dev/pts"})
+	op(spawn.Mkdir("/dev/pts", 0o755, "create /dev/pts"))
 	if v.hostPts {
-		op(spawn.Op{Kind: spawn.OpMoveMount, FD: ptsSlot, A: "/dev/pts", Desc: "bind /dev/pts"})
+		op(spawn.AttachTree(spawn.Slot(ptsSlot), "/dev/pts", "bind /dev/pts"))
 	} else {
-		op(spawn.Op{Kind: spawn.OpMount, A: "devpts", B: "/dev/pts", C: "devpts", D: "newinstance,ptmxmode=0666,mode=620",
-			Flags: unix.MS_NOSUID | unix.MS_NOEXEC, Desc: "private /dev/pts"})
+		op(spawn.MountNew("devpts", "/dev/pts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620", "private /dev/pts"))
 	}
-	op(spawn.Op{Kind: spawn.OpMkdir, A: "/dev/shm", Flags: 0o755, Desc: "create /dev/shm"})
-	op(spawn.Op{Kind: spawn.OpMount, A: "tmpfs", B: "/dev/shm", C: "tmpfs", D: "mode=1777,size=64m", Flags: dirFlags, Desc: "private /dev/shm"})
+	op(spawn.Mkdir("/dev/shm", 0o755, "create /dev/shm"))
+	op(spawn.MountNew("tmpfs", "/dev/shm", dirFlags, "mode=1777,size=64m", "private /dev/shm"))
 	for _, l := range [][2]string{{"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"}} {
-		op(spawn.Op{Kind: spawn.OpSymlink, A: l[0], B: "/dev/" + l[1], Desc: "link /dev/" + l[1]})
+		op(spawn.Symlink(l[0], "/dev/"+l[1], "link /dev/"+l[1]))
 	}
-	op(spawn.Op{Kind: spawn.OpMount, B: "/dev", Flags: unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY | dirFlags, Desc: "make /dev read-only"})
-	op(spawn.Op{Kind: spawn.OpMount, A: "proc", B: "/proc", C: "proc", Flags: unix.MS_RDONLY | dirFlags, Desc: "private /proc"})
+	op(spawn.RemountBind("/dev", unix.MS_RDONLY|dirFlags, "make /dev read-only"))
+	op(spawn.MountNew("proc", "/proc", unix.MS_RDONLY|dirFlags, "", "private /proc"))
 }
 
 // maskedPath is the path a mask operation covers.
-func maskedPath(op spawn.Op) string {
-	if op.Kind == spawn.OpSetAttr {
-		return op.A
-	}
-	return op.B
-}
+func maskedPath(op spawn.Op) string { return op.Target() }
 
 func underAny(path string, dirs []string) bool {
 	for _, d := range dirs {
@@ -454,11 +444,10 @@ func (v *View) decideMasks(registered func(string, *unix.Stat_t) bool) error {
 			v.addPlaceholder(target, d.Path)
 			fallthrough
 		case targetDir:
-			op(spawn.Op{Kind: spawn.OpMount, A: "tmpfs", B: target, C: "tmpfs", D: "mode=000,size=4k,nr_inodes=1",
-				Flags: maskFlags, Desc: "mask " + target})
+			op(spawn.MountNew("tmpfs", target, maskFlags, "mode=000,size=4k,nr_inodes=1", "mask "+target))
 		case targetFile:
-			op(spawn.Op{Kind: spawn.OpMount, A: "/dev/null", B: target, Flags: unix.MS_BIND, Desc: "mask " + target})
-			op(spawn.Op{Kind: spawn.OpMount, B: target, Flags: unix.MS_REMOUNT | unix.MS_BIND | maskFlags, Desc: "mask " + target + " read-only"})
+			op(spawn.Bind("/dev/null", target, false, "mask "+target))
+			op(spawn.RemountBind(target, maskFlags, "mask "+target+" read-only"))
 		}
 		masked[target] = true
 		v.Masked = append(v.Masked, target)
@@ -484,8 +473,8 @@ func (v *View) decideMasks(registered func(string, *unix.Stat_t) bool) error {
 			continue
 		}
 		masked[target] = true
-		op(spawn.Op{Kind: spawn.OpMount, A: target, B: target, Flags: unix.MS_BIND | unix.MS_REC, Desc: "bind " + target})
-		op(spawn.Op{Kind: spawn.OpSetAttr, A: target, FD: 1, Flags: mountAttrRdonly, Desc: "make " + target + " read-only"})
+		op(spawn.Bind(target, target, true, "bind "+target))
+		op(spawn.SetReadOnly(target, true, "make "+target+" read-only"))
 		v.ReadOnly = append(v.ReadOnly, target)
 	}
 	// Daemons' unix sockets are not masked here: the supervisor decides

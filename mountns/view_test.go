@@ -1,6 +1,7 @@
 package mountns
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,7 +37,7 @@ func mk(t *testing.T, base string, names ...string) {
 func describe(ops []spawn.Op) []string {
 	var out []string
 	for _, o := range ops {
-		out = append(out, o.Desc)
+		out = append(out, o.Why())
 	}
 	return out
 }
@@ -111,11 +112,12 @@ func TestBuildOrdersOperations(t *testing.T) {
 	// A file is masked with a nodev bind of /dev/null, a directory with an
 	// empty read-only tmpfs.
 	for _, o := range v.Ops {
-		if o.Desc == "mask "+filepath.Join(home, ".netrc") && (o.Kind != spawn.OpMount || o.A != "/dev/null" || o.Flags != unix.MS_BIND) {
-			t.Errorf("file mask %+v", o)
+		netrc, ssh := filepath.Join(home, ".netrc"), filepath.Join(home, ".ssh")
+		if want := fmt.Sprintf("mount(%q, %q, \"\", MS_BIND, \"\")", "/dev/null", netrc); o.Why() == "mask "+netrc && o.String() != want {
+			t.Errorf("file mask %s, want %s", o, want)
 		}
-		if o.Desc == "mask "+filepath.Join(home, ".ssh") && (o.C != "tmpfs" || o.Flags&unix.MS_RDONLY == 0) {
-			t.Errorf("dir mask %+v", o)
+		if want := fmt.Sprintf("mount(\"tmpfs\", %q, \"tmpfs\", MS_RDONLY|MS_NOSUID|MS_NODEV|MS_NOEXEC, \"mode=000,size=4k,nr_inodes=1\")", ssh); o.Why() == "mask "+ssh && o.String() != want {
+			t.Errorf("dir mask %s, want %s", o, want)
 		}
 	}
 }
@@ -154,8 +156,8 @@ func TestWithAddsRuntimeParts(t *testing.T) {
 	}
 	// A bounded tmpfs of the user's own, mounted after the read-only
 	// remount and the roots (so on top of both), before the masks.
-	if m := got.Ops[i]; m.Kind != spawn.OpMount || m.C != "tmpfs" || m.D != "size=1048576,mode=0700,uid=1000,gid=1000" || m.Flags&unix.MS_NOEXEC != 0 {
-		t.Errorf("temp dir mount %+v", m)
+	if m, want := got.Ops[i].String(), fmt.Sprintf("mount(\"tmpfs\", %q, \"tmpfs\", MS_NOSUID|MS_NODEV, \"size=1048576,mode=0700,uid=1000,gid=1000\")", tmp); m != want {
+		t.Errorf("temp dir mount %s, want %s", m, want)
 	}
 	if i < index(describe(got.Ops), "make everything read-only") || i < index(describe(got.Ops), "writable root "+ws) || i > index(describe(got.Ops), "mask "+filepath.Join(base, "home", ".ssh")) {
 		t.Errorf("temp dir mounted out of order:\n%s", strings.Join(describe(got.Ops), "\n"))
@@ -181,11 +183,11 @@ func TestBuildUnprivilegedMapsItself(t *testing.T) {
 	}
 	want := map[string]string{"/proc/self/setgroups": "deny", "/proc/self/uid_map": "1000 1000 1", "/proc/self/gid_map": "1001 1001 1"}
 	for i, o := range v.Ops[:3] {
-		if o.Kind != spawn.OpWrite || want[o.A] != o.B {
-			t.Errorf("op %d %+v", i, o)
+		if o.Kind() != spawn.OpWrite || o.String() != fmt.Sprintf("write(%q, %q)", o.Target(), want[o.Target()]) {
+			t.Errorf("op %d %s", i, o)
 		}
 	}
-	if v.Ops[0].A != "/proc/self/setgroups" {
+	if v.Ops[0].Target() != "/proc/self/setgroups" {
 		t.Errorf("setgroups must be denied before gid_map is written")
 	}
 }
@@ -207,8 +209,8 @@ func TestBuildMasksEachTargetOnce(t *testing.T) {
 	}
 	seen := map[string]int{}
 	for _, o := range v.Ops {
-		if strings.HasPrefix(o.Desc, "mask ") {
-			seen[o.B]++
+		if strings.HasPrefix(o.Why(), "mask ") {
+			seen[o.Target()]++
 		}
 	}
 	if len(seen) != 2 || seen[home] != 1 || seen[missing] != 1 {
@@ -245,15 +247,15 @@ func TestScratchCachesOverlays(t *testing.T) {
 		if !(index(d, "make everything read-only") < stage && stage < ov && ov < priv2 && priv2 < mask) {
 			t.Fatalf("out of order:\n%s", strings.Join(d, "\n"))
 		}
-		if m := v.Ops[stage]; m.B != tmp || m.C != "tmpfs" || m.D != "size=1048576,mode=0700,uid=1000,gid=1000" {
-			t.Errorf("staging tmpfs %+v", m)
+		if m, w := v.Ops[stage].String(), fmt.Sprintf("mount(\"tmpfs\", %q, \"tmpfs\", MS_NOSUID|MS_NODEV, \"size=1048576,mode=0700,uid=1000,gid=1000\")", tmp); m != w {
+			t.Errorf("staging tmpfs %s, want %s", m, w)
 		}
 		want := "lowerdir=" + npm + ",upperdir=" + tmp + "/0/upper,workdir=" + tmp + "/0/work"
 		if !priv {
 			want += ",userxattr"
 		}
-		if m := v.Ops[ov]; m.Kind != spawn.OpMount || m.A != "overlay" || m.B != npm || m.C != "overlay" || m.D != want {
-			t.Errorf("overlay %+v, want data %q", m, want)
+		if m, w := v.Ops[ov].String(), fmt.Sprintf("mount(\"overlay\", %q, \"overlay\", MS_NOSUID|MS_NODEV, %q)", npm, want); m != w {
+			t.Errorf("overlay %s, want %s", m, w)
 		}
 		if !slices.Equal(v.ScratchCaches, []string{npm}) {
 			t.Errorf("View.ScratchCaches %v", v.ScratchCaches)

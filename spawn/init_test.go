@@ -30,8 +30,8 @@ func initRequest(t *testing.T, script string) (*Request, *os.File) {
 		UnshareFlags:   unix.CLONE_NEWCGROUP,
 		Init:           true, DropCapabilities: true,
 		Ops: []Op{
-			{Kind: OpMount, B: "/", Flags: unix.MS_REC | unix.MS_PRIVATE, Desc: "make / private"},
-			{Kind: OpMount, A: "proc", B: "/proc", C: "proc", Flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, Desc: "proc"},
+			MakePrivate("/", "make / private"),
+			MountNew("proc", "/proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "", "proc"),
 		},
 		CgroupFD: -1, RulesetFD: -1, NotifySock: -1,
 	}, f

@@ -62,55 +62,28 @@ func (s Step) String() string {
 	return fmt.Sprintf("step %d", int(s))
 }
 
-// OpKind is the kind of a prepared operation.
+// OpKind is the kind of an Op: the C stage's operation code (what each does
+// is said by the constructor that makes it, in ops.go).
 type OpKind int
 
-// Operation kinds (see Op).
+// Operation kinds, as the C stage numbers them.
 const (
-	OpMount OpKind = C.SE_OP_MOUNT // mount(A, B, C, Flags, D)
-	OpWrite OpKind = C.SE_OP_WRITE // write B to the file A (uid_map, setgroups)
-	OpChdir OpKind = C.SE_OP_CHDIR // chdir(A)
-	// OpSetAttr sets MOUNT_ATTR_* Flags on the mount at A (FD 1: the whole
-	// subtree) with mount_setattr.
-	OpSetAttr OpKind = C.SE_OP_SETATTR
-	// OpOpenTree clones the mount tree at A into slot FD (open_tree with
-	// OPEN_TREE_CLONE|AT_RECURSIVE); OpMoveMount attaches slot FD at A.
-	OpOpenTree  OpKind = C.SE_OP_OPEN_TREE
-	OpMoveMount OpKind = C.SE_OP_MOVE_MOUNT
-	// OpLoUp brings the loopback interface of the child's network
-	// namespace up.
-	OpLoUp OpKind = C.SE_OP_LO_UP
-	// OpListenSend listens on 127.0.0.1:Flags (TCP) in the child's network
-	// namespace and sends the listening socket over the unix socket FD
-	// (see ReceiveFD): the supervisor serves it from outside.
-	OpListenSend OpKind = C.SE_OP_LISTEN_SEND
-	// OpMkdir makes the directory A with mode Flags; OpCreate the empty
-	// regular file A with mode Flags (something to mount a file on);
-	// OpSymlink makes B a symbolic link to A.
-	OpMkdir   OpKind = C.SE_OP_MKDIR
-	OpCreate  OpKind = C.SE_OP_CREATE
-	OpSymlink OpKind = C.SE_OP_SYMLINK
-	// OpLandlockRule adds a rule granting the Landlock rights Flags
-	// beneath the directory A to Request.RulesetFD, in the child's own
-	// view: for directories the mounts made new (a rule names an inode,
-	// and a mount over a directory hides the rules given to the one
-	// below). A missing A is skipped.
-	OpLandlockRule OpKind = C.SE_OP_LANDLOCK_RULE
+	OpMount        OpKind = C.SE_OP_MOUNT         // MakePrivate, MountNew, Bind, RemountBind
+	OpWrite        OpKind = C.SE_OP_WRITE         // WriteFile
+	OpChdir        OpKind = C.SE_OP_CHDIR         // Chdir
+	OpSetAttr      OpKind = C.SE_OP_SETATTR       // SetReadOnly
+	OpOpenTree     OpKind = C.SE_OP_OPEN_TREE     // CloneTree
+	OpMoveMount    OpKind = C.SE_OP_MOVE_MOUNT    // AttachTree
+	OpLoUp         OpKind = C.SE_OP_LO_UP         // LoopbackUp
+	OpListenSend   OpKind = C.SE_OP_LISTEN_SEND   // ListenAndHandOver
+	OpMkdir        OpKind = C.SE_OP_MKDIR         // Mkdir
+	OpCreate       OpKind = C.SE_OP_CREATE        // CreateFile
+	OpSymlink      OpKind = C.SE_OP_SYMLINK       // Symlink
+	OpLandlockRule OpKind = C.SE_OP_LANDLOCK_RULE // LandlockRule
 )
 
 // MaxSlots is the number of mount trees Ops can hold at once.
 const MaxSlots = C.SE_MAX_SLOTS
-
-// Op is one namespace or mount operation the child runs after joining its
-// cgroups and before anything else. Desc says what it is for, in error
-// messages ("mask /home/u/.ssh").
-type Op struct {
-	Kind       OpKind
-	FD         int
-	Flags      uintptr
-	A, B, C, D string
-	Desc       string
-}
 
 // Rlimit is one resource limit to set in the child.
 type Rlimit struct {
@@ -347,13 +320,13 @@ func Start(req *Request) (*Process, error) {
 	if len(req.Ops) > 0 {
 		ops := unsafe.Slice((*C.struct_se_op)(a.alloc(C.sizeof_struct_se_op*C.size_t(len(req.Ops)))), len(req.Ops))
 		for i, op := range req.Ops {
-			ops[i].kind = C.int(op.Kind)
-			ops[i].fd = C.int(op.FD)
-			ops[i].flags = C.ulong(op.Flags)
-			ops[i].a = a.cstring(op.A)
-			ops[i].b = a.cstring(op.B)
-			ops[i].c = a.cstring(op.C)
-			ops[i].d = a.cstring(op.D)
+			ops[i].kind = C.int(op.kind)
+			ops[i].fd = C.int(op.slot)
+			ops[i].flags = C.ulong(op.num)
+			ops[i].a = a.cstring(op.a)
+			ops[i].b = a.cstring(op.b)
+			ops[i].c = a.cstring(op.c)
+			ops[i].d = a.cstring(op.d)
 		}
 		r.ops = &ops[0]
 		r.nops = C.int(len(req.Ops))
@@ -439,7 +412,7 @@ func detail(req *Request, step Step, i int) string {
 	switch step {
 	case StepOp:
 		if i >= 0 && i < len(req.Ops) {
-			return req.Ops[i].Desc
+			return req.Ops[i].why
 		}
 	case StepExec:
 		if i >= 0 && i < len(req.Paths) {

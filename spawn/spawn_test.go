@@ -163,7 +163,7 @@ func TestRlimitAndNoNewPrivs(t *testing.T) {
 func TestSetupFailureIsReportedWithStep(t *testing.T) {
 	// An op that must fail: chdir into a missing directory.
 	p, err := Start(&Request{Paths: []string{"/bin/true"}, Argv: []string{"true"}, CgroupFD: -1, RulesetFD: -1, NotifySock: -1,
-		Ops: []Op{{Kind: OpChdir, A: "/nonexistent/dir", Desc: "chdir /nonexistent/dir"}}})
+		Ops: []Op{Chdir("/nonexistent/dir", "chdir /nonexistent/dir")}})
 	var se *Error
 	if !errors.As(err, &se) || se.Step != StepOp || se.Errno != unix.ENOENT || se.Detail != "chdir /nonexistent/dir" || se.ExitCode() != 125 {
 		t.Fatalf("err %v", err)
@@ -190,7 +190,7 @@ func TestListenerInTheChildsNetworkNamespace(t *testing.T) {
 	script := `exec 3<>/dev/tcp/127.0.0.1/3128 && echo hello-from-inside >&3 && read -r reply <&3 && test "$reply" = ok`
 	p, err := Start(&Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", script}, CgroupFD: -1, RulesetFD: -1, NotifySock: -1,
 		NamespaceFlags: unix.CLONE_NEWNET,
-		Ops:            []Op{{Kind: OpLoUp, Desc: "lo up"}, {Kind: OpListenSend, FD: pair[1], Flags: 3128, Desc: "proxy listener"}}})
+		Ops:            []Op{LoopbackUp("lo up"), ListenAndHandOver(3128, pair[1], "proxy listener")}})
 	if err != nil {
 		t.Fatal(err)
 	}

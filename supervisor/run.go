@@ -473,14 +473,14 @@ func (s *session) supervise() Result {
 		}
 		if s.rulesetFD >= 0 && len(fresh) > 0 {
 			for _, r := range s.spec.DirRulesWithin(fresh) {
-				req.Ops = append(req.Ops, spawn.Op{Kind: spawn.OpLandlockRule, A: r.Path, Flags: uintptr(r.Access), Desc: "landlock rule for the private " + r.Path})
+				req.Ops = append(req.Ops, spawn.LandlockRule(r.Path, uint64(r.Access), "landlock rule for the private "+r.Path))
 			}
 		}
 		// A scratch cache's overlay is the program's to write: its upper
 		// layer is a throwaway tmpfs (mountns.View.scratchCaches).
 		if s.rulesetFD >= 0 {
 			for _, dir := range s.view.ScratchCaches {
-				req.Ops = append(req.Ops, spawn.Op{Kind: spawn.OpLandlockRule, A: dir, Flags: uintptr(landlock.ReadWrite & s.spec.HandledFS), Desc: "landlock rule for the scratch cache " + dir})
+				req.Ops = append(req.Ops, spawn.LandlockRule(dir, uint64(landlock.ReadWrite&s.spec.HandledFS), "landlock rule for the scratch cache "+dir))
 			}
 		}
 	}

@@ -1,0 +1,199 @@
+package spawn
+
+import (
+	"fmt"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Op is one step the child carries out in its new namespaces, after joining
+// its cgroups and before anything else: a mount, a file it writes, a
+// directory it enters. Ops are made only by the constructors below, each
+// named after what it does; every constructor takes why, the words an error
+// message uses for it ("mask /home/u/.ssh"). The list of a Request reads
+// like the mount table it produces (see String).
+type Op struct {
+	kind       OpKind
+	slot       int     // a tree slot, a subtree flag or a socket, by kind
+	num        uintptr // mount or attribute flags, a mode, a port, rights
+	a, b, c, d string
+	why        string
+}
+
+// Slot names one of the MaxSlots places the child keeps a cloned mount tree
+// in between CloneTree and AttachTree.
+type Slot int
+
+// Why is what the operation is for, as error messages name it.
+func (o Op) Why() string { return o.why }
+
+// Kind is the kind of the operation.
+func (o Op) Kind() OpKind { return o.kind }
+
+// Target is the path the operation changes (a mount point, a file made or
+// written, a directory entered); empty for the loopback and the listener.
+func (o Op) Target() string {
+	switch o.kind {
+	case OpMount:
+		return o.b
+	case OpSymlink:
+		return o.b
+	case OpLoUp, OpListenSend:
+		return ""
+	}
+	return o.a
+}
+
+// WriteFile writes content to the existing file path (uid_map, setgroups).
+func WriteFile(path, content, why string) Op {
+	return Op{kind: OpWrite, a: path, b: content, why: why}
+}
+
+// Chdir enters dir, looked up in the child's own view.
+func Chdir(dir, why string) Op { return Op{kind: OpChdir, a: dir, why: why} }
+
+// LoopbackUp brings up the loopback interface of the child's network
+// namespace.
+func LoopbackUp(why string) Op { return Op{kind: OpLoUp, why: why} }
+
+// ListenAndHandOver listens on 127.0.0.1:port (TCP) in the child's network
+// namespace and sends the listening socket over the unix socket sock (see
+// ReceiveFD): the supervisor serves it from outside.
+func ListenAndHandOver(port uint16, sock int, why string) Op {
+	return Op{kind: OpListenSend, slot: sock, num: uintptr(port), why: why}
+}
+
+// MakePrivate makes the mount at path and every mount beneath it private,
+// so that nothing mounted in the child propagates back to the host.
+func MakePrivate(path, why string) Op {
+	return Op{kind: OpMount, b: path, num: unix.MS_REC | unix.MS_PRIVATE, why: why}
+}
+
+// MountNew mounts a new filesystem of type fstype (tmpfs, proc, devpts,
+// overlay) on target with the MS_* flags and the filesystem's options.
+func MountNew(fstype, target string, flags uintptr, options, why string) Op {
+	return Op{kind: OpMount, a: fstype, b: target, c: fstype, num: flags, d: options, why: why}
+}
+
+// Bind binds source on target (with every mount beneath source if
+// recursive).
+func Bind(source, target string, recursive bool, why string) Op {
+	flags := uintptr(unix.MS_BIND)
+	if recursive {
+		flags |= unix.MS_REC
+	}
+	return Op{kind: OpMount, a: source, b: target, num: flags, why: why}
+}
+
+// RemountBind changes the flags of the bind mount at target to MS_* flags
+// (MS_RDONLY, MS_NOSUID...): MS_REMOUNT|MS_BIND are added.
+func RemountBind(target string, flags uintptr, why string) Op {
+	return Op{kind: OpMount, b: target, num: unix.MS_REMOUNT | unix.MS_BIND | flags, why: why}
+}
+
+// SetReadOnly makes the mount at path read-only, with every mount beneath it
+// if recursive (mount_setattr MOUNT_ATTR_RDONLY).
+func SetReadOnly(path string, recursive bool, why string) Op {
+	o := Op{kind: OpSetAttr, a: path, num: unix.MOUNT_ATTR_RDONLY, why: why}
+	if recursive {
+		o.slot = 1
+	}
+	return o
+}
+
+// CloneTree clones the mount tree at path, with every mount beneath it, into
+// slot (open_tree OPEN_TREE_CLONE|AT_RECURSIVE): it keeps the tree as it is
+// now whatever later operations do to path.
+func CloneTree(slot Slot, path, why string) Op {
+	return Op{kind: OpOpenTree, slot: int(slot), a: path, why: why}
+}
+
+// AttachTree mounts the tree held in slot on path (move_mount).
+func AttachTree(slot Slot, path, why string) Op {
+	return Op{kind: OpMoveMount, slot: int(slot), a: path, why: why}
+}
+
+// Mkdir makes the directory path with mode.
+func Mkdir(path string, mode uint32, why string) Op {
+	return Op{kind: OpMkdir, a: path, num: uintptr(mode), why: why}
+}
+
+// CreateFile makes the empty regular file path with mode (something to bind
+// a file on).
+func CreateFile(path string, mode uint32, why string) Op {
+	return Op{kind: OpCreate, a: path, num: uintptr(mode), why: why}
+}
+
+// Symlink makes link a symbolic link to target.
+func Symlink(target, link, why string) Op {
+	return Op{kind: OpSymlink, a: target, b: link, why: why}
+}
+
+// LandlockRule grants the Landlock filesystem rights access beneath dir to
+// Request.RulesetFD, as the child sees dir: for directories the mounts made
+// new (a rule names an inode, and a mount over a directory hides the rules
+// given to the one below). A missing dir is skipped.
+func LandlockRule(dir string, access uint64, why string) Op {
+	return Op{kind: OpLandlockRule, a: dir, num: uintptr(access), why: why}
+}
+
+var mountFlagNames = []struct {
+	flag uintptr
+	name string
+}{
+	{unix.MS_RDONLY, "MS_RDONLY"}, {unix.MS_NOSUID, "MS_NOSUID"}, {unix.MS_NODEV, "MS_NODEV"},
+	{unix.MS_NOEXEC, "MS_NOEXEC"}, {unix.MS_REMOUNT, "MS_REMOUNT"}, {unix.MS_BIND, "MS_BIND"},
+	{unix.MS_REC, "MS_REC"}, {unix.MS_PRIVATE, "MS_PRIVATE"},
+}
+
+func mountFlags(f uintptr) string {
+	var names []string
+	for _, n := range mountFlagNames {
+		if f&n.flag != 0 {
+			names = append(names, n.name)
+			f &^= n.flag
+		}
+	}
+	if f != 0 || len(names) == 0 {
+		names = append(names, fmt.Sprintf("%#x", f))
+	}
+	return strings.Join(names, "|")
+}
+
+// String is the operation as one line of the child's setup, in the words of
+// the call it makes: `mount("tmpfs", "/dev", "tmpfs", MS_NOSUID|MS_NODEV,
+// "mode=0755")`, `open_tree(slot 0, "/work")`.
+func (o Op) String() string {
+	switch o.kind {
+	case OpMount:
+		return fmt.Sprintf("mount(%q, %q, %q, %s, %q)", o.a, o.b, o.c, mountFlags(o.num), o.d)
+	case OpWrite:
+		return fmt.Sprintf("write(%q, %q)", o.a, o.b)
+	case OpChdir:
+		return fmt.Sprintf("chdir(%q)", o.a)
+	case OpSetAttr:
+		sub := ""
+		if o.slot == 1 {
+			sub = ", AT_RECURSIVE"
+		}
+		return fmt.Sprintf("mount_setattr(%q, MOUNT_ATTR_RDONLY%s)", o.a, sub)
+	case OpOpenTree:
+		return fmt.Sprintf("open_tree(slot %d, %q)", o.slot, o.a)
+	case OpMoveMount:
+		return fmt.Sprintf("move_mount(slot %d, %q)", o.slot, o.a)
+	case OpLoUp:
+		return "ip link set lo up"
+	case OpListenSend:
+		return fmt.Sprintf("listen(127.0.0.1:%d) and send it over fd %d", o.num, o.slot)
+	case OpMkdir:
+		return fmt.Sprintf("mkdir(%q, %#o)", o.a, o.num)
+	case OpCreate:
+		return fmt.Sprintf("create(%q, %#o)", o.a, o.num)
+	case OpSymlink:
+		return fmt.Sprintf("symlink(%q, %q)", o.a, o.b)
+	case OpLandlockRule:
+		return fmt.Sprintf("landlock_add_rule(%q, %#x)", o.a, o.num)
+	}
+	return fmt.Sprintf("op %d", o.kind)
+}
