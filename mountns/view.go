@@ -57,7 +57,7 @@ type Options struct {
 	// (CLONE_NEWNET) with its loopback up.
 	Network bool
 	// Proxy, with Network, asks the child to listen on 127.0.0.1:Port in
-	// that namespace and send the socket over the unix socket FD.
+	// that namespace and send the socket over spawn.Request.ProxySock.
 	Proxy *ProxyListener
 	// Isolate gives the program a process world of its own: PID, IPC, UTS
 	// and cgroup namespaces, an init as PID 1, a fresh /proc that shows
@@ -65,9 +65,8 @@ type Options struct {
 	Isolate bool
 }
 
-// ProxyListener is where the proxy's listener is made and where it goes.
+// ProxyListener is where the proxy's listener is made.
 type ProxyListener struct {
-	FD   int
 	Port uint16
 }
 
@@ -237,20 +236,6 @@ func (v *View) findDevices() {
 	v.hostPts = unix.Stat("/dev/pts/ptmx", &st) == nil
 }
 
-// With returns the view with what exists only once the run is set up: a
-// private temp dir (tmp, "" for none; see Options.PrivateTmp), and the
-// proxy's listener. Nothing is looked up again: a fresh temp dir holds
-// none of the Plan's denied paths, so the masks decided by Build stand.
-func (v *View) With(tmp string, proxy *ProxyListener) (*View, error) {
-	w := *v
-	w.opts.PrivateTmp = tmp
-	w.opts.Proxy = proxy
-	if err := w.assemble(); err != nil {
-		return nil, err
-	}
-	return &w, nil
-}
-
 // assemble writes the view's operations from its options and decisions:
 // namespaces, the read-only tree with the writable roots cloned back, the
 // private /dev and /proc, then the masks.
@@ -276,7 +261,7 @@ func (v *View) assemble() error {
 		v.NamespaceFlags |= unix.CLONE_NEWNET
 		op(spawn.LoopbackUp("bring up the loopback interface"))
 		if o.Proxy != nil {
-			op(spawn.ListenAndHandOver(o.Proxy.Port, o.Proxy.FD, "listen for the proxy on 127.0.0.1"))
+			op(spawn.ListenAndHandOver(o.Proxy.Port, "listen for the proxy on 127.0.0.1"))
 		}
 	}
 	// Nothing done here may propagate back to the host.

@@ -122,54 +122,40 @@ func TestBuildOrdersOperations(t *testing.T) {
 	}
 }
 
-// TestWithAddsRuntimeParts: the view with a temp dir and the proxy's
-// listener added later is the one built with them from the start.
-func TestWithAddsRuntimeParts(t *testing.T) {
+// TestPrivateTmpAndListener: the view is decided whole before the run: the
+// private temp dir (made by the run, so not there yet) gets a bounded tmpfs
+// of the user's own, and the proxy's listener is made in the namespace.
+func TestPrivateTmpAndListener(t *testing.T) {
 	base := t.TempDir()
-	mk(t, base, "home/.ssh/id_rsa", "ws/.git/config", "tmp/")
-	ws, tmp := filepath.Join(base, "ws"), filepath.Join(base, "tmp")
+	mk(t, base, "home/.ssh/id_rsa", "ws/.git/config")
+	ws, tmp := filepath.Join(base, "ws"), filepath.Join(base, "tmp-made-by-the-run")
 	p := &policy.Plan{}
 	p.Filesystem.WritableRoots = []policy.WritablePath{{Path: ws}}
 	p.Filesystem.ReadDenied = []policy.DeniedPath{{Path: filepath.Join(base, "home", ".ssh")}}
 	p.Filesystem.WriteDenied = []policy.DeniedPath{{Path: filepath.Join(ws, ".git")}, {Path: filepath.Join(ws, ".codex")}}
-	o := Options{UID: 1000, GID: 1000, Cwd: ws, Network: true, PrivateTmpBytes: 1 << 20}
-	base0, err := Build(p, o)
+	o := Options{UID: 1000, GID: 1000, Cwd: ws, Network: true, PrivateTmpBytes: 1 << 20, PrivateTmp: tmp, Proxy: &ProxyListener{Port: 3128}}
+	got, err := Build(p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := &ProxyListener{FD: 7, Port: 3128}
-	got, err := base0.With(tmp, proxy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.PrivateTmp, o.Proxy = tmp, proxy
-	want, err := Build(p, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g, w := strings.Join(describe(got.Ops), "\n"), strings.Join(describe(want.Ops), "\n"); g != w {
-		t.Fatalf("With:\n%s\nBuild:\n%s", g, w)
-	}
-	i := index(describe(got.Ops), "private temp dir "+tmp)
-	if i < 0 || index(describe(got.Ops), "listen for the proxy on 127.0.0.1") < 0 {
-		t.Fatalf("temp dir or listener missing:\n%s", strings.Join(describe(got.Ops), "\n"))
+	d := describe(got.Ops)
+	i := index(d, "private temp dir "+tmp)
+	if i < 0 || index(d, "listen for the proxy on 127.0.0.1") < 0 {
+		t.Fatalf("temp dir or listener missing:\n%s", strings.Join(d, "\n"))
 	}
 	// A bounded tmpfs of the user's own, mounted after the read-only
 	// remount and the roots (so on top of both), before the masks.
 	if m, want := got.Ops[i].String(), fmt.Sprintf("mount(\"tmpfs\", %q, \"tmpfs\", MS_NOSUID|MS_NODEV, \"size=1048576,mode=0700,uid=1000,gid=1000\")", tmp); m != want {
 		t.Errorf("temp dir mount %s, want %s", m, want)
 	}
-	if i < index(describe(got.Ops), "make everything read-only") || i < index(describe(got.Ops), "writable root "+ws) || i > index(describe(got.Ops), "mask "+filepath.Join(base, "home", ".ssh")) {
-		t.Errorf("temp dir mounted out of order:\n%s", strings.Join(describe(got.Ops), "\n"))
+	if i < index(d, "make everything read-only") || i < index(d, "writable root "+ws) || i > index(d, "mask "+filepath.Join(base, "home", ".ssh")) {
+		t.Errorf("temp dir mounted out of order:\n%s", strings.Join(d, "\n"))
 	}
-	if index(describe(got.Ops), "writable root "+tmp) >= 0 {
+	if index(d, "writable root "+tmp) >= 0 {
 		t.Errorf("the temp dir is cloned from the host instead of a tmpfs")
 	}
-	if index(describe(base0.Ops), "private temp dir "+tmp) >= 0 {
-		t.Errorf("With changed the view it was called on")
-	}
-	if got.NamespaceFlags != want.NamespaceFlags || strings.Join(got.Placeholders, " ") != strings.Join(want.Placeholders, " ") {
-		t.Errorf("flags %x/%x, placeholders %v/%v", got.NamespaceFlags, want.NamespaceFlags, got.Placeholders, want.Placeholders)
+	if l := got.Ops[index(d, "listen for the proxy on 127.0.0.1")].String(); l != "listen(127.0.0.1:3128) and send it over the proxy socket" {
+		t.Errorf("listener %s", l)
 	}
 }
 
@@ -238,7 +224,8 @@ func TestScratchCachesOverlays(t *testing.T) {
 		if len(v.ScratchCaches) != 0 || index(describe(v.Ops), "scratch cache "+npm) >= 0 {
 			t.Fatalf("scratch caches without a private temp dir: %v", v.ScratchCaches)
 		}
-		v, err = v.With(tmp, nil)
+		o.PrivateTmp = tmp
+		v, err = Build(p, o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -103,6 +103,48 @@ func Protected() ([]string, error) {
 	return dirs, nil
 }
 
+// Locations returns the directories Protected returns, without making
+// any: what --explain shows, which writes nothing. A directory that does
+// not exist yet is in the list all the same (a run makes it first).
+func Locations() []string {
+	base, fallback := location(os.Geteuid())
+	if fallback != "" {
+		return []string{base, fallback}
+	}
+	return []string{base}
+}
+
+// Lookup returns the subdirectory sub of the state directory ("" for the
+// state directory itself) when it exists and passes Dir's checks, without
+// making anything.
+func Lookup(sub string) (string, error) {
+	euid := os.Geteuid()
+	base, _ := location(euid)
+	dir := base
+	if sub != "" {
+		dir = filepath.Join(base, sub)
+	}
+	if Base == "" || sub != "" {
+		if err := checkParent(filepath.Dir(dir), euid); err != nil {
+			return "", err
+		}
+		if err := checkPrivate(dir, euid); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// LookupKey returns the key Key would return when there is one, without
+// making or replacing it.
+func LookupKey() ([]byte, error) {
+	dir, err := Lookup("")
+	if err != nil {
+		return nil, err
+	}
+	return readKey(filepath.Join(dir, keyName))
+}
+
 // ensure makes dir (mode 0700) unless it exists, and checks that it is this
 // user's private directory in a parent that nobody else can rename it out of.
 func ensure(dir string, euid int) error {

@@ -149,3 +149,37 @@ func TestProtected(t *testing.T) {
 		t.Errorf("%v %v", dirs, err)
 	}
 }
+
+// TestLookupMakesNothing: what --explain uses finds the directory and the
+// key when they are there and makes neither when they are not.
+func TestLookupMakesNothing(t *testing.T) {
+	Base = filepath.Join(t.TempDir(), "state")
+	t.Cleanup(func() { Base = "" })
+	if _, err := Lookup("bpf"); err == nil {
+		t.Errorf("Lookup found a missing directory")
+	}
+	if _, err := LookupKey(); err == nil {
+		t.Errorf("LookupKey found a missing key")
+	}
+	if _, err := os.Lstat(Base); !os.IsNotExist(err) {
+		t.Fatalf("a lookup made the state directory: %v", err)
+	}
+	if got := Locations(); len(got) != 1 || got[0] != Base {
+		t.Errorf("Locations %v", got)
+	}
+	if err := os.Mkdir(Base, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	key, err := Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir, err := Dir("bpf"); err != nil {
+		t.Fatal(err)
+	} else if got, err := Lookup("bpf"); err != nil || got != dir {
+		t.Errorf("Lookup %q %v, want %q", got, err, dir)
+	}
+	if got, err := LookupKey(); err != nil || !bytes.Equal(got, key) {
+		t.Errorf("LookupKey: %v", err)
+	}
+}

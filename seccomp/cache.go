@@ -30,13 +30,16 @@ type Cache struct {
 	// Key is the secret the tags are made with; it must be unreadable to
 	// every sandbox (see runstate.Key).
 	Key []byte
+	// ReadOnly loads entries but never writes one (--explain writes
+	// nothing): a program compiled for want of an entry is not stored.
+	ReadOnly bool
 }
 
 // Where a program came from (Program.Cache).
 const (
 	CacheOff      = "off"      // no cache was given
 	CacheLoaded   = "loaded"   // an authenticated entry
-	CacheCompiled = "compiled" // no entry: compiled, and stored
+	CacheCompiled = "compiled" // no entry: compiled, and stored (unless ReadOnly)
 	CacheRejected = "rejected" // an entry that failed the checks: compiled, and replaced
 )
 
@@ -128,6 +131,9 @@ func (c *Cache) seal(name string, bpf []byte) []byte {
 // store writes the program under its name, atomically (a temp file then a
 // rename), so that a concurrent reader sees all of it or nothing.
 func (c *Cache) store(name string, bpf []byte) {
+	if c.ReadOnly {
+		return
+	}
 	f, err := os.CreateTemp(c.Dir, name+".tmp-")
 	if err != nil {
 		return

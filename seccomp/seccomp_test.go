@@ -249,3 +249,26 @@ func TestCompileMediated(t *testing.T) {
 		t.Errorf("a filter without mediation or observation needs a listener")
 	}
 }
+
+// TestReadOnlyCacheLoadsButNeverStores: --explain's cache reads an entry
+// that is there and writes none.
+func TestReadOnlyCacheLoadsButNeverStores(t *testing.T) {
+	c := testCache(t)
+	c.ReadOnly = true
+	s := &policy.Seccomp{Rules: []policy.SyscallRule{{Syscall: "ptrace", Action: policy.ActionErrno, Errno: "EPERM"}}}
+	p, err := Compile(s, Options{Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(c.Dir); len(entries) != 0 || p.Cache != CacheCompiled {
+		t.Fatalf("a read-only cache holds %d entries after a compile (%q)", len(entries), p.Cache)
+	}
+	w := *c
+	w.ReadOnly = false
+	if _, err := Compile(s, Options{Cache: &w}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := Compile(s, Options{Cache: c}); p.Cache != CacheLoaded {
+		t.Errorf("a read-only cache did not load the entry there: %q", p.Cache)
+	}
+}

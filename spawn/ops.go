@@ -15,7 +15,7 @@ import (
 // like the mount table it produces (see String).
 type Op struct {
 	kind       OpKind
-	slot       int     // a tree slot, a subtree flag or a socket, by kind
+	slot       int     // a tree slot, or the subtree flag of SetReadOnly
 	num        uintptr // mount or attribute flags, a mode, a port, rights
 	a, b, c, d string
 	why        string
@@ -58,10 +58,10 @@ func Chdir(dir, why string) Op { return Op{kind: OpChdir, a: dir, why: why} }
 func LoopbackUp(why string) Op { return Op{kind: OpLoUp, why: why} }
 
 // ListenAndHandOver listens on 127.0.0.1:port (TCP) in the child's network
-// namespace and sends the listening socket over the unix socket sock (see
+// namespace and sends the listening socket over Request.ProxySock (see
 // ReceiveFD): the supervisor serves it from outside.
-func ListenAndHandOver(port uint16, sock int, why string) Op {
-	return Op{kind: OpListenSend, slot: sock, num: uintptr(port), why: why}
+func ListenAndHandOver(port uint16, why string) Op {
+	return Op{kind: OpListenSend, num: uintptr(port), why: why}
 }
 
 // MakePrivate makes the mount at path and every mount beneath it private,
@@ -185,7 +185,7 @@ func (o Op) String() string {
 	case OpLoUp:
 		return "ip link set lo up"
 	case OpListenSend:
-		return fmt.Sprintf("listen(127.0.0.1:%d) and send it over fd %d", o.num, o.slot)
+		return fmt.Sprintf("listen(127.0.0.1:%d) and send it over the proxy socket", o.num)
 	case OpMkdir:
 		return fmt.Sprintf("mkdir(%q, %#o)", o.a, o.num)
 	case OpCreate:

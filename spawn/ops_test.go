@@ -27,7 +27,7 @@ func TestOpsReadAsTheCallsTheyMake(t *testing.T) {
 		{WriteFile("/proc/self/setgroups", "deny", "w"), `write("/proc/self/setgroups", "deny")`, "/proc/self/setgroups"},
 		{Chdir("/ws", "w"), `chdir("/ws")`, "/ws"},
 		{LoopbackUp("w"), `ip link set lo up`, ""},
-		{ListenAndHandOver(3128, 7, "w"), `listen(127.0.0.1:3128) and send it over fd 7`, ""},
+		{ListenAndHandOver(3128, "w"), `listen(127.0.0.1:3128) and send it over the proxy socket`, ""},
 		{Mkdir("/dev/pts", 0o755, "w"), `mkdir("/dev/pts", 0755)`, "/dev/pts"},
 		{CreateFile("/dev/null", 0o666, "w"), `create("/dev/null", 0666)`, "/dev/null"},
 		{Symlink("/proc/self/fd", "/dev/fd", "w"), `symlink("/proc/self/fd", "/dev/fd")`, "/dev/fd"},
@@ -44,11 +44,11 @@ func TestOpsReadAsTheCallsTheyMake(t *testing.T) {
 		}
 	}
 	// The wire slots the C stage reads: the subtree flag of mount_setattr
-	// and the socket of the listener travel in the slot field.
+	// travels in the slot field, the listener's port in the number.
 	if o := SetReadOnly("/", true, ""); o.kind != OpSetAttr || o.slot != 1 || o.num != unix.MOUNT_ATTR_RDONLY {
 		t.Errorf("SetReadOnly on the wire: %+v", o)
 	}
-	if o := ListenAndHandOver(3128, 7, ""); o.kind != OpListenSend || o.slot != 7 || o.num != 3128 {
+	if o := ListenAndHandOver(3128, ""); o.kind != OpListenSend || o.num != 3128 {
 		t.Errorf("ListenAndHandOver on the wire: %+v", o)
 	}
 }

@@ -161,6 +161,9 @@ type Request struct {
 	// itself may be unable to (a filter that sends sendmsg to the
 	// supervisor would stop its own sendmsg before anyone listens).
 	NotifySock int
+	// ProxySock is the unix socket a ListenAndHandOver operation sends its
+	// listening socket over (a descriptor above 2; unused without one).
+	ProxySock int
 	// Guardian, when set, learns the child's pid from the clone itself
 	// (the kernel writes it before the child runs), so that it can wait
 	// for the child's end, whenever the supervisor dies.
@@ -264,6 +267,11 @@ func Start(req *Request) (*Process, error) {
 			return nil, fmt.Errorf("spawn: %s is %d: -1 for none, or a descriptor above 2", name, fd)
 		}
 	}
+	for _, op := range req.Ops {
+		if op.kind == OpListenSend && req.ProxySock <= 2 {
+			return nil, fmt.Errorf("spawn: %s: ProxySock is %d, not a descriptor above 2", op.why, req.ProxySock)
+		}
+	}
 	a := &arena{}
 	defer a.free()
 
@@ -322,6 +330,9 @@ func Start(req *Request) (*Process, error) {
 		for i, op := range req.Ops {
 			ops[i].kind = C.int(op.kind)
 			ops[i].fd = C.int(op.slot)
+			if op.kind == OpListenSend {
+				ops[i].fd = C.int(req.ProxySock)
+			}
 			ops[i].flags = C.ulong(op.num)
 			ops[i].a = a.cstring(op.a)
 			ops[i].b = a.cstring(op.b)

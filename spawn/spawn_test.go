@@ -190,7 +190,7 @@ func TestListenerInTheChildsNetworkNamespace(t *testing.T) {
 	script := `exec 3<>/dev/tcp/127.0.0.1/3128 && echo hello-from-inside >&3 && read -r reply <&3 && test "$reply" = ok`
 	p, err := Start(&Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", script}, CgroupFD: -1, RulesetFD: -1, NotifySock: -1,
 		NamespaceFlags: unix.CLONE_NEWNET,
-		Ops:            []Op{LoopbackUp("lo up"), ListenAndHandOver(3128, pair[1], "proxy listener")}})
+		Ops:            []Op{LoopbackUp("lo up"), ListenAndHandOver(3128, "proxy listener")}, ProxySock: pair[1]})
 	if err != nil {
 		t.Fatal(err)
 	}

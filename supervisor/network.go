@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sandbox-executable/mountns"
 	"sandbox-executable/netproxy"
 	"sandbox-executable/policy"
 	"sandbox-executable/sockmed"
@@ -45,10 +44,10 @@ type netChoice struct {
 }
 
 // chooseNetwork decides how the network mode is enforced. exact says a
-// mount namespace (and so a network namespace) can be had; sockets is how
-// daemons' unix sockets are kept out of reach (given whether there will be
-// a network namespace: netNamespace).
-func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, sockets func(netns bool) socketChoice) (netChoice, error) {
+// mount namespace (and so a network namespace) can be had, noNamespaces why
+// not when it cannot; sockets is how daemons' unix sockets are kept out of
+// reach (given whether there will be a network namespace).
+func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, noNamespaces string, sockets func(netns bool) socketChoice) (netChoice, error) {
 	n := netChoice{NetworkReport: NetworkReport{Mode: p.Network.Mode}}
 	mech := func(s string) { n.Mechanism = append(n.Mechanism, s) }
 	switch p.Network.Mode {
@@ -72,7 +71,7 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, sock
 			mech("a filtering proxy outside (HTTP CONNECT, plain HTTP, SOCKS5) listening at " + n.Proxy + " inside it, names resolved outside")
 			break
 		}
-		why := "the network allowlist needs a network namespace, and none can be had here (" + mountns.Probe().Why + ")"
+		why := "the network allowlist needs a network namespace, and none can be had here (" + noNamespaces + ")"
 		if !allowDegraded {
 			return n, &RefusedError{Reason: "refusing to run: " + why + "; run as root or where user namespaces are allowed, or pass --allow-degraded to rely on Landlock's port rule alone"}
 		}

@@ -13,15 +13,16 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"sandbox-executable/cgroups"
+	"sandbox-executable/hostfacts"
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
 	"sandbox-executable/policy"
 	"sandbox-executable/rlimit"
-	"sandbox-executable/runstate"
 	"sandbox-executable/seccomp"
 	"sandbox-executable/spawn"
 )
@@ -46,6 +47,11 @@ type Config struct {
 	FSMode string
 	// Cwd is the program's working directory (the helper's own).
 	Cwd string
+	// TempDir is where a private temp dir goes (the helper's own temp
+	// dir), and RunID names it there: both are chosen by the caller, so
+	// that Prepare decides the whole run from its inputs alone.
+	TempDir string
+	RunID   string
 	// CgroupParent is where the run's cgroup goes (see cgroups.Options);
 	// empty picks the host's default.
 	CgroupParent string
@@ -81,7 +87,9 @@ const (
 const DefaultGrace = 2 * time.Second
 
 // Prepared is every decision for a run, made but not yet applied: the
-// kernel objects are built by Run. It is what --explain prints.
+// kernel objects are built by Run, which fills in only what exists once it
+// runs (descriptors, the host proxy's port, the placeholders decided again
+// under their claims). It is what --explain prints.
 type Prepared struct {
 	Plan       *policy.Plan     `json:"plan"`
 	Argv       []string         `json:"program"`
@@ -95,7 +103,13 @@ type Prepared struct {
 	Degradations []string    `json:"degradations,omitempty"`
 	Enforcement  Enforcement `json:"enforcement"`
 
-	cfg        Config
+	cfg    Config
+	facts  *hostfacts.Facts
+	env    []string // the program's environment
+	tmpDir string   // the private temp dir the run makes, or ""
+	// freshRules are the Landlock rules the child gives again to the
+	// mounts it makes new (their inodes are not the host's).
+	freshRules []spawn.Op
 	fs         fsChoice
 	net        netChoice
 	sockets    socketChoice
@@ -258,31 +272,44 @@ type RefusedError struct{ Reason string }
 
 func (e *RefusedError) Error() string { return e.Reason }
 
-// Prepare makes every decision for cfg on this host without creating any
-// kernel object or starting anything.
-func Prepare(cfg Config) (*Prepared, error) {
-	p := withStateProtected(cfg.Plan)
-	pr := &Prepared{Plan: p, Argv: cfg.Argv, cfg: cfg}
+// Prepare makes every decision for cfg from what the host offers (f, probed
+// once by hostfacts.Probe), without creating any kernel object, writing
+// anything or starting anything: what it returns is what Run carries out.
+func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
+	p := withStateProtected(cfg.Plan, f.StateDirs)
+	pr := &Prepared{Plan: p, Argv: cfg.Argv, cfg: cfg, facts: f}
 	pr.Candidates = execCandidates(cfg.Argv[0], p.Env.Vars)
 
-	abi := landlock.ABI()
-	fs, err := chooseFS(cfg)
+	abi := f.LandlockABI
+	fs, err := chooseFS(cfg, f.Namespaces)
 	if err != nil {
 		return nil, err
 	}
 	isolated := fs.namespaces.OK
 	fs.PrivateTmp = needsPrivateTmp(p)
 	if len(p.Filesystem.ScratchCaches) > 0 && fs.Mode == FSExact {
-		fs.overlayOK, fs.overlayWhy = mountns.OverlayAvailable(fs.namespaces.Privileged)
+		fs.overlayOK, fs.overlayWhy = f.OverlayOK, f.OverlayWhy
+		if !f.OverlayOK && f.OverlayWhy == "" {
+			fs.overlayWhy = "overlayfs was not probed"
+		}
 	}
 	pr.fs = fs
 	exact := fs.Mode == FSExact
-	nw, err := chooseNetwork(p, exact, abi, cfg.AllowDegraded, func(netns bool) socketChoice { return chooseSockets(abi, isolated, netns) })
+	nw, err := chooseNetwork(p, exact, abi, cfg.AllowDegraded, f.Namespaces.Why,
+		func(netns bool) socketChoice { return chooseSockets(abi, isolated, netns, f.SocketMediation) })
 	if err != nil {
 		return nil, err
 	}
 	pr.net = nw
 	pr.sockets = nw.sockets
+	pr.env = p.Env.Vars
+	if fs.PrivateTmp {
+		pr.tmpDir = filepath.Join(cfg.TempDir, tmpPrefix+cfg.RunID)
+		pr.env = withEnv(pr.env, "TMPDIR", pr.tmpDir)
+	}
+	if nw.proxy && !nw.hostProxy {
+		pr.env = proxyEnv(pr.env, "127.0.0.1:"+strconv.Itoa(ProxyPort))
+	}
 	if exact {
 		view, err := mountns.Build(p, pr.viewOptions())
 		if err != nil {
@@ -342,7 +369,12 @@ func Prepare(cfg Config) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if pr.tmpDir != "" {
+		// A fresh private directory: reading it is as safe as writing it.
+		spec = spec.WithRule(landlock.Rule{Path: pr.tmpDir, Access: landlock.ReadWrite, Required: true})
+	}
 	pr.Landlock = spec
+	pr.freshRules = freshRules(spec, pr.View, pr.tmpDir)
 	gaps := coveredGaps(spec.Gaps, isolated, nw.netns, nw.sockets)
 	var boundary []string
 	for _, g := range spec.Gaps {
@@ -377,7 +409,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 		hostRules = append(append([]policy.SyscallRule(nil), hostRules...), med...)
 	}
 	rules := &policy.Seccomp{Rules: append(append([]policy.SyscallRule(nil), planRules...), hostRules...)}
-	sopt := seccomp.Options{Notify: cfg.LogDenials, Cache: filterCache(cfg)}
+	sopt := seccomp.Options{Notify: cfg.LogDenials, Cache: f.FilterCache}
 	prog, err := seccomp.Compile(rules, sopt)
 	if err != nil {
 		return nil, err
@@ -386,21 +418,22 @@ func Prepare(cfg Config) (*Prepared, error) {
 	if prog.Cache == seccomp.CacheRejected && cfg.Log != nil {
 		cfg.Log.Warn("seccomp cache entry rejected: compiled again and replaced", "why", prog.CacheRejection)
 	}
+	if f.FilterCache == nil && cfg.Log != nil {
+		cfg.Log.Warn("no seccomp cache", "error", f.FilterCacheWhy)
+	}
 
-	_, _, pr.nofile = spawn.InitialState()
+	pr.nofile = f.Nofile
 	pr.Rlimits = rlimit.For(p.Limits, rlimit.Options{NofileCur: pr.nofile.Cur, NofileMax: pr.nofile.Max})
 
 	pr.cgroupPlan.limits = cgroups.Limits{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUQuotaCores: cfg.CPUQuota,
 		CPUAccounting: p.Limits.CPUSeconds > 0}
 	cgReport := CgroupReport{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUQuotaCores: cfg.CPUQuota,
 		CPUBudgetSeconds: p.Limits.CPUSeconds, Parent: cfg.CgroupParent, HostMode: cgroups.Unavailable}
-	if host, err := cgroups.Detect(); err != nil {
-		pr.cgroupPlan.why = err.Error()
-	} else if host.Mode == cgroups.Unavailable {
-		pr.cgroupPlan.why = "no cgroup filesystem is mounted"
+	if f.Cgroups == nil {
+		pr.cgroupPlan.why = f.CgroupsWhy
 	} else {
-		pr.cgroupPlan.host = host
-		cgReport.HostMode = host.Mode
+		pr.cgroupPlan.host = f.Cgroups
+		cgReport.HostMode = f.Cgroups.Mode
 	}
 	cgReport.Why = pr.cgroupPlan.why
 
@@ -457,22 +490,31 @@ func coveredGaps(gaps []landlock.Gap, pidns, netns bool, sockets socketChoice) [
 	return out
 }
 
-// filterCache is the compiled-filter cache of this user, or nil when the
-// state directory or its key cannot be had (every program is then
-// compiled).
-func filterCache(cfg Config) *seccomp.Cache {
-	dir, err := runstate.Dir("bpf")
-	var key []byte
-	if err == nil {
-		key, err = runstate.Key()
-	}
-	if err != nil {
-		if cfg.Log != nil {
-			cfg.Log.Warn("no seccomp cache", "error", err)
-		}
+// freshRules are the Landlock rules the child gives again, in its own view,
+// to the directories its mounts make new: the private /proc and /dev, the
+// private temp dir's tmpfs (a rule names an inode, and a mount over a
+// directory hides the rules given to the one below), and the scratch
+// caches' overlays, which are the program's to write (their upper layer is
+// a throwaway tmpfs: mountns.View.scratchCaches).
+func freshRules(spec *landlock.Spec, v *mountns.View, tmp string) []spawn.Op {
+	if v == nil || spec.ABI < 1 {
 		return nil
 	}
-	return &seccomp.Cache{Dir: dir, Key: key}
+	var ops []spawn.Op
+	if v.Init {
+		for _, r := range spec.DirRulesWithin([]string{"/dev", "/proc"}) {
+			ops = append(ops, spawn.LandlockRule(r.Path, uint64(r.Access), "landlock rule for the private "+r.Path))
+		}
+	}
+	if tmp != "" {
+		// Made by the run, so not there to look at yet; nothing is
+		// beneath it but what the program makes.
+		ops = append(ops, spawn.LandlockRule(tmp, uint64(landlock.ReadWrite&spec.HandledFS), "landlock rule for the private "+tmp))
+	}
+	for _, dir := range v.ScratchCaches {
+		ops = append(ops, spawn.LandlockRule(dir, uint64(landlock.ReadWrite&spec.HandledFS), "landlock rule for the scratch cache "+dir))
+	}
+	return ops
 }
 
 // withStateProtected returns p with the helper's state directories (the
@@ -485,34 +527,32 @@ func filterCache(cfg Config) *seccomp.Cache {
 // narrows the directories on the way to them like any denied path. p itself
 // is not changed. Without a state directory there is nothing to protect
 // (the cache is off, and the runs that need placeholders fail on their own).
-func withStateProtected(p *policy.Plan) *policy.Plan {
-	dirs, err := runstate.Protected()
-	if err != nil {
+func withStateProtected(p *policy.Plan, dirs []string) *policy.Plan {
+	if len(dirs) == 0 {
 		return p
 	}
 	c := *p
 	c.Filesystem.ReadDenied = append([]policy.DeniedPath(nil), p.Filesystem.ReadDenied...)
 	for i, dir := range dirs {
-		real, err := filepath.EvalSymlinks(dir) // the Plan's paths are canonical
-		if err != nil {
-			continue
-		}
 		src := "sandbox-executable's state directory"
 		if i > 0 {
 			src += " (where it would go without the user's runtime directory)"
 		}
-		c.Filesystem.ReadDenied = append(c.Filesystem.ReadDenied, policy.DeniedPath{Path: real, Source: src, Exists: true})
+		_, err := os.Lstat(dir)
+		c.Filesystem.ReadDenied = append(c.Filesystem.ReadDenied, policy.DeniedPath{Path: dir, Source: src, Exists: err == nil})
 	}
 	return &c
 }
 
-// viewOptions are the mount namespace's options for this run; the temp
-// dir and the proxy's listener are added when the run is set up
-// (mountns.View.With).
+// viewOptions are the mount namespace's options for this run, the private
+// temp dir and the proxy's listener included.
 func (pr *Prepared) viewOptions() mountns.Options {
-	o := mountns.Options{Privileged: pr.fs.namespaces.Privileged, UID: os.Getuid(), GID: os.Getgid(), Cwd: pr.cfg.Cwd,
-		Network: pr.net.netns, Isolate: pr.fs.namespaces.OK}
+	o := mountns.Options{Privileged: pr.fs.namespaces.Privileged, UID: pr.facts.UID, GID: pr.facts.GID, Cwd: pr.cfg.Cwd,
+		Network: pr.net.netns, Isolate: pr.fs.namespaces.OK, PrivateTmp: pr.tmpDir}
 	o.PrivateTmpBytes, _ = privateTmpSize(pr.Plan.Limits)
+	if pr.net.proxy && !pr.net.hostProxy {
+		o.Proxy = &mountns.ProxyListener{Port: ProxyPort}
+	}
 	if pr.fs.Mode == FSExact {
 		if pr.fs.PrivateTmp && pr.fs.overlayOK {
 			for _, c := range pr.Plan.Filesystem.ScratchCaches {
@@ -542,12 +582,11 @@ type fsChoice struct {
 // metadataGap is what Landlock alone cannot stop.
 const metadataGap = "chmod, chown, utimes and extended attributes of files outside the writable roots"
 
-func chooseFS(cfg Config) (fsChoice, error) {
+func chooseFS(cfg Config, avail mountns.Availability) (fsChoice, error) {
 	mode := cfg.FSMode
 	if mode == "" {
 		mode = FSAuto
 	}
-	avail := mountns.Probe()
 	switch mode {
 	case FSLandlock:
 		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSLandlock, Why: "--fs-mode landlock",

@@ -1,10 +1,18 @@
 package supervisor
 
 import (
+	"errors"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"sandbox-executable/hostfacts"
+	"sandbox-executable/landlock"
+	"sandbox-executable/mountns"
 	"sandbox-executable/policy"
+	"sandbox-executable/seccomp"
+	"sandbox-executable/spawn"
 )
 
 func TestPrivateTmpSize(t *testing.T) {
@@ -23,5 +31,146 @@ func TestPrivateTmpSize(t *testing.T) {
 		if got != c.want || !strings.Contains(why, c.why) {
 			t.Errorf("%+v: %d (%s), want %d (%s)", c.lim, got, why, c.want, c.why)
 		}
+	}
+}
+
+// planFor resolves a policy as the command line does, in a temp workspace.
+func planFor(t *testing.T, policyJSON string) *policy.Plan {
+	t.Helper()
+	ws := t.TempDir()
+	pol, err := policy.DecodePolicy([]byte(policyJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Resolve(policy.Input{Policy: *pol, Seccomp: pol.DerivedSeccompProfile(), Limits: pol.DerivedResourceLimits(),
+		PolicyCwd: ws, Environ: []string{"HOME=" + ws, "PATH=/usr/bin:/bin"}, Syscalls: seccomp.Table{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Hosts, as hostfacts would find them.
+var (
+	rootHost = hostfacts.Facts{LandlockABI: 7, SocketMediation: true,
+		Namespaces: mountns.Availability{OK: true, Privileged: true, Why: "CAP_SYS_ADMIN"}}
+	userHost = hostfacts.Facts{UID: 1000, GID: 1000, EUID: 1000, LandlockABI: 7, SocketMediation: true,
+		Namespaces: mountns.Availability{OK: true, Why: "unprivileged user namespaces are allowed"}}
+	// A container whose seccomp filter refuses namespaces, on an older
+	// kernel.
+	noNamespaces = hostfacts.Facts{UID: 1000, GID: 1000, EUID: 1000, LandlockABI: 3,
+		Namespaces: mountns.Availability{Why: "user namespaces are disabled"}}
+	noLandlock = hostfacts.Facts{Namespaces: mountns.Availability{OK: true, Privileged: true, Why: "CAP_SYS_ADMIN"}}
+)
+
+// TestPrepareDecides: the filesystem mode, the network mode, the process
+// world and the degradations are decided from the host's facts alone, with
+// no kernel object made: the same inputs give the same decisions on any
+// machine.
+func TestPrepareDecides(t *testing.T) {
+	const (
+		ws      = `{"type":"workspace_write","writable_roots":[],"network_access":false}`
+		wsNet   = `{"type":"workspace_write","writable_roots":[],"network_access":true,"seccomp_profile":{"allow_network_sockets":true}}`
+		allowed = `{"type":"workspace_write","writable_roots":[],"network_access":true,"network_allowlist":[{"domain":"example.com","port":443,"protocol":"tcp"}],"seccomp_profile":{"allow_network_sockets":true}}`
+	)
+	for _, c := range []struct {
+		name      string
+		policy    string
+		facts     hostfacts.Facts
+		cfg       Config
+		fsMode    string
+		network   string // a mechanism the network report must name
+		netns     bool
+		refused   string // a refusal must contain this
+		degraded  string // a degradation must contain this
+		processNS string // the namespaces the program gets
+	}{
+		{name: "root, no network", policy: ws, facts: rootHost, fsMode: FSExact, network: "an empty network namespace", netns: true,
+			processNS: "pid ipc uts mount network cgroup"},
+		{name: "user namespace", policy: ws, facts: userHost, fsMode: FSExact, netns: true, processNS: "pid ipc uts mount user network cgroup"},
+		{name: "full network", policy: wsNet, facts: rootHost, fsMode: FSExact, network: "the host's network", processNS: "pid ipc uts mount cgroup"},
+		{name: "allowlist proxy", policy: allowed, facts: rootHost, fsMode: FSExact, network: "a filtering proxy outside", netns: true},
+		{name: "landlock mode asked for", policy: ws, facts: rootHost, cfg: Config{FSMode: FSLandlock}, fsMode: FSLandlock, netns: false,
+			processNS: "pid ipc uts mount cgroup"},
+		{name: "no namespaces refused", policy: ws, facts: noNamespaces, refused: "no mount namespace (user namespaces are disabled)"},
+		{name: "no namespaces degraded", policy: ws, facts: noNamespaces, cfg: Config{AllowDegraded: true}, fsMode: FSLandlock,
+			degraded: "no mount namespace"},
+		{name: "allowlist without namespaces, old Landlock", policy: allowed, facts: noNamespaces, cfg: Config{AllowDegraded: true},
+			refused: "Landlock ABI 3 cannot restrict TCP at all"},
+		{name: "exact asked for, none to be had", policy: ws, facts: noNamespaces, cfg: Config{FSMode: FSExact}, refused: "--fs-mode exact needs a mount namespace"},
+		{name: "no Landlock refused", policy: ws, facts: noLandlock, refused: "refusing to run"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := c.cfg
+			cfg.Plan, cfg.Argv, cfg.Cwd, cfg.TempDir, cfg.RunID = planFor(t, c.policy), []string{"/bin/true"}, "/", "/tmp", "test"
+			f := c.facts
+			pr, err := Prepare(cfg, &f)
+			if c.refused != "" {
+				var re *RefusedError
+				if !errors.As(err, &re) || !strings.Contains(re.Reason, c.refused) {
+					t.Fatalf("got %v, %v; want a refusal with %q", pr != nil, err, c.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := pr.Enforcement
+			if e.Filesystem.Mode != c.fsMode {
+				t.Errorf("filesystem mode %s, want %s", e.Filesystem.Mode, c.fsMode)
+			}
+			if c.network != "" && !strings.Contains(strings.Join(e.Network.Mechanism, "; "), c.network) {
+				t.Errorf("network %v, want %q", e.Network.Mechanism, c.network)
+			}
+			if pr.net.netns != c.netns {
+				t.Errorf("network namespace %v, want %v", pr.net.netns, c.netns)
+			}
+			if c.processNS != "" && strings.Join(e.Process.Namespaces, " ") != c.processNS {
+				t.Errorf("namespaces %v, want %s", e.Process.Namespaces, c.processNS)
+			}
+			if got := strings.Join(pr.Degradations, "; "); (c.degraded == "") != (got == "") || !strings.Contains(got, c.degraded) {
+				t.Errorf("degradations %q, want %q", got, c.degraded)
+			}
+			// What Run carries out is decided here: the private temp dir
+			// is named, in the environment, in the mounts and in
+			// Landlock; the proxy's address is in the environment.
+			tmp := "/tmp/" + tmpPrefix + "test"
+			if pr.tmpDir != tmp || !slices.Contains(pr.env, "TMPDIR="+tmp) {
+				t.Errorf("temp dir %q, env %v", pr.tmpDir, pr.env)
+			}
+			if pr.View != nil && !slices.ContainsFunc(pr.View.Ops, func(o spawn.Op) bool { return o.Target() == tmp }) {
+				t.Errorf("no mount for the temp dir in the view")
+			}
+			if pr.View != nil && !slices.ContainsFunc(pr.freshRules, func(o spawn.Op) bool { return o.Target() == tmp }) {
+				t.Errorf("no Landlock rule for the temp dir's tmpfs in the child")
+			}
+			if !slices.ContainsFunc(pr.Landlock.Rules, func(r landlock.Rule) bool { return r.Path == tmp && r.Required }) {
+				t.Errorf("no Landlock rule for the temp dir")
+			}
+			if strings.Contains(c.network, "proxy") && !slices.Contains(pr.env, "HTTPS_PROXY=http://127.0.0.1:3128") {
+				t.Errorf("proxy env %v", pr.env)
+			}
+		})
+	}
+}
+
+// TestPrepareProtectsTheStateDirectories: whatever the policy, the state
+// directories the facts name are denied, existing or not.
+func TestPrepareProtectsTheStateDirectories(t *testing.T) {
+	state, missing := t.TempDir(), filepath.Join(t.TempDir(), "not-yet")
+	f := rootHost
+	f.StateDirs = []string{state, missing}
+	cfg := Config{Plan: planFor(t, `{"type":"workspace_write","writable_roots":[]}`), Argv: []string{"/bin/true"}, Cwd: "/", TempDir: "/tmp", RunID: "x", AllowDegraded: true}
+	pr, err := Prepare(cfg, &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{state, missing} {
+		if !slices.ContainsFunc(pr.Plan.Filesystem.ReadDenied, func(p policy.DeniedPath) bool { return p.Path == d }) {
+			t.Errorf("%s is not denied: %+v", d, pr.Plan.Filesystem.ReadDenied)
+		}
+	}
+	if slices.ContainsFunc(cfg.Plan.Filesystem.ReadDenied, func(p policy.DeniedPath) bool { return p.Path == state }) {
+		t.Errorf("the caller's Plan was changed")
 	}
 }

@@ -7,10 +7,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -92,7 +90,7 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 // it until it and everything it started are gone.
 func Run(pr *Prepared) Result {
 	start := time.Now()
-	s := &session{pr: pr, cfg: pr.cfg, rulesetFD: -1, proxySock: -1, notifySock: -1}
+	s := &session{pr: pr, cfg: pr.cfg, rulesetFD: -1, proxySock: -1, proxyChild: -1, notifySock: -1}
 	s.denials.out = pr.cfg.OnDenial
 	res := s.run()
 	s.timed("cleanup", func() { s.cleanup(&res) })
@@ -124,6 +122,7 @@ type session struct {
 	// The allowlist proxy: the socket its listener arrives on from the
 	// child (or the host listener, degraded), and the proxy once running.
 	proxySock  int
+	proxyChild int // the child's end, which it sends the listener over
 	hostListen net.Listener
 	proxy      *proxyRun
 
@@ -174,7 +173,7 @@ func (s *session) run() Result {
 // setup makes every kernel object and host-side artifact of the run.
 func (s *session) setup() error {
 	p := s.pr.Plan
-	s.env = p.Env.Vars
+	s.env = s.pr.env
 	s.spec = s.pr.Landlock
 	s.view = s.pr.View
 	s.rlimits = s.pr.Rlimits
@@ -182,13 +181,11 @@ func (s *session) setup() error {
 	if err := createRoots(p); err != nil {
 		return err
 	}
-	var tmp string
-	if s.pr.Enforcement.Filesystem.PrivateTmp {
-		dir, lock, rec, err := makePrivateTmp()
+	if dir := s.pr.tmpDir; dir != "" {
+		lock, rec, err := makePrivateTmp(dir)
 		if err != nil {
 			return err
 		}
-		tmp = dir
 		s.tmp, s.tmpLock, s.tmpRecord = dir, lock, rec
 		s.undo = append(s.undo, func() {
 			if os.RemoveAll(dir) == nil {
@@ -196,11 +193,7 @@ func (s *session) setup() error {
 			}
 			lock.Close()
 		})
-		s.env = withEnv(s.env, "TMPDIR", dir)
-		// A fresh private directory: reading it is as safe as writing it.
-		s.spec = s.spec.WithRule(landlock.Rule{Path: dir, Access: landlock.ReadWrite, Required: true})
 	}
-	var listener *mountns.ProxyListener
 	switch {
 	case s.pr.net.proxy && s.pr.net.hostProxy:
 		l, err := net.Listen("tcp4", "127.0.0.1:0")
@@ -217,21 +210,16 @@ func (s *session) setup() error {
 		if err != nil {
 			return err
 		}
-		s.proxySock = parent
+		s.proxySock, s.proxyChild = parent, child
 		s.undo = append(s.undo, func() { unix.Close(parent); unix.Close(child) })
-		listener = &mountns.ProxyListener{FD: child, Port: ProxyPort}
-		s.env = proxyEnv(s.env, "127.0.0.1:"+strconv.Itoa(ProxyPort))
 	}
 	if s.view != nil {
-		// The view Prepare showed, now with the temp dir and the proxy's
-		// socket that exist only from here on.
-		v, err := s.view.With(tmp, listener)
-		if err != nil {
-			return err
-		}
-		// Decided again under the claims, which are held until the
-		// program's whole tree is gone.
+		// The placeholders are decided again under their claims, which
+		// are held until the program's whole tree is gone: another run
+		// may have made or removed one since Prepare looked.
 		var claims *mountns.Claims
+		var err error
+		v := s.view
 		s.timed("claim placeholders", func() { v, claims, err = mountns.Claim(v) })
 		if err != nil {
 			return err
@@ -260,7 +248,7 @@ func (s *session) setup() error {
 		s.watchFrom = parent
 	}
 	if s.pr.sockets.how == socketsMediated {
-		s.mediator = sockmed.New(s.mediatorConfig(tmp))
+		s.mediator = sockmed.New(s.mediatorConfig(s.tmp))
 	}
 	fd, err := s.spec.Build()
 	if err != nil {
@@ -457,31 +445,11 @@ func (s *session) supervise() Result {
 		req.NamespaceFlags = s.view.NamespaceFlags
 		req.UnshareFlags = s.view.UnshareFlags
 		req.Init = s.view.Init
-		req.Ops = s.view.Ops
+		req.Ops = append(slices.Clip(s.view.Ops), s.pr.freshRules...)
+		req.ProxySock = s.proxyChild
 		if tty, ok := foregroundTTY(); ok && req.Init {
 			req.TakeForeground, req.TTY = true, tty
 			defer giveForegroundBack(tty)
-		}
-		// The private /proc and /dev and the temp dir's tmpfs are new
-		// inodes: the rules given to the host's are given to them again.
-		var fresh []string
-		if s.view.Init {
-			fresh = append(fresh, "/dev", "/proc")
-		}
-		if s.tmp != "" {
-			fresh = append(fresh, s.tmp) // mountns.Options.PrivateTmp
-		}
-		if s.rulesetFD >= 0 && len(fresh) > 0 {
-			for _, r := range s.spec.DirRulesWithin(fresh) {
-				req.Ops = append(req.Ops, spawn.LandlockRule(r.Path, uint64(r.Access), "landlock rule for the private "+r.Path))
-			}
-		}
-		// A scratch cache's overlay is the program's to write: its upper
-		// layer is a throwaway tmpfs (mountns.View.scratchCaches).
-		if s.rulesetFD >= 0 {
-			for _, dir := range s.view.ScratchCaches {
-				req.Ops = append(req.Ops, spawn.LandlockRule(dir, uint64(landlock.ReadWrite&s.spec.HandledFS), "landlock rule for the scratch cache "+dir))
-			}
 		}
 	}
 	for _, l := range s.rlimits {
@@ -652,32 +620,28 @@ func createRoots(p *policy.Plan) error {
 	return nil
 }
 
-// makePrivateTmp creates the program's private temp dir, takes the flock on
-// it that says it is in use for the run, and records it for the stale sweep
+// makePrivateTmp creates the program's private temp dir dir (named by
+// Prepare, in a canonical parent: Landlock opens a rule's path without
+// following any symlink, and $TMPDIR may name one), takes the flock on it
+// that says it is in use for the run, and records it for the stale sweep
 // (see stale.go). The record is made once it is locked: a recorded
-// directory that is unlocked is stale. The path returned is canonical:
-// Landlock opens a rule's path without following any symlink, and $TMPDIR
-// may name one.
-func makePrivateTmp() (dir string, lock *os.File, record string, err error) {
-	if dir, err = os.MkdirTemp("", tmpPrefix); err != nil {
-		return "", nil, "", fmt.Errorf("private temp dir: %w", err)
-	}
-	if real, rerr := filepath.EvalSymlinks(dir); rerr != nil {
-		os.Remove(dir)
-		return "", nil, "", fmt.Errorf("private temp dir: %w", rerr)
-	} else {
-		dir = real
+// directory that is unlocked is stale.
+func makePrivateTmp(dir string) (lock *os.File, record string, err error) {
+	// Made here, never found: an entry of that name already there (planted,
+	// or a link) fails the run.
+	if err = os.Mkdir(dir, 0o700); err != nil {
+		return nil, "", fmt.Errorf("private temp dir: %w", err)
 	}
 	if lock, err = os.Open(dir); err == nil {
 		if err = unix.Flock(int(lock.Fd()), unix.LOCK_SH); err == nil {
 			if record, err = recordTmp(dir); err == nil {
-				return dir, lock, record, nil
+				return lock, record, nil
 			}
 		}
 		lock.Close()
 	}
 	os.Remove(dir)
-	return "", nil, "", fmt.Errorf("private temp dir: %w", err)
+	return nil, "", fmt.Errorf("private temp dir: %w", err)
 }
 
 // forward passes a signal the supervisor received on to the program, and

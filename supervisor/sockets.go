@@ -3,9 +3,6 @@ package supervisor
 import (
 	"os"
 	"slices"
-	"strings"
-	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -37,11 +34,11 @@ type socketChoice struct {
 // else mediation where the program has an init (the seccomp listener then
 // reaches the supervisor without the program's own sendmsg) and the kernel
 // has what mediation needs; else no unix sockets but socketpair's.
-func chooseSockets(abi int, isolated, netns bool) socketChoice {
+func chooseSockets(abi int, isolated, netns, mediation bool) socketChoice {
 	switch {
 	case abi >= 9:
 		return socketChoice{how: socketsByLandlock}
-	case isolated && mediationWorks():
+	case isolated && mediation:
 		c := socketChoice{how: socketsMediated, abstract: sockmed.AbstractOwned}
 		if netns {
 			c.abstract = sockmed.AbstractDirect
@@ -49,48 +46,6 @@ func chooseSockets(abi int, isolated, netns bool) socketChoice {
 		return c
 	}
 	return socketChoice{how: socketsDenied}
-}
-
-var (
-	mediationOnce sync.Once
-	mediationOK   bool
-)
-
-// mediationWorks reports whether this kernel (and whatever filter the
-// helper itself runs under) lets the supervisor take a process's socket
-// (pidfd_open, pidfd_getfd, 5.6), read its memory and resolve paths in its
-// root (openat2 RESOLVE_IN_ROOT, 5.6).
-func mediationWorks() bool {
-	mediationOnce.Do(func() {
-		// Yama's ptrace_scope 2 keeps pidfd_getfd and process_vm_readv
-		// to CAP_SYS_PTRACE, 3 from everyone: every call would then be
-		// refused (the supervisor is the program's ancestor, which scope
-		// 1 allows).
-		if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
-			if v := strings.TrimSpace(string(b)); v == "3" || (v == "2" && os.Geteuid() != 0) {
-				return
-			}
-		}
-		pidfd, err := unix.PidfdOpen(os.Getpid(), 0)
-		if err != nil {
-			return
-		}
-		defer unix.Close(pidfd)
-		fd, err := unix.PidfdGetfd(pidfd, pidfd, 0)
-		if err != nil {
-			return
-		}
-		unix.Close(fd)
-		fd, err = unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
-		if err != nil {
-			return
-		}
-		unix.Close(fd)
-		src, dst := [1]byte{1}, [1]byte{}
-		_, err = unix.ProcessVMReadv(os.Getpid(), []unix.Iovec{{Base: &dst[0], Len: 1}}, []unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&src[0])), Len: 1}}, 0)
-		mediationOK = err == nil && dst[0] == 1
-	})
-	return mediationOK
 }
 
 // mediationRules are the filter's rules that send the socket calls to the

@@ -7,6 +7,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"math"
 	"os"
 	"os/user"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -23,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/doctor"
+	"sandbox-executable/hostfacts"
 	"sandbox-executable/policy"
 	"sandbox-executable/report"
 	"sandbox-executable/seccomp"
@@ -122,8 +126,17 @@ func run(args []string) int {
 	if len(cfg.Argv) == 0 {
 		cfg.Argv = []string{""}
 	}
+	cfg.TempDir, cfg.RunID, err = tempDirAndRunID()
+	if err != nil {
+		return refuse(supervisor.ExitSetup, err, nil)
+	}
 	t0 = time.Now()
-	pr, err := supervisor.Prepare(cfg)
+	// --explain writes nothing: the state directory and its key are
+	// looked up, not made, and the filter cache is only read.
+	facts := hostfacts.Probe(hostfacts.Options{ReadOnly: o.explain, Overlay: len(plan.Filesystem.ScratchCaches) > 0})
+	out.log.Debug("probed the host", "took", time.Since(t0))
+	t0 = time.Now()
+	pr, err := supervisor.Prepare(cfg, facts)
 	if err != nil {
 		return refuse(supervisor.ExitSetup, err, nil)
 	}
@@ -155,6 +168,23 @@ func run(args []string) int {
 		fail(res.ExitCode, res.Err)
 	}
 	return res.ExitCode
+}
+
+// tempDirAndRunID are where a private temp dir would go (the helper's own
+// temp dir, canonical where it exists: Landlock opens a rule's path without
+// following any symlink; one that does not exist fails only a run that
+// makes a private temp dir, when it does) and a fresh random name for this
+// run.
+func tempDirAndRunID() (string, string, error) {
+	dir := os.TempDir()
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", "", fmt.Errorf("run id: %w", err)
+	}
+	return dir, hex.EncodeToString(b[:]), nil
 }
 
 // checkFD checks that fd, named by option, is an open descriptor above 2.

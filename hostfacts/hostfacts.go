@@ -1,0 +1,172 @@
+// Package hostfacts probes, once per run, what this host offers a sandbox:
+// the Landlock ABI, whether the program can have namespaces of its own, the
+// cgroup filesystem, whether the supervisor can mediate unix sockets, the
+// limits the helper was started with, and the helper's state directory.
+// Everything the supervisor decides is decided from these Facts
+// (supervisor.Prepare), so that the decisions can be made, printed
+// (--explain) and tested without touching the host again.
+package hostfacts
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/cgroups"
+	"sandbox-executable/landlock"
+	"sandbox-executable/mountns"
+	"sandbox-executable/runstate"
+	"sandbox-executable/seccomp"
+	"sandbox-executable/spawn"
+)
+
+// Facts is what Probe found. The zero value is a host that offers nothing
+// (no Landlock, no namespaces, no cgroups, no state directory): tests make
+// the Facts they need by hand.
+type Facts struct {
+	// UID and GID are the helper's real ids, EUID its effective uid.
+	UID, GID, EUID int
+	// LandlockABI is the kernel's Landlock ABI version, 0 without Landlock.
+	LandlockABI int
+	// Namespaces says whether the program can have namespaces of its own,
+	// and whether a user namespace is needed for them.
+	Namespaces mountns.Availability
+	// OverlayOK says whether the scratch caches' overlays can be mounted,
+	// and OverlayWhy why not; probed only when Options.Overlay asks.
+	OverlayOK  bool
+	OverlayWhy string
+	// Cgroups is the host's cgroup filesystem; nil when there is none to
+	// use, and CgroupsWhy then says why.
+	Cgroups    *cgroups.Host
+	CgroupsWhy string
+	// SocketMediation says whether the supervisor can carry out a
+	// sandboxed process's socket calls (see MediationWorks).
+	SocketMediation bool
+	// Nofile is the RLIMIT_NOFILE the helper was started with (the Go
+	// runtime raises its own soft limit).
+	Nofile spawn.Rlimit
+	// StateDirs are the helper's state directories, which every sandbox is
+	// denied (runstate.Protected; runstate.Locations when ReadOnly).
+	StateDirs []string
+	// FilterCache is the compiled-filter cache, or nil when the state
+	// directory or its key cannot be had (FilterCacheWhy says why).
+	FilterCache    *seccomp.Cache
+	FilterCacheWhy string
+}
+
+// Options say what to probe.
+type Options struct {
+	// ReadOnly probes without writing anything: the state directory and its
+	// key are looked up, not made, and the filter cache is only read
+	// (--explain).
+	ReadOnly bool
+	// Overlay probes for overlayfs (only runs with scratch caches use it).
+	Overlay bool
+}
+
+// Probe looks at this host once.
+func Probe(o Options) *Facts {
+	f := &Facts{UID: os.Getuid(), GID: os.Getgid(), EUID: os.Geteuid()}
+	f.LandlockABI = landlock.ABI()
+	f.Namespaces = mountns.Probe()
+	if o.Overlay {
+		f.OverlayOK, f.OverlayWhy = mountns.OverlayAvailable(f.Namespaces.Privileged)
+	}
+	if host, err := cgroups.Detect(); err != nil {
+		f.CgroupsWhy = err.Error()
+	} else if host.Mode == cgroups.Unavailable {
+		f.CgroupsWhy = "no cgroup filesystem is mounted"
+	} else {
+		f.Cgroups = host
+	}
+	f.SocketMediation = MediationWorks()
+	_, _, f.Nofile = spawn.InitialState()
+	f.StateDirs, f.FilterCache, f.FilterCacheWhy = stateDirs(o.ReadOnly)
+	return f
+}
+
+// stateDirs are the protected state directories, as canonical paths, and
+// the filter cache in them.
+func stateDirs(readOnly bool) ([]string, *seccomp.Cache, string) {
+	var dirs []string
+	if readOnly {
+		dirs = runstate.Locations()
+	} else if d, err := runstate.Protected(); err == nil {
+		dirs = d
+	}
+	for i, d := range dirs {
+		dirs[i] = canonical(d)
+	}
+	var dir string
+	var key []byte
+	var err error
+	if readOnly {
+		if dir, err = runstate.Lookup("bpf"); err == nil {
+			key, err = runstate.LookupKey()
+		}
+	} else if dir, err = runstate.Dir("bpf"); err == nil {
+		key, err = runstate.Key()
+	}
+	if err != nil {
+		return dirs, nil, err.Error()
+	}
+	return dirs, &seccomp.Cache{Dir: dir, Key: key, ReadOnly: readOnly}, ""
+}
+
+// canonical is path with its symbolic links resolved (the Plan's paths are
+// canonical), as far as it exists.
+func canonical(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	if parent, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		return filepath.Join(parent, filepath.Base(path))
+	}
+	return path
+}
+
+var (
+	mediationOnce sync.Once
+	mediationOK   bool
+)
+
+// MediationWorks reports whether this kernel (and whatever filter the
+// helper itself runs under) lets the supervisor take a process's socket
+// (pidfd_open, pidfd_getfd, 5.6), read its memory and resolve paths in its
+// root (openat2 RESOLVE_IN_ROOT, 5.6).
+func MediationWorks() bool {
+	mediationOnce.Do(func() {
+		// Yama's ptrace_scope 2 keeps pidfd_getfd and process_vm_readv
+		// to CAP_SYS_PTRACE, 3 from everyone: every call would then be
+		// refused (the supervisor is the program's ancestor, which scope
+		// 1 allows).
+		if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
+			if v := strings.TrimSpace(string(b)); v == "3" || (v == "2" && os.Geteuid() != 0) {
+				return
+			}
+		}
+		pidfd, err := unix.PidfdOpen(os.Getpid(), 0)
+		if err != nil {
+			return
+		}
+		defer unix.Close(pidfd)
+		fd, err := unix.PidfdGetfd(pidfd, pidfd, 0)
+		if err != nil {
+			return
+		}
+		unix.Close(fd)
+		fd, err = unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+		if err != nil {
+			return
+		}
+		unix.Close(fd)
+		src, dst := [1]byte{1}, [1]byte{}
+		_, err = unix.ProcessVMReadv(os.Getpid(), []unix.Iovec{{Base: &dst[0], Len: 1}}, []unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&src[0])), Len: 1}}, 0)
+		mediationOK = err == nil && dst[0] == 1
+	})
+	return mediationOK
+}
