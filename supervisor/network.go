@@ -72,7 +72,7 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, sock
 			mech("a filtering proxy outside (HTTP CONNECT, plain HTTP, SOCKS5) listening at " + n.Proxy + " inside it, names resolved outside")
 			break
 		}
-		why := "the network allowlist needs a network namespace, and none can be had here (" + mountns.Probe().Why + ")"
+		why := "the network allowlist needs a network namespace, and none can be had here (" + netnsWhy(mountns.Probe()) + ")"
 		if !allowDegraded {
 			return n, &RefusedError{Reason: "refusing to run: " + why + "; run as root or where user namespaces are allowed, or pass --allow-degraded to rely on Landlock's port rule alone"}
 		}
@@ -175,4 +175,15 @@ func receiveListener(sock int) (net.Listener, error) {
 	f := os.NewFile(uintptr(fd), "proxy-listener")
 	defer f.Close()
 	return net.FileListener(f)
+}
+
+// netnsWhy says why a run gets no network namespace.
+func netnsWhy(av mountns.Availability) string {
+	switch {
+	case !av.OK:
+		return av.Why
+	case !av.Network:
+		return av.NetworkWhy
+	}
+	return "Landlock-only filesystem mode: no namespaces are made for the filesystem"
 }

@@ -1,0 +1,81 @@
+package supervisor
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"sandbox-executable/cgroups"
+)
+
+// cgroupContainerFix is what gives a container a cgroup its processes may
+// manage: a cgroup namespace of its own with a writable cgroup v2 (Docker
+// mounts /sys/fs/cgroup read-only unless the container is privileged).
+const cgroupContainerFix = "run the container with a writable cgroup v2 of its own (docker run --cgroupns=private with /sys/fs/cgroup read-write, as --privileged gives; see docs/containers.md)"
+
+// cgroupWhy says, in one clause each, why the run's cgroup cannot be made
+// and what would give it: err from cgroups.New (or the host's detection).
+// Inside a container (a read-only cgroupfs, or the runtimes' marker files)
+// it names the container's setting, not the host's remedies; elsewhere the
+// error's own hint, once.
+func cgroupWhy(err error) (why, fix string) {
+	var un *cgroups.UnavailableError
+	if !errors.As(err, &un) {
+		return err.Error(), defaultCgroupFix
+	}
+	if errors.Is(un.Err, syscall.EROFS) {
+		return "/sys/fs/cgroup is read-only here (a container's)", cgroupContainerFix
+	}
+	why = "missing " + un.Missing
+	if inContainer() {
+		return why, cgroupContainerFix
+	}
+	if un.Hint == "" {
+		return why, defaultCgroupFix
+	}
+	return why, un.Hint
+}
+
+const defaultCgroupFix = "run as root, or inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes ...)"
+
+// inContainer reports the marker files container runtimes leave.
+func inContainer() bool {
+	for _, p := range []string{"/.dockerenv", "/run/.containerenv"} {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// capabilitiesWithoutNamespaces is what a program started outside any user
+// namespace keeps: as root, or with CAP_SETPCAP, what def says; a user
+// without CAP_SETPCAP cannot change its bounding set or securebits, and
+// the spawn stage leaves them (nothing to lose: no root, and under
+// no_new_privs no exec grants a capability).
+func capabilitiesWithoutNamespaces(def string) string {
+	if os.Geteuid() == 0 || os.Getuid() == 0 || effectiveCap(capSetpcap) {
+		return def
+	}
+	return "none: effective, permitted, inheritable and ambient sets empty; the bounding set and securebits stay as they are (a user without CAP_SETPCAP cannot change them; under no_new_privs no exec grants a capability)"
+}
+
+// capSetpcap is CAP_SETPCAP's number.
+const capSetpcap = 8
+
+// effectiveCap reports whether this process's effective set holds cap.
+func effectiveCap(c uint) bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && n&(1<<c) != 0
+		}
+	}
+	return false
+}
