@@ -205,6 +205,16 @@ const (
 	containerFixUser = "run the container with --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined (Kubernetes: seccompProfile and appArmorProfile Unconfined, procMount Unmasked)"
 )
 
+// ContainerFix names the container settings that give the helper its
+// namespaces where a container's seccomp filter refuses them: for its
+// root (uid 0) or for a non-root user.
+func ContainerFix(root bool) string {
+	if root {
+		return containerFixRoot
+	}
+	return containerFixUser
+}
+
 // diagnose explains a failed attempt and names what unlocks it.
 func diagnose(priv bool, a Attempt) (why, fix string) {
 	why = "no namespaces: " + a.Failure()

@@ -17,9 +17,9 @@ const cgroupContainerFix = "run the container with a writable cgroup v2 of its o
 
 // cgroupWhy says, in one clause each, why the run's cgroup cannot be made
 // and what would give it: err from cgroups.New (or the host's detection).
-// Inside a container (a read-only cgroupfs, or the runtimes' marker files)
-// it names the container's setting, not the host's remedies; elsewhere the
-// error's own hint, once.
+// A read-only cgroupfs is a container's (Docker mounts it so unless the
+// container is privileged): the container's setting is named, not the
+// host's remedies; otherwise the error's own hint, once.
 func cgroupWhy(err error) (why, fix string) {
 	var un *cgroups.UnavailableError
 	if !errors.As(err, &un) {
@@ -29,9 +29,6 @@ func cgroupWhy(err error) (why, fix string) {
 		return "/sys/fs/cgroup is read-only here (a container's)", cgroupContainerFix
 	}
 	why = "missing " + un.Missing
-	if inContainer() {
-		return why, cgroupContainerFix
-	}
 	if un.Hint == "" {
 		return why, defaultCgroupFix
 	}
@@ -39,16 +36,6 @@ func cgroupWhy(err error) (why, fix string) {
 }
 
 const defaultCgroupFix = "run as root, or inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes ...)"
-
-// inContainer reports the marker files container runtimes leave.
-func inContainer() bool {
-	for _, p := range []string{"/.dockerenv", "/run/.containerenv"} {
-		if _, err := os.Stat(p); err == nil {
-			return true
-		}
-	}
-	return false
-}
 
 // capabilitiesWithoutNamespaces is what a program started outside any user
 // namespace keeps: as root, or with CAP_SETPCAP, what def says; a user
