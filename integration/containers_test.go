@@ -19,6 +19,15 @@ type ctrCond struct {
 	seccomp  bool // Docker's default seccomp profile, rendered for its default caps
 	caps     bool // only Docker's 14 default capabilities
 	roCgroup bool // /sys/fs/cgroup read-only (a private mount namespace of the test)
+	// maskedProc covers /proc/kcore, /proc/keys, ... and makes /proc/sys
+	// read-only, as Docker masks /proc (unless
+	// --security-opt systempaths=unconfined): no procfs can then be mounted
+	// in a user namespace. Not part of "all" (the seccomp filter refuses
+	// namespaces before that matters).
+	maskedProc bool
+	// capAdd is added to the capabilities and to the profile's rendering
+	// (docker run --cap-add).
+	capAdd string
 }
 
 func (c ctrCond) String() string {
@@ -33,7 +42,13 @@ func (c ctrCond) String() string {
 		s = append(s, "ro-cgroup")
 	}
 	if len(s) == 3 {
-		return "all"
+		s = []string{"all"}
+	}
+	if c.maskedProc {
+		s = append(s, "masked-proc")
+	}
+	if c.capAdd != "" {
+		s = append(s, "add-"+c.capAdd)
 	}
 	return strings.Join(s, "+")
 }
@@ -49,9 +64,17 @@ func ctrVia(t *testing.T, c ctrCond, uid int) (via, env []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var script []string
 	if c.roCgroup {
+		script = append(script, `for m in $(findmnt -R -n -r -o TARGET /sys/fs/cgroup); do mount -o remount,bind,ro "$m" || exit 121; done`)
+	}
+	if c.maskedProc {
+		// As Docker's default masked and read-only paths.
+		script = append(script, `n=0; for f in /proc/kcore /proc/keys /proc/timer_list /proc/sched_debug; do [ -f "$f" ] || continue; mount --bind /dev/null "$f" || exit 122; n=$((n+1)); done; [ $n -gt 0 ] || exit 122; mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys || exit 122`)
+	}
+	if len(script) > 0 {
 		via = []string{"unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-			`for m in $(findmnt -R -n -r -o TARGET /sys/fs/cgroup); do mount -o remount,bind,ro "$m" || exit 121; done; exec "$@"`, "sh"}
+			strings.Join(script, "; ") + `; exec "$@"`, "sh"}
 	}
 	via = append(via, self)
 	env = []string{dockerlike.EnvLaunch + "=1"}
@@ -63,6 +86,9 @@ func ctrVia(t *testing.T, c ctrCond, uid int) (via, env []string) {
 	}
 	if uid != 0 {
 		env = append(env, fmt.Sprintf("%s=%d", dockerlike.EnvUID, uid))
+	}
+	if c.capAdd != "" {
+		env = append(env, dockerlike.EnvCapAdd+"="+c.capAdd)
 	}
 	return via, env
 }
@@ -87,6 +113,7 @@ const (
 	ctrNoNS       = `^sandbox-executable: refusing to run: no namespaces: clone\(CLONE_NEW\{(USER,)?NS,PID,IPC,UTS,CGROUP\}\): EPERM under this process's seccomp filter \(a container's\)`
 	ctrFixRoot    = `--cap-add SYS_ADMIN --security-opt apparmor=unconfined`
 	ctrFixUser    = `--security-opt seccomp=unconfined`
+	ctrMaskedProc = `^sandbox-executable: refusing to run: no namespaces: private /proc: EPERM \(a container's masked /proc, or an LSM\); run the container with --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined`
 	ctrLostFS     = `no mount namespace`
 	ctrLostProc   = `no PID, IPC or UTS namespace`
 	ctrLostCgRoot = `no cgroup .*max_pids is not enforced at all`
@@ -119,6 +146,17 @@ func ctrMatrix() []struct {
 		{ctrUID, ctrCond{caps: true}, ctrExpect{strict: ctrCgroupUser, mode: "exact", degraded: []string{ctrLostCgUser}}},
 		{ctrUID, ctrCond{roCgroup: true}, ctrExpect{strict: ctrCgroupRO, mode: "exact", degraded: []string{ctrLostCgUser}}},
 		{ctrUID, ctrCond{seccomp: true, caps: true, roCgroup: true}, noNSUser},
+		// Found only by trying: namespaces are allowed, a procfs is not.
+		{0, ctrCond{caps: true, maskedProc: true}, ctrExpect{strict: ctrMaskedProc + `.*, or pass --allow-degraded for Landlock-only mode$`,
+			mode: "landlock", degraded: []string{ctrLostFS, ctrLostProc}}},
+		{ctrUID, ctrCond{maskedProc: true}, ctrExpect{strict: ctrMaskedProc + `.*, or pass --allow-degraded for Landlock-only mode$`,
+			mode: "landlock", degraded: []string{ctrLostFS, ctrLostProc, ctrLostCgUser}}},
+		{0, ctrCond{maskedProc: true}, ctrExpect{mode: "exact"}},
+		// The setting the refusals name for a container's root: the
+		// profile then allows the namespaces, and the masked /proc does
+		// not matter without a user namespace.
+		{0, ctrCond{seccomp: true, caps: true, roCgroup: true, maskedProc: true, capAdd: "CAP_SYS_ADMIN"},
+			ctrExpect{strict: ctrCgroupRO, mode: "exact", degraded: []string{ctrLostCgRoot}}},
 	}
 }
 

@@ -50,7 +50,8 @@ func FlagNames(flags uintptr) string {
 // when userns is set; CLONE_NEWCGROUP by unshare(2) once cloned (as a run's
 // program does); with CLONE_NEWNS, / made private and, with CLONE_NEWPID, a
 // procfs of the new PID namespace mounted on /proc (a container that masks
-// parts of /proc refuses that inside a user namespace). The child exits as
+// parts of /proc refuses that inside a user namespace); with CLONE_NEWNET,
+// the loopback interface brought up. The child exits as
 // soon as that is done. timeout 0 waits for the answer however long it
 // takes; otherwise an attempt that has not answered by then is reported as
 // TimedOut (and reaped whenever it ends).
@@ -66,6 +67,11 @@ func Try(flags uintptr, userns bool, timeout time.Duration) Attempt {
 			spawn.Op{Kind: spawn.OpWrite, A: "/proc/self/uid_map", B: fmt.Sprintf("%d %d 1", uid, uid), Desc: "user namespace: uid map"},
 			spawn.Op{Kind: spawn.OpWrite, A: "/proc/self/gid_map", B: fmt.Sprintf("%d %d 1", gid, gid), Desc: "user namespace: gid map"})
 	}
+	if flags&unix.CLONE_NEWNET != 0 {
+		// Needs CAP_NET_ADMIN where the namespace is owned: a container's
+		// root with CAP_SYS_ADMIN but not it gets the namespace, not lo.
+		req.Ops = append(req.Ops, spawn.Op{Kind: spawn.OpLoUp, Desc: "bring up the loopback interface"})
+	}
 	if flags&unix.CLONE_NEWNS != 0 {
 		req.Ops = append(req.Ops, spawn.Op{Kind: spawn.OpMount, B: "/", Flags: unix.MS_REC | unix.MS_PRIVATE, Desc: "make / private"})
 		if flags&unix.CLONE_NEWPID != 0 {
@@ -75,7 +81,7 @@ func Try(flags uintptr, userns bool, timeout time.Duration) Attempt {
 	}
 	a := Attempt{Flags: req.NamespaceFlags | req.UnshareFlags}
 	done := make(chan Attempt, 1)
-	go func() { done <- try(req, a) }()
+	go func(a Attempt) { done <- try(req, a) }(a)
 	if timeout <= 0 {
 		return <-done
 	}
@@ -158,6 +164,9 @@ func probeNow() Availability {
 	if bare.OK {
 		av := available(priv, false)
 		av.NetworkWhy = "no network namespace: " + full.Failure()
+		if full.Step == "setup" && full.Errno == unix.EPERM && priv {
+			av.NetworkWhy += " (no CAP_NET_ADMIN: a container's; docker run --cap-add NET_ADMIN gives it)"
+		}
 		return av
 	}
 	why, fix := diagnose(priv, bare)

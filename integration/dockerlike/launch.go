@@ -143,6 +143,9 @@ const (
 	EnvCaps = "SE_DOCKERLIKE_CAPS"
 	// EnvUID: become that uid (and gid), as `docker run --user UID:UID`.
 	EnvUID = "SE_DOCKERLIKE_UID"
+	// EnvCapAdd: capabilities added to the defaults, space-separated, for
+	// the filter and the capability sets alike (`docker run --cap-add`).
+	EnvCapAdd = "SE_DOCKERLIKE_CAP_ADD"
 )
 
 // Main is the launcher: when EnvLaunch is set, it applies what the other
@@ -164,8 +167,9 @@ func Main() {
 	// Everything below is per thread unless the kernel or libc makes it
 	// process-wide; exec happens from this thread.
 	runtime.LockOSThread()
+	caps := append(slices.Clone(DefaultCaps), strings.Fields(os.Getenv(EnvCapAdd))...)
 	if os.Getenv(EnvSeccomp) == "1" {
-		if _, err := Load(DefaultCaps); err != nil {
+		if _, err := Load(caps); err != nil {
 			fail(fmt.Errorf("seccomp: %w", err))
 		}
 	}
@@ -177,7 +181,7 @@ func Main() {
 		}
 	}
 	if os.Getenv(EnvCaps) == "1" {
-		if err := keepCaps(DefaultCaps); err != nil {
+		if err := keepCaps(caps); err != nil {
 			fail(fmt.Errorf("capabilities: %w", err))
 		}
 	}
