@@ -3,6 +3,7 @@ package supervisor
 import (
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,7 +26,7 @@ func cgroupWhy(err error) (why, fix string) {
 	if !errors.As(err, &un) {
 		return err.Error(), defaultCgroupFix
 	}
-	if errors.Is(un.Err, syscall.EROFS) {
+	if errors.Is(un.Err, syscall.EROFS) || cgroupfsReadOnly() {
 		return "/sys/fs/cgroup is read-only here (a container's)", cgroupContainerFix
 	}
 	why = "missing " + un.Missing
@@ -65,4 +66,28 @@ func effectiveCap(c uint) bool {
 		}
 	}
 	return false
+}
+
+// cgroupfsReadOnly reports whether every cgroup filesystem this process
+// sees is mounted read-only (as in an unprivileged container), whatever
+// error creating a group met first (a user's EACCES before EROFS).
+func cgroupfsReadOnly() bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	seen := false
+	for line := range strings.Lines(string(b)) {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [TAGS...] - FSTYPE SOURCE SUPER
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 6 || len(g) < 1 || (g[0] != "cgroup2" && g[0] != "cgroup") {
+			continue
+		}
+		seen = true
+		if !slices.Contains(strings.Split(f[5], ","), "ro") {
+			return false
+		}
+	}
+	return seen
 }
