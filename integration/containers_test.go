@@ -177,12 +177,20 @@ func ctrMatrix() []struct {
 func TestContainerMatrix(t *testing.T) {
 	isoNeedRoot(t)
 	isoNeedTools(t, "unshare", "findmnt", "mount")
+	// In the VM guests (-short) the cells whose answer depends on the
+	// kernel or the cgroup layout; the host runs them all.
+	short := map[string]bool{"root/all": true, "uid1000/all": true, "uid1000/ro-cgroup": true, "root/ro-cgroup": true,
+		"root/caps+masked-proc": true, "uid1000/masked-proc": true}
 	for _, c := range ctrMatrix() {
 		user := "root"
 		if c.uid != 0 {
 			user = fmt.Sprintf("uid%d", c.uid)
 		}
-		t.Run(user+"/"+c.cond.String(), func(t *testing.T) {
+		name := user + "/" + c.cond.String()
+		if testing.Short() && !short[name] {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
 			u := isoRoot
 			if c.uid != 0 {
 				u = isoUser{name: user, cred: &syscall.Credential{Uid: uint32(c.uid), Gid: uint32(c.uid)}}
