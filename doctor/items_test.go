@@ -241,6 +241,7 @@ func TestNamespaceItems(t *testing.T) {
 		{"debian switch", func(f *nsFacts) { f.unprivClone = 0 }, "kernel.unprivileged_userns_clone is 0", "sysctl -w kernel.unprivileged_userns_clone=1"},
 		{"max_mnt_namespaces", func(f *nsFacts) { f.maxMntNS = 0 }, "user.max_mnt_namespaces is 0", "sysctl -w user.max_mnt_namespaces=15000"},
 		{"container filter", func(f *nsFacts) { f.filtered = true }, "seccomp filter on this process", "--security-opt seccomp=unconfined"},
+		{"container filter, its root", func(f *nsFacts) { f.filtered, f.euid = true, 0 }, "seccomp filter on this process", "--cap-add SYS_ADMIN"},
 		{"timeout", func(f *nsFacts) {
 			f.probes.mnt = nsAttempt{flags: "CLONE_NEWNS", timedOut: true, err: "no answer within 150ms"}
 		}, "no answer within 150ms: the clone did not finish in time", "doctor again"},
@@ -252,11 +253,11 @@ func TestNamespaceItems(t *testing.T) {
 		if it.Status != StatusMissing || !strings.Contains(it.Detail, c.detail) || !strings.Contains(it.Fix, c.fix) {
 			t.Errorf("%s: %+v", c.name, it)
 		}
-		if !strings.Contains(notes(it), "only --fs-mode landlock runs") {
+		if !strings.Contains(notes(it), "only Landlock-only mode runs") {
 			t.Errorf("%s: the mode consequence is missing: %s", c.name, notes(it))
 		}
 	}
-	if it := mountnsItem(nsFacts{probes: nsProbes{mnt: eperm}}); !strings.HasPrefix(it.Detail, "clone(CLONE_NEWUSER|CLONE_NEWNS) of /bin/true failed: EPERM (operation not permitted)") {
+	if it := mountnsItem(nsFacts{probes: nsProbes{mnt: eperm}}); !strings.HasPrefix(it.Detail, "clone(CLONE_NEWUSER|CLONE_NEWNS) failed: EPERM (operation not permitted)") {
 		t.Errorf("detail: %q", it.Detail)
 	}
 
@@ -291,17 +292,14 @@ func TestNSFactsFromFakeProc(t *testing.T) {
 }
 
 func TestTryCloneBounds(t *testing.T) {
-	if a := tryClone("", 0, false, DefaultForkTimeout); a.ok || a.err == "" {
-		t.Errorf("no binary: %+v", a)
-	}
-	if a := tryClone("/bin/true", 0, false, 1); a.ok || !a.timedOut {
+	if a := tryClone(0, false, 1); a.ok || !a.timedOut {
 		t.Errorf("1ns timeout: %+v", a)
 	}
 	// An immediate refusal is the refusal, never "no answer" (the clone's
 	// goroutine cancels its context as it returns: racing that, it was
 	// reported as a timeout). CLONE_NEWUSER with CLONE_FS is EINVAL at once.
 	for i := 0; i < 200; i++ {
-		a := tryClone("/bin/true", syscall.CLONE_NEWUSER|syscall.CLONE_FS, true, DefaultForkTimeout)
+		a := tryClone(syscall.CLONE_NEWUSER|syscall.CLONE_FS, true, DefaultForkTimeout)
 		if a.ok || a.timedOut || a.errno != syscall.EINVAL {
 			t.Fatalf("try %d: an immediate EINVAL reported as %+v", i, a)
 		}

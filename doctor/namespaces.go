@@ -1,13 +1,8 @@
 package doctor
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,14 +10,15 @@ import (
 	"sandbox-executable/mountns"
 )
 
-// nsAttempt is one real namespace creation: a child running /bin/true with
-// the clone flags.
+// nsAttempt is one real namespace creation (mountns.Try): a child cloned
+// with the flags, as the helper's run would clone it.
 type nsAttempt struct {
 	flags    string
 	ok       bool
 	errno    unix.Errno // when the clone (or the id mapping) failed
 	err      string     // any failure, as text
 	timedOut bool
+	what     string // the step after the clone that failed, if any
 }
 
 // nsProbes are the attempts of one Check. Without CAP_SYS_ADMIN every
@@ -34,21 +30,11 @@ type nsProbes struct {
 	mnt, net   nsAttempt
 }
 
-// trueBinaries are tried in order for the child.
-var trueBinaries = []string{"/bin/true", "/usr/bin/true"}
-
 func probeNamespaces(privileged bool, timeout time.Duration) nsProbes {
 	p := nsProbes{privileged: privileged}
-	bin := ""
-	for _, b := range trueBinaries {
-		if _, err := os.Stat(b); err == nil {
-			bin = b
-			break
-		}
-	}
 	var wg sync.WaitGroup
 	run := func(dst *nsAttempt, flags uintptr) {
-		wg.Go(func() { *dst = tryClone(bin, flags, !privileged, timeout) })
+		wg.Go(func() { *dst = tryClone(flags, !privileged, timeout) })
 	}
 	if privileged {
 		run(&p.mnt, unix.CLONE_NEWNS)
@@ -62,72 +48,19 @@ func probeNamespaces(privileged bool, timeout time.Duration) nsProbes {
 	return p
 }
 
-func flagNames(flags uintptr) string {
-	s := ""
-	for _, f := range []struct {
-		bit  uintptr
-		name string
-	}{{unix.CLONE_NEWUSER, "CLONE_NEWUSER"}, {unix.CLONE_NEWNS, "CLONE_NEWNS"}, {unix.CLONE_NEWNET, "CLONE_NEWNET"}} {
-		if flags&f.bit != 0 {
-			if s != "" {
-				s += "|"
-			}
-			s += f.name
-		}
+// tryClone creates the namespaces in a child, the way the helper itself
+// finds out whether it can (mountns.Try: the spawn stage's clone, the id
+// maps, a private /), and waits at most timeout for the answer.
+func tryClone(flags uintptr, userns bool, timeout time.Duration) nsAttempt {
+	r := mountns.Try(flags, userns, timeout)
+	a := nsAttempt{flags: mountns.FlagNames(r.Flags), ok: r.OK, errno: r.Errno, err: r.Err, timedOut: r.TimedOut}
+	switch r.Step {
+	case "setup":
+		a.what = r.Detail + " in the namespaces"
+	case "unshare":
+		a.what = "unshare(CLONE_NEWCGROUP)"
 	}
-	return s
-}
-
-// tryClone starts bin in new namespaces and waits at most timeout for the
-// exec: once the child has exec'd, its namespaces exist. Its exit is not
-// waited for: tearing a mount or network namespace down waits for RCU grace
-// periods, which on a small VM now and then take a hundred milliseconds or
-// more. A goroutine reaps the child, and the context kills it if it is
-// still there at the timeout.
-func tryClone(bin string, flags uintptr, userns bool, timeout time.Duration) nsAttempt {
-	a := nsAttempt{flags: flagNames(flags)}
-	if bin == "" {
-		a.err = "no /bin/true to run in the namespace"
-		return a
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	cmd := exec.CommandContext(ctx, bin)
-	cmd.Env = []string{}
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags}
-	if userns {
-		uid, gid := os.Geteuid(), os.Getegid()
-		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-	}
-	started := make(chan error, 1)
-	go func() {
-		defer cancel()
-		err := cmd.Start()
-		started <- err
-		if err == nil {
-			_ = cmd.Wait()
-		}
-	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case err := <-started:
-		switch {
-		case err == nil:
-			a.ok = true
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			// Not ctx.Err() != nil: the goroutine's deferred cancel may
-			// already have run after an immediate refusal (EPERM).
-			a.timedOut = true
-			a.err = fmt.Sprintf("no answer within %v", timeout)
-		default:
-			a.err = err.Error()
-			errors.As(err, &a.errno)
-		}
-	case <-timer.C:
-		cancel()
-		a.timedOut = true
+	if r.TimedOut {
 		a.err = fmt.Sprintf("no answer within %v", timeout)
 	}
 	return a
@@ -203,7 +136,7 @@ func nsDiagnose(f nsFacts, a nsAttempt, kind string) (why, fix string) {
 	case a.errno == unix.EINVAL:
 		return "the kernel lacks this namespace type", "boot a kernel with CONFIG_USER_NS=y, CONFIG_NET_NS=y and CONFIG_NAMESPACES=y"
 	case a.errno == unix.EPERM && f.filtered:
-		return "a seccomp filter on this process (a container's) refuses namespace creation", "run the container with --security-opt seccomp=unconfined, or a profile that allows clone/unshare with CLONE_NEWUSER, CLONE_NEWNS and CLONE_NEWNET; or run on the host"
+		return "a seccomp filter on this process (a container's) refuses namespace creation", mountns.ContainerFix(f.euid == 0) + "; or run on the host"
 	case a.errno == unix.EPERM && f.container:
 		return "the container refuses it (capabilities, LSM policy or user namespace nesting)", "run the container with --cap-add SYS_ADMIN --security-opt seccomp=unconfined --security-opt apparmor=unconfined, or run on the host"
 	case a.errno == unix.EPERM && f.probes.privileged:
@@ -220,7 +153,10 @@ func attemptText(a nsAttempt) string {
 	if a.errno != 0 {
 		msg = errnoText(a.errno)
 	}
-	return "clone(" + a.flags + ") of /bin/true failed: " + msg
+	if a.what != "" {
+		return "clone(" + a.flags + ") worked, " + a.what + " failed: " + msg
+	}
+	return "clone(" + a.flags + ") failed: " + msg
 }
 
 func createdHow(f nsFacts) string {
@@ -253,7 +189,7 @@ func mountnsItem(f nsFacts) Item {
 		why, fix := nsDiagnose(f, a, "mnt")
 		it.Detail = attemptText(a) + ": " + why
 		it.Fix = fix
-		it.Notes = append(it.Notes, "without it only --fs-mode landlock runs (Landlock alone: narrower, and chmod/chown/utimes outside the roots are not stopped); --fs-mode auto refuses")
+		it.Notes = append(it.Notes, "without it only Landlock-only mode runs (narrower, and chmod/chown/utimes outside the roots are not stopped), and only with --allow-degraded; without that the helper refuses")
 	}
 	it.Notes = append(it.Notes, helperNote(f, a.ok)...)
 	return it

@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"sandbox-executable/integration/dockerlike"
 )
 
 var (
@@ -36,6 +38,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// Run as the container launcher (containers_test.go), it never returns.
+	dockerlike.Main()
 	code, err := setup()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration setup:", err)

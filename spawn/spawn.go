@@ -141,6 +141,12 @@ type Request struct {
 	TTY            int
 	// Ops run in order after the cgroup joins.
 	Ops []Op
+	// Trial makes the child exit with status 0 right after Ops (and the
+	// cgroup joins and UnshareFlags before them): what the kernel allows
+	// is learned by doing it, and no program runs (Paths may be empty;
+	// Init must not be set). Start then returns nil error when every step
+	// succeeded; the child must still be reaped.
+	Trial bool
 
 	Rlimits []Rlimit
 	// Pdeathsig is sent to the child when the creating thread exits (the
@@ -257,7 +263,11 @@ const childStackSize = 64 << 10
 // in that case the child has already exited and must still be reaped (its
 // pid is in the returned Process).
 func Start(req *Request) (*Process, error) {
-	if len(req.Paths) == 0 || len(req.Argv) == 0 {
+	if req.Trial {
+		if req.Init {
+			return nil, fmt.Errorf("spawn: a trial has no init")
+		}
+	} else if len(req.Paths) == 0 || len(req.Argv) == 0 {
 		return nil, fmt.Errorf("spawn: no program")
 	}
 	// -1 means none; 0, 1 and 2 are the program's stdio, never ours (a
@@ -312,6 +322,9 @@ func Start(req *Request) (*Process, error) {
 		sh := append([]string{"sh", ""}, req.Argv[1:]...)
 		r.sh_argv = a.strings(sh)
 		r.sh_fallback = 1
+	}
+	if req.Trial {
+		r.trial = 1
 	}
 	r.cgroup_fd = C.int(req.CgroupFD)
 	r.join_fds = a.ints(req.JoinFDs)

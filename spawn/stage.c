@@ -228,14 +228,25 @@ static long se_drop_caps(int *which)
 	} data[2];
 	*which = 0;
 	long ret = SYS2(SYS_prctl, SE_PR_SET_SECUREBITS, SE_SECUREBITS_LOCKED_DOWN);
-	if (ret < 0)
+	/* A process whose uids are all non-zero and that may not change its
+	 * securebits (no CAP_SETPCAP: a user's, outside any user namespace)
+	 * cannot change its bounding set either, and needs neither: it has
+	 * no root to lose, and under no_new_privs no exec gives it a
+	 * capability. It still empties the sets it holds. */
+	int unprivileged = 0;
+	if (ret == -EPERM) {
+		unsigned int ruid = 0, euid = 0, suid = 0;
+		if (SYS3(SYS_getresuid, &ruid, &euid, &suid) == 0 && ruid && euid && suid)
+			unprivileged = 1;
+	}
+	if (ret < 0 && !unprivileged)
 		return ret;
 	*which = 1;
 	ret = SYS5(SYS_prctl, SE_PR_CAP_AMBIENT, SE_PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	if (ret < 0 && ret != -EINVAL) /* EINVAL: no ambient set (before 4.3) */
 		return ret;
 	*which = 2;
-	for (int cap = 0; cap < 64; cap++) {
+	for (int cap = 0; cap < 64 && !unprivileged; cap++) {
 		ret = SYS2(SYS_prctl, SE_PR_CAPBSET_DROP, cap);
 		if (ret == -EINVAL)
 			break; /* past the kernel's last capability */
@@ -604,6 +615,8 @@ static int se_child(void *arg)
 	/* Placement first: nothing may run or fork outside the cgroups. */
 	se_place(r, 0);
 	se_setup(r);
+	if (r->trial)
+		se_exit(0);
 	if (r->pdeathsig) {
 		ret = SYS2(SYS_prctl, SE_PR_SET_PDEATHSIG, r->pdeathsig);
 		if (ret < 0)

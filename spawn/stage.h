@@ -88,6 +88,9 @@ struct se_req {
 	/* Set: the child is the first process of a new PID namespace (see
 	 * struct se_init) and starts the program as its own child. */
 	struct se_init *init;
+	/* Set: a trial, not a run. The child exits 0 once the cgroup joins,
+	 * the unshare and the operations have succeeded (no program). */
+	int trial;
 
 	const struct se_op *ops;
 	int nops;

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/mountns"
 	"sandbox-executable/netproxy"
 	"sandbox-executable/policy"
 	"sandbox-executable/sockmed"
@@ -174,4 +175,15 @@ func receiveListener(sock int) (net.Listener, error) {
 	f := os.NewFile(uintptr(fd), "proxy-listener")
 	defer f.Close()
 	return net.FileListener(f)
+}
+
+// netnsWhy says why a run gets no network namespace.
+func netnsWhy(av mountns.Availability) string {
+	switch {
+	case !av.OK:
+		return av.Why
+	case !av.Network:
+		return av.NetworkWhy
+	}
+	return "Landlock-only filesystem mode: no namespaces are made for the filesystem"
 }

@@ -162,6 +162,7 @@ const noCapabilities = "none: effective, permitted, inheritable, ambient and bou
 func processReport(isolated bool, flags uintptr, netns bool, why string) (ProcessReport, string) {
 	r := ProcessReport{Capabilities: noCapabilities}
 	if !isolated {
+		r.Capabilities = capabilitiesWithoutNamespaces(r.Capabilities)
 		r.Namespaces = []string{}
 		r.Proc, r.Dev = "the host's", "the host's"
 		r.NotEnforced = []string{
@@ -286,6 +287,11 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 		return nil, err
 	}
 	isolated := fs.namespaces.OK
+	if !isolated && !cfg.AllowDegraded {
+		// One line: what refused, and the setting that unlocks it.
+		return nil, &RefusedError{Reason: "refusing to run: " + fs.namespaces.Why + "; " + fs.namespaces.Fix +
+			", or pass --allow-degraded for Landlock-only mode"}
+	}
 	fs.PrivateTmp = needsPrivateTmp(p)
 	if len(p.Filesystem.ScratchCaches) > 0 && fs.Mode == FSExact {
 		fs.overlayOK, fs.overlayWhy = f.OverlayOK, f.OverlayWhy
@@ -295,7 +301,7 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 	}
 	pr.fs = fs
 	exact := fs.Mode == FSExact
-	nw, err := chooseNetwork(p, exact, abi, cfg.AllowDegraded, f.Namespaces.Why,
+	nw, err := chooseNetwork(p, exact && fs.namespaces.Network, abi, cfg.AllowDegraded, netnsWhy(f.Namespaces),
 		func(netns bool) socketChoice { return chooseSockets(abi, isolated, netns, f.SocketMediation) })
 	if err != nil {
 		return nil, err
@@ -593,7 +599,7 @@ func chooseFS(cfg Config, avail mountns.Availability) (fsChoice, error) {
 			NotEnforced: []string{metadataGap}}, namespaces: avail}, nil
 	case FSExact:
 		if !avail.OK {
-			return fsChoice{}, &RefusedError{Reason: "refusing to run: --fs-mode exact needs a mount namespace: " + avail.Why}
+			return fsChoice{}, &RefusedError{Reason: "refusing to run: --fs-mode exact needs a mount namespace: " + avail.Why + "; " + avail.Fix}
 		}
 		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSExact, Why: "--fs-mode exact; " + avail.Why}, namespaces: avail}, nil
 	case FSAuto:

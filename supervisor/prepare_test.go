@@ -53,13 +53,13 @@ func planFor(t *testing.T, policyJSON string) *policy.Plan {
 // Hosts, as hostfacts would find them.
 var (
 	rootHost = hostfacts.Facts{LandlockABI: 7, SocketMediation: true,
-		Namespaces: mountns.Availability{OK: true, Privileged: true, Why: "CAP_SYS_ADMIN"}}
+		Namespaces: mountns.Availability{OK: true, Privileged: true, Network: true, Why: "CAP_SYS_ADMIN"}}
 	userHost = hostfacts.Facts{UID: 1000, GID: 1000, EUID: 1000, LandlockABI: 7, SocketMediation: true,
-		Namespaces: mountns.Availability{OK: true, Why: "unprivileged user namespaces are allowed"}}
+		Namespaces: mountns.Availability{OK: true, Network: true, Why: "unprivileged user namespaces are allowed"}}
 	// A container whose seccomp filter refuses namespaces, on an older
 	// kernel.
 	noNamespaces = hostfacts.Facts{UID: 1000, GID: 1000, EUID: 1000, LandlockABI: 3,
-		Namespaces: mountns.Availability{Why: "user namespaces are disabled"}}
+		Namespaces: mountns.Availability{Why: "clone: operation not permitted", Fix: "run the container with --security-opt seccomp=unconfined"}}
 	noLandlock = hostfacts.Facts{Namespaces: mountns.Availability{OK: true, Privileged: true, Why: "CAP_SYS_ADMIN"}}
 )
 
@@ -90,9 +90,12 @@ func TestPrepareDecides(t *testing.T) {
 		{name: "user namespace", policy: ws, facts: userHost, fsMode: FSExact, netns: true, processNS: "pid ipc uts mount user network cgroup"},
 		{name: "full network", policy: wsNet, facts: rootHost, fsMode: FSExact, network: "the host's network", processNS: "pid ipc uts mount cgroup"},
 		{name: "allowlist proxy", policy: allowed, facts: rootHost, fsMode: FSExact, network: "a filtering proxy outside", netns: true},
+		{name: "namespaces but no network namespace", policy: ws, cfg: Config{},
+			facts: hostfacts.Facts{LandlockABI: 7, Namespaces: mountns.Availability{OK: true, Privileged: true, NetworkWhy: "loopback: operation not permitted"}},
+			fsMode: FSExact, network: "seccomp: no sockets but AF_UNIX", netns: false, processNS: "pid ipc uts mount cgroup"},
 		{name: "landlock mode asked for", policy: ws, facts: rootHost, cfg: Config{FSMode: FSLandlock}, fsMode: FSLandlock, netns: false,
 			processNS: "pid ipc uts mount cgroup"},
-		{name: "no namespaces refused", policy: ws, facts: noNamespaces, refused: "no mount namespace (user namespaces are disabled)"},
+		{name: "no namespaces refused", policy: ws, facts: noNamespaces, refused: "refusing to run: clone: operation not permitted; run the container with --security-opt seccomp=unconfined, or pass --allow-degraded"},
 		{name: "no namespaces degraded", policy: ws, facts: noNamespaces, cfg: Config{AllowDegraded: true}, fsMode: FSLandlock,
 			degraded: "no mount namespace"},
 		{name: "allowlist without namespaces, old Landlock", policy: allowed, facts: noNamespaces, cfg: Config{AllowDegraded: true},

@@ -266,13 +266,13 @@ func (s *session) setup() error {
 func (s *session) makeCgroup() error {
 	c := s.pr.cgroupPlan
 	if c.host == nil {
-		return s.noCgroup(c.why)
+		return s.noCgroup(c.why, defaultCgroupFix)
 	}
 	g, err := cgroups.New(c.host, c.limits, cgroups.Options{Parent: s.cfg.CgroupParent})
 	if err != nil {
 		var un *cgroups.UnavailableError
 		if errors.As(err, &un) {
-			return s.noCgroup(err.Error())
+			return s.noCgroup(cgroupWhy(err))
 		}
 		return err
 	}
@@ -308,14 +308,14 @@ func (s *session) startGuardian() error {
 }
 
 // noCgroup decides what a run without a cgroup may do.
-func (s *session) noCgroup(why string) error {
+func (s *session) noCgroup(why, fix string) error {
 	l := s.pr.Plan.Limits
 	if l.MemoryBytes == 0 && l.Pids == 0 && l.CPUSeconds == 0 && s.cfg.CPUQuota == 0 {
 		return nil // nothing needs one; the subreaper tracks the tree
 	}
 	msg := "no cgroup for the memory, pids and CPU limits of the whole tree (" + why + ")"
 	if !s.cfg.AllowDegraded {
-		return &RefusedError{Reason: "refusing to run: " + msg + "; run as root, or inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes ...), or pass --allow-degraded to fall back to per-process rlimits"}
+		return &RefusedError{Reason: "refusing to run: " + msg + "; " + fix + ", or pass --allow-degraded to fall back to per-process rlimits"}
 	}
 	root := os.Getuid() == 0
 	instead := ": per-process RLIMIT_DATA, RLIMIT_NPROC and RLIMIT_CPU instead"

@@ -27,6 +27,7 @@ import (
 
 	"sandbox-executable/doctor"
 	"sandbox-executable/hostfacts"
+	"sandbox-executable/mountns"
 	"sandbox-executable/policy"
 	"sandbox-executable/report"
 	"sandbox-executable/seccomp"
@@ -95,6 +96,9 @@ func run(args []string) int {
 			return refuse(supervisor.ExitSetup, err, nil)
 		}
 	}
+	// The namespace trial (a clone into a run's namespaces, made once)
+	// overlaps resolving the policy; Prepare waits for its answer.
+	go mountns.Probe()
 	t0 := time.Now()
 	plan, err := resolvePlan(o)
 	if err != nil {
