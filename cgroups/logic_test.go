@@ -83,17 +83,6 @@ func TestNames(t *testing.T) {
 	}
 }
 
-func TestParseStat(t *testing.T) {
-	stat := "4242 (a) b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 100 18446744073709551615\n"
-	state, start, err := parseStat(stat)
-	if err != nil || state != 'S' || start != 123456 {
-		t.Fatalf("got %c %d %v", state, start, err)
-	}
-	if _, _, err := parseStat("12 (x) S 1 2"); err == nil {
-		t.Fatal("short stat accepted")
-	}
-}
-
 func TestSupervisorAlive(t *testing.T) {
 	pid, start, _ := selfID()
 	if start == 0 {

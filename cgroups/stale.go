@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/procfs"
 )
 
 // staleWait bounds how long CleanupStale waits for killed processes to go.
@@ -160,12 +162,12 @@ func staleIn(parent string) ([]string, error) {
 // still runs: its pid exists, is not a zombie, and (when recorded) started
 // at the recorded time. Unreadable /proc entries count as alive.
 func supervisorAlive(pid int, start uint64) bool {
-	state, st, err := procStat(pid)
+	st, err := procfs.ReadStat(pid)
 	if err != nil {
 		return !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ESRCH)
 	}
-	if state == 'Z' || state == 'X' {
+	if st.State == 'Z' || st.State == 'X' {
 		return false
 	}
-	return start == 0 || st == start
+	return start == 0 || st.StartTime == start
 }
