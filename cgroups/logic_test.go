@@ -212,3 +212,36 @@ func TestSwapOnAndSwapLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestPlacement(t *testing.T) {
+	v2 := &Hierarchy{Mount: "/sys/fs/cgroup", Root: "/", Own: "/user.slice/app.scope"}
+	leaf := &Hierarchy{Mount: "/sys/fs/cgroup", Root: "/", Own: "/user.slice/app.scope/" + SupervisorLeaf}
+	nested := &Hierarchy{Mount: "/sys/fs/cgroup/unified", Root: "/ctr", Own: "/ctr/job"}
+	for _, tc := range []struct {
+		name   string
+		hier   *Hierarchy
+		parent string
+		euid   int
+		want   Placement
+		bad    bool
+	}{
+		{"root", v2, "", 0, Placement{Parent: "/sys/fs/cgroup/" + DefaultV2Parent, Top: "/sys/fs/cgroup", Shared: true}, false},
+		{"user in its own cgroup", v2, "", 1000, Placement{Parent: "/sys/fs/cgroup/user.slice/app.scope", Top: "/sys/fs/cgroup/user.slice/app.scope", Delegated: true}, false},
+		{"user moved into the leaf", leaf, "", 1000, Placement{Parent: "/sys/fs/cgroup/user.slice/app.scope", Top: "/sys/fs/cgroup/user.slice/app.scope", Delegated: true}, false},
+		{"explicit parent", v2, "/sandboxes/a", 1000, Placement{Parent: "/sys/fs/cgroup/sandboxes/a", Top: "/sys/fs/cgroup", Explicit: true}, false},
+		{"mounted below the root", nested, "", 1000, Placement{Parent: "/sys/fs/cgroup/unified/job", Top: "/sys/fs/cgroup/unified/job", Delegated: true}, false},
+		{"parent outside the mount", nested, "/other", 0, Placement{}, true},
+	} {
+		got, err := PlaceV2(tc.hier, tc.parent, tc.euid)
+		if (err != nil) != tc.bad || (!tc.bad && got != tc.want) {
+			t.Errorf("%s: PlaceV2 = %+v, %v; want %+v", tc.name, got, err, tc.want)
+		}
+	}
+	v1 := &Hierarchy{Mount: "/sys/fs/cgroup/memory", Root: "/", Own: "/job"}
+	if got, err := PlaceV1(v1, ""); err != nil || got != (Placement{Parent: "/sys/fs/cgroup/memory/job", Top: "/sys/fs/cgroup/memory/job"}) {
+		t.Errorf("PlaceV1 own = %+v, %v", got, err)
+	}
+	if got, err := PlaceV1(v1, "/s"); err != nil || got != (Placement{Parent: "/sys/fs/cgroup/memory/s", Top: "/sys/fs/cgroup/memory", Explicit: true}) {
+		t.Errorf("PlaceV1 explicit = %+v, %v", got, err)
+	}
+}

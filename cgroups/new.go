@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 
@@ -184,31 +183,17 @@ func create(h *Host, lim Limits, opt Options, p plan, name string) (*group, erro
 
 func (g *group) createV2(h *Host, lim Limits, opt Options, ctrls []string, name string) error {
 	hier := h.V2
-	var parent, top string
-	shared, delegated := false, false
-	var err error
-	switch {
-	case opt.Parent != "":
-		if parent, err = hier.Dir(opt.Parent); err != nil {
-			return err
-		}
-		top = hier.Mount
+	pl, err := PlaceV2(hier, opt.Parent, os.Geteuid())
+	if err != nil {
+		return err
+	}
+	parent, top, shared, delegated := pl.Parent, pl.Top, pl.Shared, pl.Delegated
+	if pl.Explicit {
 		made, err := mkdirAll(top, parent)
 		g.made = append(made, g.made...)
 		if err != nil {
 			return g.permErr(h, parent, err, hintPrivilege)
 		}
-	case os.Geteuid() == 0:
-		parent, top, shared = hier.Mount+"/"+DefaultV2Parent, hier.Mount, true
-	default:
-		own := hier.Own
-		if path.Base(own) == SupervisorLeaf {
-			own = path.Dir(own) // moved there by an earlier New
-		}
-		if parent, err = hier.Dir(own); err != nil {
-			return err
-		}
-		top, delegated = parent, true
 	}
 	hint := hintPrivilege
 	if delegated {
@@ -244,19 +229,17 @@ func (g *group) createV2(h *Host, lim Limits, opt Options, ctrls []string, name 
 }
 
 func (g *group) createV1(h *Host, lim Limits, opt Options, n v1Need, name string) error {
-	var parent string
-	var err error
-	if opt.Parent != "" {
-		if parent, err = n.hier.Dir(opt.Parent); err != nil {
-			return err
-		}
+	pl, err := PlaceV1(n.hier, opt.Parent)
+	if err != nil {
+		return err
+	}
+	parent := pl.Parent
+	if pl.Explicit {
 		made, err := mkdirAll(n.hier.Mount, parent)
 		g.made = append(made, g.made...)
 		if err != nil {
 			return g.permErr(h, parent, err, hintPrivilege)
 		}
-	} else if parent, err = n.hier.Dir(n.hier.Own); err != nil {
-		return err
 	}
 	dir := parent + "/" + name
 	if err := mkdir(dir); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -39,8 +38,8 @@ func CleanupStale(h *Host) (removed []string, err error) {
 	var v2dirs, v1dirs []string
 	var freezers map[string]bool
 	if h.V2 != nil {
-		if parent, err := defaultV2Parent(h.V2); err == nil {
-			d, err := staleIn(parent)
+		if pl, err := PlaceV2(h.V2, "", os.Geteuid()); err == nil {
+			d, err := staleIn(pl.Parent)
 			errs = append(errs, err)
 			v2dirs = d
 		}
@@ -50,11 +49,11 @@ func CleanupStale(h *Host) (removed []string, err error) {
 		if !hier.Has("memory") && !hier.Has("pids") && !hier.Has("cpu") && !hier.Has("cpuacct") && !hier.Has("freezer") {
 			continue
 		}
-		parent, err := hier.Dir(hier.Own)
+		pl, err := PlaceV1(hier, "")
 		if err != nil {
 			continue
 		}
-		d, err := staleIn(parent)
+		d, err := staleIn(pl.Parent)
 		errs = append(errs, err)
 		v1dirs = append(v1dirs, d...)
 		if hier.Has("freezer") {
@@ -116,18 +115,6 @@ func CleanupStale(h *Host) (removed []string, err error) {
 		removed = append(removed, d)
 	}
 	return removed, errors.Join(errs...)
-}
-
-// defaultV2Parent is where New puts cgroup2 groups without Options.Parent.
-func defaultV2Parent(hier *Hierarchy) (string, error) {
-	if os.Geteuid() == 0 {
-		return hier.Mount + "/" + DefaultV2Parent, nil
-	}
-	own := hier.Own
-	if path.Base(own) == SupervisorLeaf {
-		own = path.Dir(own)
-	}
-	return hier.Dir(own)
 }
 
 // staleIn lists the stale groups directly under parent.
