@@ -17,34 +17,9 @@ type v1Dir struct {
 	ctrls []string // the controllers whose limits were set here
 }
 
-// setV1Limits writes the v1 limit files of the controllers in ctrls.
+// setV1Limits writes the limits of the controllers in ctrls (see v1Writes).
 func setV1Limits(dir string, lim Limits, ctrls []string) error {
-	for _, c := range ctrls {
-		switch c {
-		case "memory":
-			v := strconv.FormatUint(lim.MemoryBytes, 10)
-			if err := writeFile(dir+"/memory.limit_in_bytes", v); err != nil {
-				return err
-			}
-			// memory+swap to the same value: no escape into swap. The
-			// file exists only with swap accounting.
-			if err := writeSwapLimit(dir+"/memory.memsw.limit_in_bytes", v); err != nil {
-				return err
-			}
-		case "pids":
-			if err := writeFile(dir+"/pids.max", strconv.FormatUint(uint64(lim.Pids), 10)); err != nil {
-				return err
-			}
-		case "cpu":
-			if err := writeFile(dir+"/cpu.cfs_period_us", strconv.Itoa(cpuPeriodUs)); err != nil {
-				return err
-			}
-			if err := writeFile(dir+"/cpu.cfs_quota_us", strconv.FormatUint(cpuQuotaUs(lim.CPUQuotaCores, cpuPeriodUs), 10)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return applyWrites(dir, v1Writes(lim, ctrls))
 }
 
 // v1Memory reads memory.max_usage_in_bytes and the oom_kill count of

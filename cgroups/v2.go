@@ -43,32 +43,9 @@ func cpuMax(cores float64) string {
 	return strconv.FormatUint(cpuQuotaUs(cores, cpuPeriodUs), 10) + " " + strconv.Itoa(cpuPeriodUs)
 }
 
-// setV2Limits writes the limits for the controllers in ctrls.
+// setV2Limits writes the limits of the controllers in ctrls (see v2Writes).
 func setV2Limits(dir string, lim Limits, ctrls []string) error {
-	for _, c := range ctrls {
-		switch c {
-		case "memory":
-			if err := writeFile(dir+"/memory.max", strconv.FormatUint(lim.MemoryBytes, 10)); err != nil {
-				return err
-			}
-			// No swap escape, and an OOM kill takes the whole tree.
-			if err := writeSwapLimit(dir+"/memory.swap.max", "0"); err != nil {
-				return err
-			}
-			if _, err := writeIfExists(dir+"/memory.oom.group", "1"); err != nil {
-				return err
-			}
-		case "pids":
-			if err := writeFile(dir+"/pids.max", strconv.FormatUint(uint64(lim.Pids), 10)); err != nil {
-				return err
-			}
-		case "cpu":
-			if err := writeFile(dir+"/cpu.max", cpuMax(lim.CPUQuotaCores)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return applyWrites(dir, v2Writes(lim, ctrls))
 }
 
 // enableControllers makes ctrls available in dir's children: it enables them
