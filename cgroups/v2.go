@@ -215,29 +215,6 @@ func v2Pids(dir string, st *Stats) error {
 	return err
 }
 
-// v2Kill kills every process in dir and below: cgroup.kill (5.14+), else
-// freeze, SIGKILL each, thaw.
-func v2Kill(dir string) error {
-	err := writeFile(dir+"/cgroup.kill", "1")
-	if !errors.Is(err, unix.ENOENT) {
-		return err
-	}
-	if _, statErr := os.Stat(dir); statErr != nil {
-		return err // the group itself is gone
-	}
-	frozen, ferr := writeIfExists(dir+"/cgroup.freeze", "1")
-	if ferr != nil {
-		return ferr
-	}
-	kerr := killTree([]string{dir}, frozen)
-	if frozen {
-		if terr := writeFile(dir+"/cgroup.freeze", "0"); terr != nil && kerr == nil {
-			kerr = terr
-		}
-	}
-	return kerr
-}
-
 // v2Populated reads "populated" of cgroup.events; a missing group reads as
 // empty.
 func v2Populated(dir string) (bool, error) {
