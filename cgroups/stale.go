@@ -69,44 +69,19 @@ func CleanupStale(h *Host) (removed []string, err error) {
 		return nil, errors.Join(errs...)
 	}
 
-	// Kill: cgroup2 first (it holds every process on a hybrid host), then
-	// the v1 freezer groups, then anything left in other v1 groups.
-	for _, d := range v2dirs {
-		errs = append(errs, v2Kill(d))
-	}
+	// cgroup2 first (it holds every process on a hybrid host), then the
+	// v1 freezer groups, then anything left in other v1 groups.
+	k := killSet{v2: v2dirs}
 	for _, d := range v1dirs {
 		if freezers[d] {
-			errs = append(errs, freezeKill(d))
+			k.freezer = append(k.freezer, d)
+		} else {
+			k.listed = append(k.listed, d)
 		}
 	}
-	for _, d := range v1dirs {
-		if !freezers[d] {
-			errs = append(errs, killOnce([]string{d}))
-		}
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), staleWait)
+	ctx, cancel := context.WithTimeoutCause(context.Background(), staleWait, errors.New("after "+staleWait.String()))
 	defer cancel()
-	for _, d := range v2dirs {
-		if werr := v2WaitEmpty(ctx, d); werr != nil {
-			errs = append(errs, errors.New("cgroups: wait for "+d+" to empty: "+werr.Error()))
-		}
-	}
-	for _, d := range v1dirs {
-		werr := pollWait(ctx, func() (bool, error) {
-			if !freezers[d] {
-				// No freezer here: keep killing until it is empty.
-				if err := killOnce([]string{d}); err != nil {
-					return false, err
-				}
-			}
-			p, err := treePids(d)
-			return len(p) == 0, err
-		})
-		if werr != nil {
-			errs = append(errs, errors.New("cgroups: wait for "+d+" to empty: "+werr.Error()))
-		}
-	}
+	errs = append(errs, k.kill(ctx), k.waitEmpty(ctx))
 	for _, d := range append(v1dirs, v2dirs...) {
 		if rerr := removeTree(d); rerr != nil {
 			errs = append(errs, rerr)

@@ -762,12 +762,15 @@ type tree struct {
 
 // signal sends sig to every process of the tree but the init, which would
 // pass it on to the program a second time.
-func (t *tree) signal(sig unix.Signal) {
+func (t *tree) signal(sig unix.Signal) { signalAll(t.members(), sig) }
+
+// members are the tree's processes but the init.
+func (t *tree) members() []int {
 	pids := descendants(t.self)
 	if t.init != 0 {
 		pids = slices.DeleteFunc(pids, func(p int) bool { return p == t.init })
 	}
-	signalAll(pids, sig)
+	return pids
 }
 
 // kill SIGKILLs the whole tree: through the init's pidfd first (its end
@@ -777,10 +780,7 @@ func (t *tree) kill() {
 	if t.init != 0 && t.initFD >= 0 {
 		_ = unix.PidfdSendSignal(t.initFD, unix.SIGKILL, nil, 0)
 	}
-	if t.group != nil && t.group.Kill() == nil {
-		return
-	}
-	t.signal(unix.SIGKILL)
+	_ = cgroups.KillTree(t.group, t.members)
 }
 
 // end kills whatever is left of the tree and returns once it is gone: the
