@@ -74,4 +74,3 @@ func nsec(v uint64) time.Duration {
 }
 
 func ticks(v uint64) time.Duration { return usec(v * (1000000 / userHZ)) }
-
