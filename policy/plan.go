@@ -208,13 +208,16 @@ type Input struct {
 	// --resource-limits (derived from Policy when the flags are absent).
 	Seccomp SeccompProfile
 	Limits  ResourceLimits
-	// SeccompFrom and LimitsFrom name where they came from, for error
-	// messages: "--seccomp-profile" or "--sandbox-policy: seccomp_profile".
-	// A bare "--sandbox-policy" means the copy embedded in the policy (at
-	// seccomp_profile / resource_limits); empty means the flag.
-	SeccompFrom string
-	LimitsFrom  string
-	// PolicyCwd is --sandbox-policy-cwd as given ("" when absent); a relative
+	// SeccompFrom and LimitsFrom say where they came from, for error
+	// messages: given on their own (unset), the copy embedded in the
+	// policy (SourcePolicy, at seccomp_profile / resource_limits) or
+	// derived from a read_only policy.
+	SeccompFrom Source
+	LimitsFrom  Source
+	// Names says how the caller names a Source in errors and notes (the
+	// CLI: its flags); nil uses Source.String.
+	Names func(Source) string
+	// PolicyCwd is the policy's working directory as given ("" when absent); a relative
 	// value is taken relative to ProcessCwd.
 	PolicyCwd  string
 	ProcessCwd string

@@ -252,8 +252,9 @@ func resolvePlan(o *options) (*policy.Plan, error) {
 		Policy:      *pol,
 		Seccomp:     pol.DerivedSeccompProfile(),
 		Limits:      pol.DerivedResourceLimits(),
-		SeccompFrom: "--sandbox-policy",
-		LimitsFrom:  "--sandbox-policy",
+		SeccompFrom: policy.SourcePolicy,
+		LimitsFrom:  policy.SourcePolicy,
+		Names:       flagOf,
 		PolicyCwd:   o.policyCwd,
 		Environ:     os.Environ(),
 		KeepEnv:     o.keepEnv,
@@ -266,7 +267,7 @@ func resolvePlan(o *options) (*policy.Plan, error) {
 	if pol.Kind == policy.KindReadOnly {
 		// read_only's derived values are computed, not embedded: an
 		// error in them is not the policy's.
-		in.SeccompFrom, in.LimitsFrom = "derived seccomp profile", "derived resource limits"
+		in.SeccompFrom, in.LimitsFrom = policy.SourceDerivedSeccomp, policy.SourceDerivedLimits
 	}
 	if o.set["--seccomp-profile"] {
 		data, err := argValue("--seccomp-profile", o.seccompProfile)
@@ -280,7 +281,7 @@ func resolvePlan(o *options) (*policy.Plan, error) {
 		if pol.GaveSeccomp && !sameProfile(*s, pol.SeccompProfile) {
 			return nil, errors.New("--seccomp-profile: differs from the policy's own seccomp_profile; VT Code sends one value twice, so refusing rather than guessing which holds")
 		}
-		in.Seccomp, in.SeccompFrom = *s, "--seccomp-profile"
+		in.Seccomp, in.SeccompFrom = *s, policy.SourceSeccompProfile
 	}
 	if o.set["--resource-limits"] {
 		data, err := argValue("--resource-limits", o.resourceLimits)
@@ -294,7 +295,7 @@ func resolvePlan(o *options) (*policy.Plan, error) {
 		if pol.GaveLimits && *l != pol.ResourceLimits {
 			return nil, errors.New("--resource-limits: differs from the policy's own resource_limits; VT Code sends one value twice, so refusing rather than guessing which holds")
 		}
-		in.Limits, in.LimitsFrom = *l, "--resource-limits"
+		in.Limits, in.LimitsFrom = *l, policy.SourceResourceLimits
 	}
 	in.ProcessCwd = cwd
 	in.TerminalDevices = terminalDevices()
