@@ -17,8 +17,8 @@ import (
 // problem came from; only a nil in.Syscalls, a programming error, is not.
 func Resolve(in Input) (*Plan, error) {
 	r := &resolver{
-		in:      in,
-		env:     environ(in.Environ),
+		in:  in,
+		env: environ(in.Environ),
 	}
 	r.seccomp = r.newSource(in.SeccompFrom, SourceSeccompProfile, "seccomp_profile")
 	r.limits = r.newSource(in.LimitsFrom, SourceResourceLimits, "resource_limits")
@@ -270,7 +270,9 @@ func (r *resolver) writableRoots() ([]WritablePath, error) {
 		return nil, &Error{Source: SourcePolicyCwd, Arg: r.in.name(SourcePolicyCwd), Msg: plain(r.plan.PolicyCwd) + ": inside a .git directory; as a writable root it would make the repository's hooks and config writable, which the protected metadata forbids"}
 	}
 	add(r.plan.PolicyCwd, "policy_cwd", cwdGiven)
-	traces = append(traces, grantTrace{links: r.cwdLinks, fail: func(msg string) *Error { return &Error{Source: SourcePolicyCwd, Arg: r.in.name(SourcePolicyCwd), Msg: msg} }})
+	traces = append(traces, grantTrace{links: r.cwdLinks, fail: func(msg string) *Error {
+		return &Error{Source: SourcePolicyCwd, Arg: r.in.name(SourcePolicyCwd), Msg: msg}
+	}})
 	if err := r.refusePlantedLinks(roots, traces); err != nil {
 		return nil, err
 	}
