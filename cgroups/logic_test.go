@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"sandbox-executable/remedy"
 )
 
 func TestCPUQuota(t *testing.T) {
@@ -243,5 +245,24 @@ func TestPlacement(t *testing.T) {
 	}
 	if got, err := PlaceV1(v1, "/s"); err != nil || got != (Placement{Parent: "/sys/fs/cgroup/memory/s", Top: "/sys/fs/cgroup/memory", Explicit: true}) {
 		t.Errorf("PlaceV1 explicit = %+v, %v", got, err)
+	}
+}
+
+func TestAdviceInTheCallersWords(t *testing.T) {
+	words := func(r remedy.Remedy) string {
+		switch r {
+		case remedy.DelegatedScope:
+			return "LAUNCH"
+		case remedy.Invocation:
+			return "PROG ..."
+		}
+		return "?"
+	}
+	e := &UnavailableError{Mode: Hybrid, Missing: "permission", Advice: AdviseDelegate}
+	if got, want := e.Message(words), "cgroups: unavailable (hybrid host): missing permission; run inside a cgroup delegated to this user (e.g. LAUNCH PROG ...), or as root"; got != want {
+		t.Errorf("Message:\n got %s\nwant %s", got, want)
+	}
+	if got := e.Error(); !strings.Contains(got, "(e.g. "+remedy.Plain(remedy.DelegatedScope)+" ") || strings.Contains(got, "--") {
+		t.Errorf("Error() without the caller's words: %s", got)
 	}
 }

@@ -192,21 +192,21 @@ func (g *group) createV2(h *Host, lim Limits, opt Options, ctrls []string, name 
 		made, err := mkdirAll(top, parent)
 		g.made = append(made, g.made...)
 		if err != nil {
-			return g.permErr(h, parent, err, hintPrivilege)
+			return g.permErr(h, parent, err, AdvisePrivilege)
 		}
 	}
-	hint := hintPrivilege
+	advice := AdvisePrivilege
 	if delegated {
-		hint = hintDelegate
+		advice = AdviseDelegate
 	}
 	if len(ctrls) > 0 {
 		if shared {
 			if err := mkdir(parent); err != nil && !errors.Is(err, unix.EEXIST) {
-				return g.permErr(h, parent, err, hint)
+				return g.permErr(h, parent, err, advice)
 			}
 		}
 		if err := enableControllers(hier, top, parent, ctrls, h.Mode); err != nil {
-			return g.permErr(h, parent, err, hint)
+			return g.permErr(h, parent, err, advice)
 		}
 	}
 	dir := parent + "/" + name
@@ -217,7 +217,7 @@ func (g *group) createV2(h *Host, lim Limits, opt Options, ctrls []string, name 
 		}
 	}
 	if err != nil {
-		return g.permErr(h, parent, err, hint)
+		return g.permErr(h, parent, err, advice)
 	}
 	g.v2 = &v2Dir{path: dir, fd: -1}
 	g.pending = append(g.pending, dir)
@@ -238,12 +238,12 @@ func (g *group) createV1(h *Host, lim Limits, opt Options, n v1Need, name string
 		made, err := mkdirAll(n.hier.Mount, parent)
 		g.made = append(made, g.made...)
 		if err != nil {
-			return g.permErr(h, parent, err, hintPrivilege)
+			return g.permErr(h, parent, err, AdvisePrivilege)
 		}
 	}
 	dir := parent + "/" + name
 	if err := mkdir(dir); err != nil {
-		return g.permErr(h, parent, err, hintPrivilege)
+		return g.permErr(h, parent, err, AdvisePrivilege)
 	}
 	d := &v1Dir{path: dir, hier: n.hier, ctrls: n.ctrls}
 	g.v1 = append(g.v1, d)
@@ -278,12 +278,12 @@ func (g *group) createV1(h *Host, lim Limits, opt Options, n v1Need, name string
 
 // permErr turns a permission failure into an *UnavailableError that says
 // where and how to fix it; other errors pass unchanged.
-func (g *group) permErr(h *Host, parent string, err error, hint string) error {
+func (g *group) permErr(h *Host, parent string, err error, advice Advice) error {
 	if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
 		return &UnavailableError{
 			Mode:    h.Mode,
 			Missing: "permission to create and configure cgroups in " + parent + " (uid " + strconv.Itoa(os.Geteuid()) + ")",
-			Hint:    hint,
+			Advice:  advice,
 			Err:     err,
 		}
 	}

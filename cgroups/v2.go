@@ -117,7 +117,7 @@ func enableIn(hier *Hierarchy, dir string, ctrls []string, mode Mode) error {
 	return &UnavailableError{
 		Mode:    mode,
 		Missing: "a cgroup without processes of its own to enable " + strings.Join(miss, ", ") + " in: " + dir + " holds processes " + fmtPids(pids) + " (no-internal-processes rule)",
-		Hint:    "run the supervisor alone in its own delegated cgroup (e.g. systemd-run --user --scope -p Delegate=yes sandbox-executable ...), or pass a parent cgroup without processes",
+		Advice:  AdviseAlone,
 		Err:     err,
 	}
 }

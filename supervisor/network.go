@@ -12,6 +12,7 @@ import (
 	"sandbox-executable/mountns"
 	"sandbox-executable/netproxy"
 	"sandbox-executable/policy"
+	"sandbox-executable/remedy"
 	"sandbox-executable/sockmed"
 	"sandbox-executable/spawn"
 )
@@ -48,7 +49,7 @@ type netChoice struct {
 // mount namespace (and so a network namespace) can be had; sockets is how
 // daemons' unix sockets are kept out of reach (given whether there will be
 // a network namespace: netNamespace).
-func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, sockets func(netns bool) socketChoice) (netChoice, error) {
+func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, words remedy.Words, sockets func(netns bool) socketChoice) (netChoice, error) {
 	n := netChoice{NetworkReport: NetworkReport{Mode: p.Network.Mode}}
 	mech := func(s string) { n.Mechanism = append(n.Mechanism, s) }
 	switch p.Network.Mode {
@@ -74,7 +75,7 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, sock
 		}
 		why := "the network allowlist needs a network namespace, and none can be had here (" + mountns.Probe().Why + ")"
 		if !allowDegraded {
-			return n, &RefusedError{Reason: "refusing to run: " + why + "; run as root or where user namespaces are allowed, or pass --allow-degraded to rely on Landlock's port rule alone"}
+			return n, &RefusedError{Reason: "refusing to run: " + why + "; run as root or where user namespaces are allowed, or pass " + words.Say(remedy.AllowDegraded) + " to rely on Landlock's port rule alone"}
 		}
 		if abi < 4 {
 			return n, &RefusedError{Reason: "refusing to run: " + why + ", and Landlock ABI " + strconv.Itoa(abi) + " cannot restrict TCP at all: the allowlist would not be enforced even in part"}

@@ -20,6 +20,7 @@ import (
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
 	"sandbox-executable/policy"
+	"sandbox-executable/remedy"
 	"sandbox-executable/rlimit"
 	"sandbox-executable/runstate"
 	"sandbox-executable/seccomp"
@@ -42,8 +43,12 @@ type Config struct {
 	// Grace is how long the tree gets between SIGTERM and SIGKILL on a
 	// timeout; 0 means DefaultGrace.
 	Grace time.Duration
-	// FSMode is FSAuto (the default), FSExact or FSLandlock.
+	// FSMode is FSAuto (the default, also ""), FSExact or FSLandlock; the
+	// caller parses its own flag into one of them.
 	FSMode string
+	// Words renders the remedies that refusals, reasons and degradations
+	// advise (the CLI: its flags); nil says them in plain words.
+	Words remedy.Words
 	// Cwd is the program's working directory (the helper's own).
 	Cwd string
 	// CgroupParent is where the run's cgroup goes (see cgroups.Options);
@@ -277,7 +282,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 	}
 	pr.fs = fs
 	exact := fs.Mode == FSExact
-	nw, err := chooseNetwork(p, exact, abi, cfg.AllowDegraded, func(netns bool) socketChoice { return chooseSockets(abi, isolated, netns) })
+	nw, err := chooseNetwork(p, exact, abi, cfg.AllowDegraded, cfg.Words, func(netns bool) socketChoice { return chooseSockets(abi, isolated, netns) })
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +364,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 	if len(boundary) > 0 {
 		if !cfg.AllowDegraded {
 			return nil, &RefusedError{Reason: "refusing to run: " + strings.Join(boundary, "; ") +
-				" (Landlock ABI " + fmt.Sprint(abi) + "; --allow-degraded runs anyway and reports it)"}
+				" (Landlock ABI " + fmt.Sprint(abi) + "; " + cfg.Words.Say(remedy.AllowDegraded) + " runs anyway and reports it)"}
 		}
 		pr.Degradations = append(pr.Degradations, boundary...)
 	}
@@ -550,24 +555,24 @@ func chooseFS(cfg Config) (fsChoice, error) {
 	avail := mountns.Probe()
 	switch mode {
 	case FSLandlock:
-		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSLandlock, Why: "--fs-mode landlock",
+		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSLandlock, Why: cfg.Words.Say(remedy.FSLandlock),
 			NotEnforced: []string{metadataGap}}, namespaces: avail}, nil
 	case FSExact:
 		if !avail.OK {
-			return fsChoice{}, &RefusedError{Reason: "refusing to run: --fs-mode exact needs a mount namespace: " + avail.Why}
+			return fsChoice{}, &RefusedError{Reason: "refusing to run: " + cfg.Words.Say(remedy.FSExact) + " needs a mount namespace: " + avail.Why}
 		}
-		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSExact, Why: "--fs-mode exact; " + avail.Why}, namespaces: avail}, nil
+		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSExact, Why: cfg.Words.Say(remedy.FSExact) + "; " + avail.Why}, namespaces: avail}, nil
 	case FSAuto:
 		if avail.OK {
 			return fsChoice{FilesystemReport: FilesystemReport{Mode: FSExact, Why: avail.Why}, namespaces: avail}, nil
 		}
 		return fsChoice{
 			FilesystemReport: FilesystemReport{Mode: FSLandlock, Why: "no mount namespace: " + avail.Why, NotEnforced: []string{metadataGap}},
-			degraded:         "no mount namespace (" + avail.Why + "), and Landlock alone does not stop " + metadataGap + " (--fs-mode landlock accepts that)",
+			degraded:         "no mount namespace (" + avail.Why + "), and Landlock alone does not stop " + metadataGap + " (" + cfg.Words.Say(remedy.FSLandlock) + " accepts that)",
 			namespaces:       avail,
 		}, nil
 	}
-	return fsChoice{}, fmt.Errorf("--fs-mode: %q is not one of auto, exact, landlock", mode)
+	return fsChoice{}, fmt.Errorf("supervisor: filesystem mode %q is not one of auto, exact, landlock", mode)
 }
 
 // needsPrivateTmp reports whether the program gets a private temp dir:

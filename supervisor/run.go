@@ -21,6 +21,7 @@ import (
 	"sandbox-executable/mountns"
 	"sandbox-executable/netproxy"
 	"sandbox-executable/policy"
+	"sandbox-executable/remedy"
 	"sandbox-executable/rlimit"
 	"sandbox-executable/seccomp"
 	"sandbox-executable/sockmed"
@@ -284,7 +285,7 @@ func (s *session) makeCgroup() error {
 	if err != nil {
 		var un *cgroups.UnavailableError
 		if errors.As(err, &un) {
-			return s.noCgroup(err.Error())
+			return s.noCgroup(un.Message(s.cfg.Words))
 		}
 		return err
 	}
@@ -327,7 +328,7 @@ func (s *session) noCgroup(why string) error {
 	}
 	msg := "no cgroup for the memory, pids and CPU limits of the whole tree (" + why + ")"
 	if !s.cfg.AllowDegraded {
-		return &RefusedError{Reason: "refusing to run: " + msg + "; run as root, or inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes ...), or pass --allow-degraded to fall back to per-process rlimits"}
+		return &RefusedError{Reason: "refusing to run: " + msg + "; run as root, or inside a delegated cgroup (" + s.cfg.Words.Say(remedy.DelegatedScope) + " ...), or pass " + s.cfg.Words.Say(remedy.AllowDegraded) + " to fall back to per-process rlimits"}
 	}
 	root := os.Getuid() == 0
 	instead := ": per-process RLIMIT_DATA, RLIMIT_NPROC and RLIMIT_CPU instead"

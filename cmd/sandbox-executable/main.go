@@ -108,7 +108,7 @@ func run(args []string) int {
 	cfg := supervisor.Config{
 		Plan:          plan,
 		Cwd:           cwd,
-		FSMode:        o.fsMode,
+		Words:         say,
 		CgroupParent:  o.cgroupParent,
 		CPUQuota:      quota,
 		Warn:          func(msg string) { fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, msg) },
@@ -121,6 +121,9 @@ func run(args []string) int {
 	}
 	if len(cfg.Argv) == 0 {
 		cfg.Argv = []string{""}
+	}
+	if cfg.FSMode, err = parseFSMode(o.fsMode); err != nil {
+		return refuse(supervisor.ExitSetup, err, nil)
 	}
 	t0 = time.Now()
 	pr, err := supervisor.Prepare(cfg)
@@ -155,6 +158,19 @@ func run(args []string) int {
 		fail(res.ExitCode, res.Err)
 	}
 	return res.ExitCode
+}
+
+// parseFSMode parses --fs-mode (empty: the default, auto).
+func parseFSMode(v string) (string, error) {
+	switch v {
+	case "", "auto":
+		return supervisor.FSAuto, nil
+	case "exact":
+		return supervisor.FSExact, nil
+	case "landlock":
+		return supervisor.FSLandlock, nil
+	}
+	return "", fmt.Errorf("--fs-mode: %q is not one of auto, exact, landlock", v)
 }
 
 // checkFD checks that fd, named by option, is an open descriptor above 2.

@@ -1,6 +1,9 @@
 package main
 
-import "sandbox-executable/policy"
+import (
+	"sandbox-executable/policy"
+	"sandbox-executable/remedy"
+)
 
 // The CLI's words for what the packages below it report in types: the
 // flags that carry each input (policy.Source) and, in remedies.go, the
@@ -20,4 +23,21 @@ func flagOf(s policy.Source) string {
 		return "--resource-limits"
 	}
 	return s.String()
+}
+
+// say is the CLI's rendering of a remedy.
+func say(r remedy.Remedy) string {
+	switch r {
+	case remedy.AllowDegraded:
+		return "--allow-degraded"
+	case remedy.DelegatedScope:
+		return "systemd-run --user --scope -p Delegate=yes"
+	case remedy.Invocation:
+		return prog + " ..."
+	case remedy.FSLandlock:
+		return "--fs-mode landlock"
+	case remedy.FSExact:
+		return "--fs-mode exact"
+	}
+	return remedy.Plain(r)
 }
