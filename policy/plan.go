@@ -137,6 +137,19 @@ type Seccomp struct {
 	AllowNamespaces     bool `json:"allow_namespaces"`
 	AllowNetworkSockets bool `json:"allow_network_sockets"`
 	LogOnly             bool `json:"log_only"`
+	// Blocked are the calls the profile blocks (blocked_syscalls, checked
+	// against the syscall table, without repeats): the intent that
+	// seccomp.StrictModel turns into Rules, with the strict model's.
+	Blocked []BlockedSyscall `json:"-"`
+}
+
+// BlockedSyscall is one call of blocked_syscalls.
+type BlockedSyscall struct {
+	Name string
+	// At is where the profile lists it ("blocked_syscalls[3]").
+	At string
+	// Native: the call exists on this architecture (not only on others).
+	Native bool
 }
 
 // SyscallRule is one seccomp rule: when Syscall is called and every one of

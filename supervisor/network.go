@@ -37,12 +37,12 @@ type NetworkReport struct {
 // netChoice is the network decision of a run.
 type netChoice struct {
 	NetworkReport
-	netns      bool // the program gets a network namespace of its own
-	proxy      bool // an allowlist proxy runs
-	hostProxy  bool // ... on the host's loopback (degraded): no namespace
-	extraRules []policy.SyscallRule
-	degraded   string
-	sockets    socketChoice
+	netns     bool // the program gets a network namespace of its own
+	proxy     bool // an allowlist proxy runs
+	hostProxy bool // ... on the host's loopback (degraded): no namespace
+	denyUnix  bool // socket(AF_UNIX) fails (seccomp.Host)
+	degraded  string
+	sockets   socketChoice
 }
 
 // chooseNetwork decides how the network mode is enforced. exact says a
@@ -99,9 +99,7 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, word
 		}
 	default:
 		n.DaemonSockets = "socket(AF_UNIX) denied by seccomp (socketpair still works): without a process namespace of its own or the kernel calls mediation needs, the supervisor cannot tell a daemon's socket from the program's own"
-		n.extraRules = append(n.extraRules, policy.SyscallRule{Syscall: "socket", Action: policy.ActionErrno, Errno: "EPERM",
-			Args: []policy.ArgCondition{{Index: 0, Op: "eq", Value: unix.AF_UNIX}},
-			Why:  "no unix sockets, so no daemon's (D-Bus, docker.sock, ssh-agent) can be reached"})
+		n.denyUnix = true
 		n.NotEnforced = append(n.NotEnforced, "a socketpair(AF_UNIX, SOCK_DGRAM) socket can still send datagrams to a daemon's datagram socket by its path (sendto)")
 		if abi < 6 && !n.netns {
 			n.NotEnforced = append(n.NotEnforced, "abstract unix datagram sockets outside the sandbox are reachable from a socketpair socket (Landlock scoping needs ABI 6)")

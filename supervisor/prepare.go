@@ -24,6 +24,7 @@ import (
 	"sandbox-executable/rlimit"
 	"sandbox-executable/runstate"
 	"sandbox-executable/seccomp"
+	"sandbox-executable/sockmed"
 	"sandbox-executable/spawn"
 )
 
@@ -372,16 +373,19 @@ func Prepare(cfg Config) (*Prepared, error) {
 		pr.Degradations = append(pr.Degradations, nw.degraded)
 	}
 
-	// The Plan's rules, plus what this host's mode adds: with mediation,
-	// the socket calls go to the supervisor (where the Plan only logs one,
-	// it is mediated instead).
-	planRules, hostRules := p.Seccomp.Rules, nw.extraRules
-	if nw.sockets.how == socketsMediated {
-		med, dropped := mediationRules(planRules)
-		planRules = withoutRules(planRules, dropped)
-		hostRules = append(append([]policy.SyscallRule(nil), hostRules...), med...)
+	// The Plan's rules (the strict model carries out its intent), plus
+	// what this host's mode adds: with mediation, the socket calls go to
+	// the supervisor (where the Plan only logs one, it is mediated
+	// instead); without it or Landlock, no unix sockets at all.
+	if err := seccomp.StrictModel(&p.Seccomp, p.Network.Mode, seccomp.Table{}); err != nil {
+		return nil, err
 	}
-	rules := &policy.Seccomp{Rules: append(append([]policy.SyscallRule(nil), planRules...), hostRules...)}
+	host := seccomp.Host{DenyUnixSockets: nw.denyUnix}
+	if nw.sockets.how == socketsMediated {
+		host.Mediate = sockmed.Syscalls
+	}
+	all, hostRules := seccomp.Assemble(p.Seccomp.Rules, host)
+	rules := &policy.Seccomp{Rules: all}
 	sopt := seccomp.Options{Notify: cfg.LogDenials, Cache: filterCache(cfg)}
 	prog, err := seccomp.Compile(rules, sopt)
 	if err != nil {
