@@ -78,7 +78,7 @@ func filled[T any]() *T {
 }
 
 // explainDoc is what --explain prints for pr (cmd/sandbox-executable).
-func explainDoc(pr *supervisor.Prepared) any { return pr }
+func explainDoc(pr *supervisor.Prepared) any { return NewExplain(pr) }
 
 // TestDocumentShape pins the JSON of --explain and of the report, every
 // field set, byte for byte: the golden files were made from the code before

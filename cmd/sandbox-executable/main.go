@@ -138,7 +138,7 @@ func run(args []string) int {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(pr); err != nil {
+		if err := enc.Encode(report.NewExplain(pr)); err != nil {
 			return fail(supervisor.ExitSetup, err)
 		}
 		return 0
