@@ -23,15 +23,15 @@ const ProxyPort = 3128
 
 // NetworkReport says how the Plan's network mode is enforced.
 type NetworkReport struct {
-	Mode      policy.NetworkMode `json:"mode"`
-	Mechanism []string           `json:"mechanism"`
+	Mode      policy.NetworkMode
+	Mechanism []string
 	// Allowlist mode: where the proxy listens, as the program sees it.
-	Proxy string `json:"proxy,omitempty"`
+	Proxy string
 	// DaemonSockets says how unix sockets of daemons outside the writable
 	// roots are kept out of reach.
-	DaemonSockets string `json:"daemon_sockets"`
+	DaemonSockets string
 	// NotEnforced lists what this host cannot stop in this mode.
-	NotEnforced []string `json:"not_enforced,omitempty"`
+	NotEnforced []string
 }
 
 // netChoice is the network decision of a run.

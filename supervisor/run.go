@@ -81,9 +81,9 @@ type Result struct {
 
 // CgroupResult is what the run's cgroup saw.
 type CgroupResult struct {
-	Mode  cgroups.Mode  `json:"mode"`
-	Path  string        `json:"path"`
-	Stats cgroups.Stats `json:"stats"`
+	Mode  cgroups.Mode
+	Path  string
+	Stats cgroups.Stats
 }
 
 // forwarded are the signals passed on to the program.
