@@ -249,7 +249,7 @@ func fromExplain(v supervisor.Prepared) Explain {
 		Plan:         fromPtrPlan(v.Plan),
 		Argv:         v.Argv,
 		Candidates:   v.Candidates,
-		Rlimits:      fromSliceRlimit(v.Rlimits),
+		Rlimits:      mapSlice(v.Rlimits, fromRlimit),
 		Degradations: v.Degradations,
 		Enforcement:  fromEnforcement(v.Enforcement),
 	}
@@ -291,26 +291,26 @@ func fromEnforcement(v supervisor.Enforcement) Enforcement {
 
 func fromPlanFilesystem(v policy.Filesystem) PlanFilesystem {
 	return PlanFilesystem{
-		WritableRoots:   fromSlicePlanWritablePath(v.WritableRoots),
+		WritableRoots:   mapSlice(v.WritableRoots, fromPlanWritablePath),
 		WritableDevices: v.WritableDevices,
-		ReadDenied:      fromSlicePlanDeniedPath(v.ReadDenied),
-		WriteDenied:     fromSlicePlanDeniedPath(v.WriteDenied),
-		ScratchCaches:   fromSlicePlanScratchCache(v.ScratchCaches),
+		ReadDenied:      mapSlice(v.ReadDenied, fromPlanDeniedPath),
+		WriteDenied:     mapSlice(v.WriteDenied, fromPlanDeniedPath),
+		ScratchCaches:   mapSlice(v.ScratchCaches, fromPlanScratchCache),
 	}
 }
 
 func fromPlanNetwork(v policy.Network) PlanNetwork {
 	return PlanNetwork{
 		Mode:      string(v.Mode),
-		Allowlist: fromSlicePlanHostPort(v.Allowlist),
+		Allowlist: mapSlice(v.Allowlist, fromPlanHostPort),
 		Why:       v.Why,
 	}
 }
 
 func fromPlanSeccomp(v policy.Seccomp) PlanSeccomp {
 	return PlanSeccomp{
-		Rules:               fromSlicePlanSyscallRule(v.Rules),
-		Skipped:             fromSlicePlanSkippedSyscall(v.Skipped),
+		Rules:               mapSlice(v.Rules, fromPlanSyscallRule),
+		Skipped:             mapSlice(v.Skipped, fromPlanSkippedSyscall),
 		AllowNamespaces:     v.AllowNamespaces,
 		AllowNetworkSockets: v.AllowNetworkSockets,
 		LogOnly:             v.LogOnly,
@@ -343,7 +343,7 @@ func fromFilesystemReport(v supervisor.FilesystemReport) FilesystemReport {
 		Masked:            v.Masked,
 		ReadOnly:          v.ReadOnly,
 		Placeholders:      v.Placeholders,
-		Narrowed:          fromSliceMountNarrowing(v.Narrowed),
+		Narrowed:          mapSlice(v.Narrowed, fromMountNarrowing),
 		PrivateTmp:        v.PrivateTmp,
 		PrivateTmpBytes:   v.PrivateTmpBytes,
 		PrivateTmpBound:   v.PrivateTmpBound,
@@ -370,8 +370,8 @@ func fromLandlockReport(v supervisor.LandlockReport) LandlockReport {
 		HandledNet:  v.HandledNet,
 		Scoped:      v.Scoped,
 		Rules:       v.Rules,
-		Narrowed:    fromSliceLandlockNarrowing(v.Narrowed),
-		NotEnforced: fromSliceLandlockGap(v.NotEnforced),
+		Narrowed:    mapSlice(v.Narrowed, fromLandlockNarrowing),
+		NotEnforced: mapSlice(v.NotEnforced, fromLandlockGap),
 	}
 }
 
@@ -382,7 +382,7 @@ func fromSeccompReport(v supervisor.SeccompReport) SeccompReport {
 		BadArch:         v.BadArch,
 		Library:         v.Library,
 		NoNewPrivileges: v.NoNewPrivileges,
-		HostRules:       fromSlicePlanSyscallRule(v.HostRules),
+		HostRules:       mapSlice(v.HostRules, fromPlanSyscallRule),
 		Observed:        v.Observed,
 		Cache:           v.Cache,
 		CacheRejected:   v.CacheRejected,
@@ -450,7 +450,7 @@ func fromPlanSyscallRule(v policy.SyscallRule) PlanSyscallRule {
 		Syscall: v.Syscall,
 		Action:  string(v.Action),
 		Errno:   v.Errno,
-		Args:    fromSlicePlanArgCondition(v.Args),
+		Args:    mapSlice(v.Args, fromPlanArgCondition),
 		Why:     v.Why,
 	}
 }
@@ -501,123 +501,15 @@ func fromPtrPlan(v *policy.Plan) *Plan {
 	return &c
 }
 
-func fromSliceLandlockGap(v []landlock.Gap) []LandlockGap {
+// mapSlice maps every element of v with f; nil stays nil (null in JSON),
+// empty stays empty ([]).
+func mapSlice[T, R any](v []T, f func(T) R) []R {
 	if v == nil {
 		return nil
 	}
-	out := make([]LandlockGap, len(v))
+	out := make([]R, len(v))
 	for i, e := range v {
-		out[i] = fromLandlockGap(e)
-	}
-	return out
-}
-
-func fromSliceLandlockNarrowing(v []landlock.Narrowing) []LandlockNarrowing {
-	if v == nil {
-		return nil
-	}
-	out := make([]LandlockNarrowing, len(v))
-	for i, e := range v {
-		out[i] = fromLandlockNarrowing(e)
-	}
-	return out
-}
-
-func fromSliceMountNarrowing(v []mountns.Narrowing) []MountNarrowing {
-	if v == nil {
-		return nil
-	}
-	out := make([]MountNarrowing, len(v))
-	for i, e := range v {
-		out[i] = fromMountNarrowing(e)
-	}
-	return out
-}
-
-func fromSlicePlanArgCondition(v []policy.ArgCondition) []PlanArgCondition {
-	if v == nil {
-		return nil
-	}
-	out := make([]PlanArgCondition, len(v))
-	for i, e := range v {
-		out[i] = fromPlanArgCondition(e)
-	}
-	return out
-}
-
-func fromSlicePlanDeniedPath(v []policy.DeniedPath) []PlanDeniedPath {
-	if v == nil {
-		return nil
-	}
-	out := make([]PlanDeniedPath, len(v))
-	for i, e := range v {
-		out[i] = fromPlanDeniedPath(e)
-	}
-	return out
-}
-
-func fromSlicePlanHostPort(v []policy.HostPort) []PlanHostPort {
-	if v == nil {
-		return nil
-	}
-	out := make([]PlanHostPort, len(v))
-	for i, e := range v {
-		out[i] = fromPlanHostPort(e)
-	}
-	return out
-}
-
-func fromSlicePlanScratchCache(v []policy.ScratchCache) []PlanScratchCache {
-	if v == nil {
-		return nil
-	}
-	out := make([]PlanScratchCache, len(v))
-	for i, e := range v {
-		out[i] = fromPlanScratchCache(e)
-	}
-	return out
-}
-
-func fromSlicePlanSkippedSyscall(v []policy.SkippedSyscall) []PlanSkippedSyscall {
-	if v == nil {
-		return nil
-	}
-	out := make([]PlanSkippedSyscall, len(v))
-	for i, e := range v {
-		out[i] = fromPlanSkippedSyscall(e)
-	}
-	return out
-}
-
-func fromSlicePlanSyscallRule(v []policy.SyscallRule) []PlanSyscallRule {
-	if v == nil {
-		return nil
-	}
-	out := make([]PlanSyscallRule, len(v))
-	for i, e := range v {
-		out[i] = fromPlanSyscallRule(e)
-	}
-	return out
-}
-
-func fromSlicePlanWritablePath(v []policy.WritablePath) []PlanWritablePath {
-	if v == nil {
-		return nil
-	}
-	out := make([]PlanWritablePath, len(v))
-	for i, e := range v {
-		out[i] = fromPlanWritablePath(e)
-	}
-	return out
-}
-
-func fromSliceRlimit(v []rlimit.Limit) []Rlimit {
-	if v == nil {
-		return nil
-	}
-	out := make([]Rlimit, len(v))
-	for i, e := range v {
-		out[i] = fromRlimit(e)
+		out[i] = f(e)
 	}
 	return out
 }
