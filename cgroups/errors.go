@@ -3,6 +3,8 @@ package cgroups
 import (
 	"errors"
 	"strings"
+
+	"sandbox-executable/remedy"
 )
 
 // UnavailableError says that this host, or this process on it, cannot have
@@ -16,13 +18,19 @@ type UnavailableError struct {
 	// Missing says what is missing ("the memory controller", "permission to
 	// create cgroups in /sys/fs/cgroup/pids").
 	Missing string
-	// Hint says how to provide it.
-	Hint string
+	// Hint says how to provide it, in words that name no way of running
+	// the helper; Advice, when set, is that part (rendered by Message).
+	Hint   string
+	Advice Advice
 	// Err is the underlying error, if any.
 	Err error
 }
 
-func (e *UnavailableError) Error() string {
+func (e *UnavailableError) Error() string { return e.Message(nil) }
+
+// Message is the error's text with its Advice in w's words (the CLI's
+// flags and launcher; nil: plain words).
+func (e *UnavailableError) Message(w remedy.Words) string {
 	var b strings.Builder
 	b.WriteString("cgroups: unavailable (")
 	b.WriteString(string(e.Mode))
@@ -36,17 +44,44 @@ func (e *UnavailableError) Error() string {
 		b.WriteString("; ")
 		b.WriteString(e.Hint)
 	}
+	if e.Advice != 0 {
+		b.WriteString("; ")
+		b.WriteString(e.Advice.Text(w))
+	}
 	return b.String()
 }
 
 // Unwrap returns the underlying error.
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
-// Hints shared by the errors of New.
+// Advice is how to get a cgroup by running the helper differently; Text
+// says it with a remedy.DelegatedScope example.
+type Advice int
+
+// Advice of the errors of New.
 const (
-	hintPrivilege = "run as root, or inside a delegated cgroup (e.g. systemd-run --user --scope -p Delegate=yes sandbox-executable ...)"
-	hintDelegate  = "run inside a cgroup delegated to this user (e.g. systemd-run --user --scope -p Delegate=yes sandbox-executable ...), or as root"
+	// AdvisePrivilege: root, or a delegated cgroup.
+	AdvisePrivilege Advice = iota + 1
+	// AdviseDelegate: a cgroup delegated to this user, or root.
+	AdviseDelegate
+	// AdviseAlone: the supervisor alone in its own delegated cgroup, or
+	// a parent cgroup without processes.
+	AdviseAlone
 )
+
+// Text renders a in w's words.
+func (a Advice) Text(w remedy.Words) string {
+	eg := "(e.g. " + w.Say(remedy.DelegatedScope) + " " + w.Say(remedy.Invocation) + ")"
+	switch a {
+	case AdvisePrivilege:
+		return "run as root, or inside a delegated cgroup " + eg
+	case AdviseDelegate:
+		return "run inside a cgroup delegated to this user " + eg + ", or as root"
+	case AdviseAlone:
+		return "run the supervisor alone in its own delegated cgroup " + eg + ", or pass a parent cgroup without processes"
+	}
+	return ""
+}
 
 // errNoSwapLimit is returned by the limit writers when swap is in use but
 // the group's swap limit file does not exist (no swap accounting): the

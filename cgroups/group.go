@@ -107,40 +107,30 @@ func (g *group) Stats() (Stats, error) {
 // there Kill repeats SIGKILL until the group is empty (2 s at most) and so
 // does wait.
 func (g *group) Kill() error {
-	switch {
-	case g.v2 != nil:
-		return v2Kill(g.v2.path)
-	case g.freezer != nil:
-		return freezeKill(g.freezer.path)
-	}
-	return killTree(g.v1Paths(), false)
+	ctx, cancel := context.WithTimeoutCause(context.Background(), killLoopLimit, errors.New("after "+killLoopLimit.String()))
+	defer cancel()
+	return g.killSet().kill(ctx)
 }
 
-func (g *group) v1Paths() []string {
+// killSet is how the group's processes are ended: through the v2 directory
+// where there is one (every process of the group is in it), else the
+// freezer's, else every v1 directory's task lists.
+func (g *group) killSet() killSet {
+	switch {
+	case g.v2 != nil:
+		return killSet{v2: []string{g.v2.path}}
+	case g.freezer != nil:
+		return killSet{freezer: []string{g.freezer.path}}
+	}
 	p := make([]string, len(g.v1))
 	for i, d := range g.v1 {
 		p[i] = d.path
 	}
-	return p
+	return killSet{listed: p}
 }
 
 func (g *group) WaitEmpty(ctx context.Context) error {
-	if g.v2 != nil {
-		return v2WaitEmpty(ctx, g.v2.path)
-	}
-	dirs := g.v1Paths()
-	if g.freezer != nil {
-		dirs = []string{g.freezer.path}
-	}
-	return pollWait(ctx, func() (bool, error) {
-		for _, d := range dirs {
-			p, err := treePids(d)
-			if err != nil || len(p) > 0 {
-				return false, err
-			}
-		}
-		return true, nil
-	})
+	return g.killSet().waitEmpty(ctx)
 }
 
 // Remove closes the fds and ends the OOM watch, removes the group

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"sandbox-executable/remedy"
 )
 
 func TestCPUQuota(t *testing.T) {
@@ -80,17 +82,6 @@ func TestNames(t *testing.T) {
 		if p, ok := parseName(n); !ok || p.pid != os.Getpid() || p.pidNS == 0 {
 			t.Fatalf("newName %q does not parse back", n)
 		}
-	}
-}
-
-func TestParseStat(t *testing.T) {
-	stat := "4242 (a) b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 100 18446744073709551615\n"
-	state, start, err := parseStat(stat)
-	if err != nil || state != 'S' || start != 123456 {
-		t.Fatalf("got %c %d %v", state, start, err)
-	}
-	if _, _, err := parseStat("12 (x) S 1 2"); err == nil {
-		t.Fatal("short stat accepted")
 	}
 }
 
@@ -221,5 +212,57 @@ func TestSwapOnAndSwapLimit(t *testing.T) {
 		if c.on && !errors.As(unavailable(err, Unified), &ue) {
 			t.Errorf("%s: not an UnavailableError: %v", c.name, err)
 		}
+	}
+}
+
+func TestPlacement(t *testing.T) {
+	v2 := &Hierarchy{Mount: "/sys/fs/cgroup", Root: "/", Own: "/user.slice/app.scope"}
+	leaf := &Hierarchy{Mount: "/sys/fs/cgroup", Root: "/", Own: "/user.slice/app.scope/" + SupervisorLeaf}
+	nested := &Hierarchy{Mount: "/sys/fs/cgroup/unified", Root: "/ctr", Own: "/ctr/job"}
+	for _, tc := range []struct {
+		name   string
+		hier   *Hierarchy
+		parent string
+		euid   int
+		want   Placement
+		bad    bool
+	}{
+		{"root", v2, "", 0, Placement{Parent: "/sys/fs/cgroup/" + DefaultV2Parent, Top: "/sys/fs/cgroup", Shared: true}, false},
+		{"user in its own cgroup", v2, "", 1000, Placement{Parent: "/sys/fs/cgroup/user.slice/app.scope", Top: "/sys/fs/cgroup/user.slice/app.scope", Delegated: true}, false},
+		{"user moved into the leaf", leaf, "", 1000, Placement{Parent: "/sys/fs/cgroup/user.slice/app.scope", Top: "/sys/fs/cgroup/user.slice/app.scope", Delegated: true}, false},
+		{"explicit parent", v2, "/sandboxes/a", 1000, Placement{Parent: "/sys/fs/cgroup/sandboxes/a", Top: "/sys/fs/cgroup", Explicit: true}, false},
+		{"mounted below the root", nested, "", 1000, Placement{Parent: "/sys/fs/cgroup/unified/job", Top: "/sys/fs/cgroup/unified/job", Delegated: true}, false},
+		{"parent outside the mount", nested, "/other", 0, Placement{}, true},
+	} {
+		got, err := PlaceV2(tc.hier, tc.parent, tc.euid)
+		if (err != nil) != tc.bad || (!tc.bad && got != tc.want) {
+			t.Errorf("%s: PlaceV2 = %+v, %v; want %+v", tc.name, got, err, tc.want)
+		}
+	}
+	v1 := &Hierarchy{Mount: "/sys/fs/cgroup/memory", Root: "/", Own: "/job"}
+	if got, err := PlaceV1(v1, ""); err != nil || got != (Placement{Parent: "/sys/fs/cgroup/memory/job", Top: "/sys/fs/cgroup/memory/job"}) {
+		t.Errorf("PlaceV1 own = %+v, %v", got, err)
+	}
+	if got, err := PlaceV1(v1, "/s"); err != nil || got != (Placement{Parent: "/sys/fs/cgroup/memory/s", Top: "/sys/fs/cgroup/memory", Explicit: true}) {
+		t.Errorf("PlaceV1 explicit = %+v, %v", got, err)
+	}
+}
+
+func TestAdviceInTheCallersWords(t *testing.T) {
+	words := func(r remedy.Remedy) string {
+		switch r {
+		case remedy.DelegatedScope:
+			return "LAUNCH"
+		case remedy.Invocation:
+			return "PROG ..."
+		}
+		return "?"
+	}
+	e := &UnavailableError{Mode: Hybrid, Missing: "permission", Advice: AdviseDelegate}
+	if got, want := e.Message(words), "cgroups: unavailable (hybrid host): missing permission; run inside a cgroup delegated to this user (e.g. LAUNCH PROG ...), or as root"; got != want {
+		t.Errorf("Message:\n got %s\nwant %s", got, want)
+	}
+	if got := e.Error(); !strings.Contains(got, "(e.g. "+remedy.Plain(remedy.DelegatedScope)+" ") || strings.Contains(got, "--") {
+		t.Errorf("Error() without the caller's words: %s", got)
 	}
 }

@@ -46,8 +46,8 @@ func leftovers() []string {
 	pid, _, _ := selfID()
 	var parents []string
 	if h.V2 != nil {
-		if p, err := defaultV2Parent(h.V2); err == nil {
-			parents = append(parents, p)
+		if p, err := PlaceV2(h.V2, "", os.Geteuid()); err == nil {
+			parents = append(parents, p.Parent)
 		}
 	}
 	for i := range h.V1 {

@@ -1,7 +1,6 @@
 package cgroups
 
 import (
-	"errors"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -9,6 +8,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/procfs"
 )
 
 // Generated names are NamePrefix + "<pid>-<start>-<pidns>-<random>": the
@@ -127,37 +128,6 @@ func parseName(name string) (n groupName, ok bool) {
 
 // procStart reads the start time of pid (clock ticks after boot).
 func procStart(pid int) (uint64, error) {
-	_, start, err := procStat(pid)
-	return start, err
+	st, err := procfs.ReadStat(pid)
+	return st.StartTime, err
 }
-
-// procStat reads the state letter and the start time of pid.
-func procStat(pid int) (byte, uint64, error) {
-	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	return parseStat(string(b))
-}
-
-// parseStat extracts field 3 (state) and field 22 (starttime) of a
-// /proc/<pid>/stat text. The command name (field 2) may hold spaces and
-// parentheses, so fields are counted after the last ')'.
-func parseStat(stat string) (byte, uint64, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, 0, errBadStat
-	}
-	f := strings.Fields(stat[i+1:])
-	// f[0] is field 3 (state); field 22 is f[19].
-	if len(f) < 20 || len(f[0]) != 1 {
-		return 0, 0, errBadStat
-	}
-	start, err := strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return 0, 0, errBadStat
-	}
-	return f[0][0], start, nil
-}
-
-var errBadStat = errors.New("cgroups: malformed /proc/<pid>/stat")

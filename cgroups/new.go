@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 
@@ -184,44 +183,30 @@ func create(h *Host, lim Limits, opt Options, p plan, name string) (*group, erro
 
 func (g *group) createV2(h *Host, lim Limits, opt Options, ctrls []string, name string) error {
 	hier := h.V2
-	var parent, top string
-	shared, delegated := false, false
-	var err error
-	switch {
-	case opt.Parent != "":
-		if parent, err = hier.Dir(opt.Parent); err != nil {
-			return err
-		}
-		top = hier.Mount
+	pl, err := PlaceV2(hier, opt.Parent, os.Geteuid())
+	if err != nil {
+		return err
+	}
+	parent, top, shared, delegated := pl.Parent, pl.Top, pl.Shared, pl.Delegated
+	if pl.Explicit {
 		made, err := mkdirAll(top, parent)
 		g.made = append(made, g.made...)
 		if err != nil {
-			return g.permErr(h, parent, err, hintPrivilege)
+			return g.permErr(h, parent, err, AdvisePrivilege)
 		}
-	case os.Geteuid() == 0:
-		parent, top, shared = hier.Mount+"/"+DefaultV2Parent, hier.Mount, true
-	default:
-		own := hier.Own
-		if path.Base(own) == SupervisorLeaf {
-			own = path.Dir(own) // moved there by an earlier New
-		}
-		if parent, err = hier.Dir(own); err != nil {
-			return err
-		}
-		top, delegated = parent, true
 	}
-	hint := hintPrivilege
+	advice := AdvisePrivilege
 	if delegated {
-		hint = hintDelegate
+		advice = AdviseDelegate
 	}
 	if len(ctrls) > 0 {
 		if shared {
 			if err := mkdir(parent); err != nil && !errors.Is(err, unix.EEXIST) {
-				return g.permErr(h, parent, err, hint)
+				return g.permErr(h, parent, err, advice)
 			}
 		}
 		if err := enableControllers(hier, top, parent, ctrls, h.Mode); err != nil {
-			return g.permErr(h, parent, err, hint)
+			return g.permErr(h, parent, err, advice)
 		}
 	}
 	dir := parent + "/" + name
@@ -232,7 +217,7 @@ func (g *group) createV2(h *Host, lim Limits, opt Options, ctrls []string, name 
 		}
 	}
 	if err != nil {
-		return g.permErr(h, parent, err, hint)
+		return g.permErr(h, parent, err, advice)
 	}
 	g.v2 = &v2Dir{path: dir, fd: -1}
 	g.pending = append(g.pending, dir)
@@ -244,23 +229,21 @@ func (g *group) createV2(h *Host, lim Limits, opt Options, ctrls []string, name 
 }
 
 func (g *group) createV1(h *Host, lim Limits, opt Options, n v1Need, name string) error {
-	var parent string
-	var err error
-	if opt.Parent != "" {
-		if parent, err = n.hier.Dir(opt.Parent); err != nil {
-			return err
-		}
+	pl, err := PlaceV1(n.hier, opt.Parent)
+	if err != nil {
+		return err
+	}
+	parent := pl.Parent
+	if pl.Explicit {
 		made, err := mkdirAll(n.hier.Mount, parent)
 		g.made = append(made, g.made...)
 		if err != nil {
-			return g.permErr(h, parent, err, hintPrivilege)
+			return g.permErr(h, parent, err, AdvisePrivilege)
 		}
-	} else if parent, err = n.hier.Dir(n.hier.Own); err != nil {
-		return err
 	}
 	dir := parent + "/" + name
 	if err := mkdir(dir); err != nil {
-		return g.permErr(h, parent, err, hintPrivilege)
+		return g.permErr(h, parent, err, AdvisePrivilege)
 	}
 	d := &v1Dir{path: dir, hier: n.hier, ctrls: n.ctrls}
 	g.v1 = append(g.v1, d)
@@ -295,12 +278,12 @@ func (g *group) createV1(h *Host, lim Limits, opt Options, n v1Need, name string
 
 // permErr turns a permission failure into an *UnavailableError that says
 // where and how to fix it; other errors pass unchanged.
-func (g *group) permErr(h *Host, parent string, err error, hint string) error {
+func (g *group) permErr(h *Host, parent string, err error, advice Advice) error {
 	if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
 		return &UnavailableError{
 			Mode:    h.Mode,
 			Missing: "permission to create and configure cgroups in " + parent + " (uid " + strconv.Itoa(os.Geteuid()) + ")",
-			Hint:    hint,
+			Advice:  advice,
 			Err:     err,
 		}
 	}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/procfs"
 )
 
 // staleWait bounds how long CleanupStale waits for killed processes to go.
@@ -37,8 +38,8 @@ func CleanupStale(h *Host) (removed []string, err error) {
 	var v2dirs, v1dirs []string
 	var freezers map[string]bool
 	if h.V2 != nil {
-		if parent, err := defaultV2Parent(h.V2); err == nil {
-			d, err := staleIn(parent)
+		if pl, err := PlaceV2(h.V2, "", os.Geteuid()); err == nil {
+			d, err := staleIn(pl.Parent)
 			errs = append(errs, err)
 			v2dirs = d
 		}
@@ -48,11 +49,11 @@ func CleanupStale(h *Host) (removed []string, err error) {
 		if !hier.Has("memory") && !hier.Has("pids") && !hier.Has("cpu") && !hier.Has("cpuacct") && !hier.Has("freezer") {
 			continue
 		}
-		parent, err := hier.Dir(hier.Own)
+		pl, err := PlaceV1(hier, "")
 		if err != nil {
 			continue
 		}
-		d, err := staleIn(parent)
+		d, err := staleIn(pl.Parent)
 		errs = append(errs, err)
 		v1dirs = append(v1dirs, d...)
 		if hier.Has("freezer") {
@@ -68,44 +69,19 @@ func CleanupStale(h *Host) (removed []string, err error) {
 		return nil, errors.Join(errs...)
 	}
 
-	// Kill: cgroup2 first (it holds every process on a hybrid host), then
-	// the v1 freezer groups, then anything left in other v1 groups.
-	for _, d := range v2dirs {
-		errs = append(errs, v2Kill(d))
-	}
+	// cgroup2 first (it holds every process on a hybrid host), then the
+	// v1 freezer groups, then anything left in other v1 groups.
+	k := killSet{v2: v2dirs}
 	for _, d := range v1dirs {
 		if freezers[d] {
-			errs = append(errs, freezeKill(d))
+			k.freezer = append(k.freezer, d)
+		} else {
+			k.listed = append(k.listed, d)
 		}
 	}
-	for _, d := range v1dirs {
-		if !freezers[d] {
-			errs = append(errs, killOnce([]string{d}))
-		}
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), staleWait)
+	ctx, cancel := context.WithTimeoutCause(context.Background(), staleWait, errors.New("after "+staleWait.String()))
 	defer cancel()
-	for _, d := range v2dirs {
-		if werr := v2WaitEmpty(ctx, d); werr != nil {
-			errs = append(errs, errors.New("cgroups: wait for "+d+" to empty: "+werr.Error()))
-		}
-	}
-	for _, d := range v1dirs {
-		werr := pollWait(ctx, func() (bool, error) {
-			if !freezers[d] {
-				// No freezer here: keep killing until it is empty.
-				if err := killOnce([]string{d}); err != nil {
-					return false, err
-				}
-			}
-			p, err := treePids(d)
-			return len(p) == 0, err
-		})
-		if werr != nil {
-			errs = append(errs, errors.New("cgroups: wait for "+d+" to empty: "+werr.Error()))
-		}
-	}
+	errs = append(errs, k.kill(ctx), k.waitEmpty(ctx))
 	for _, d := range append(v1dirs, v2dirs...) {
 		if rerr := removeTree(d); rerr != nil {
 			errs = append(errs, rerr)
@@ -114,18 +90,6 @@ func CleanupStale(h *Host) (removed []string, err error) {
 		removed = append(removed, d)
 	}
 	return removed, errors.Join(errs...)
-}
-
-// defaultV2Parent is where New puts cgroup2 groups without Options.Parent.
-func defaultV2Parent(hier *Hierarchy) (string, error) {
-	if os.Geteuid() == 0 {
-		return hier.Mount + "/" + DefaultV2Parent, nil
-	}
-	own := hier.Own
-	if path.Base(own) == SupervisorLeaf {
-		own = path.Dir(own)
-	}
-	return hier.Dir(own)
 }
 
 // staleIn lists the stale groups directly under parent.
@@ -160,12 +124,12 @@ func staleIn(parent string) ([]string, error) {
 // still runs: its pid exists, is not a zombie, and (when recorded) started
 // at the recorded time. Unreadable /proc entries count as alive.
 func supervisorAlive(pid int, start uint64) bool {
-	state, st, err := procStat(pid)
+	st, err := procfs.ReadStat(pid)
 	if err != nil {
 		return !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ESRCH)
 	}
-	if state == 'Z' || state == 'X' {
+	if st.State == 'Z' || st.State == 'X' {
 		return false
 	}
-	return start == 0 || st == start
+	return start == 0 || st.StartTime == start
 }

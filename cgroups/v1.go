@@ -2,8 +2,6 @@ package cgroups
 
 import (
 	"errors"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -17,34 +15,9 @@ type v1Dir struct {
 	ctrls []string // the controllers whose limits were set here
 }
 
-// setV1Limits writes the v1 limit files of the controllers in ctrls.
+// setV1Limits writes the limits of the controllers in ctrls (see v1Writes).
 func setV1Limits(dir string, lim Limits, ctrls []string) error {
-	for _, c := range ctrls {
-		switch c {
-		case "memory":
-			v := strconv.FormatUint(lim.MemoryBytes, 10)
-			if err := writeFile(dir+"/memory.limit_in_bytes", v); err != nil {
-				return err
-			}
-			// memory+swap to the same value: no escape into swap. The
-			// file exists only with swap accounting.
-			if err := writeSwapLimit(dir+"/memory.memsw.limit_in_bytes", v); err != nil {
-				return err
-			}
-		case "pids":
-			if err := writeFile(dir+"/pids.max", strconv.FormatUint(uint64(lim.Pids), 10)); err != nil {
-				return err
-			}
-		case "cpu":
-			if err := writeFile(dir+"/cpu.cfs_period_us", strconv.Itoa(cpuPeriodUs)); err != nil {
-				return err
-			}
-			if err := writeFile(dir+"/cpu.cfs_quota_us", strconv.FormatUint(cpuQuotaUs(lim.CPUQuotaCores, cpuPeriodUs), 10)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return applyWrites(dir, v1Writes(lim, ctrls))
 }
 
 // v1Memory reads memory.max_usage_in_bytes and the oom_kill count of
@@ -101,86 +74,3 @@ func nsec(v uint64) time.Duration {
 }
 
 func ticks(v uint64) time.Duration { return usec(v * (1000000 / userHZ)) }
-
-// freezeKill ends every process in the freezer cgroup dir: freeze, SIGKILL
-// each task, thaw. If the freeze does not settle (a task in uninterruptible
-// sleep), the round is repeated a few times so nothing forked meanwhile
-// escapes.
-func freezeKill(dir string) error {
-	state := dir + "/freezer.state"
-	for round := 0; round < 3; round++ {
-		if err := writeFile(state, "FROZEN"); err != nil {
-			return err
-		}
-		frozen := false
-		for i := 0; i < 50; i++ {
-			b, err := readFile(state)
-			if err != nil {
-				return err
-			}
-			if strings.TrimSpace(string(b)) == "FROZEN" {
-				frozen = true
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
-		kerr := killOnce([]string{dir})
-		if err := writeFile(state, "THAWED"); err != nil {
-			return errors.Join(kerr, err)
-		}
-		if kerr != nil || frozen {
-			return kerr
-		}
-	}
-	return nil
-}
-
-// killOnce sends SIGKILL to every process listed in dirs and their child
-// cgroups.
-func killOnce(dirs []string) error {
-	for _, d := range dirs {
-		pids, err := treePids(d)
-		if err != nil {
-			return err
-		}
-		for _, p := range pids {
-			if err := unix.Kill(p, unix.SIGKILL); err != nil && err != unix.ESRCH {
-				return pathErr("kill pid "+strconv.Itoa(p)+" in", d, err)
-			}
-		}
-	}
-	return nil
-}
-
-// killTree sends SIGKILL to every process in dirs; with frozen set one round
-// is enough, otherwise it repeats until the cgroups are empty, for at most
-// killLoopLimit (processes may fork while the first ones die).
-func killTree(dirs []string, frozen bool) error {
-	if frozen {
-		return killOnce(dirs)
-	}
-	deadline := time.Now().Add(killLoopLimit)
-	for {
-		if err := killOnce(dirs); err != nil {
-			return err
-		}
-		n := 0
-		for _, d := range dirs {
-			p, err := treePids(d)
-			if err != nil {
-				return err
-			}
-			n += len(p)
-		}
-		if n == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return errors.New("cgroups: kill " + strings.Join(dirs, " ") + ": " + strconv.Itoa(n) + " processes still there after " + killLoopLimit.String())
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// killLoopLimit bounds the SIGKILL loop used without a freezer.
-const killLoopLimit = 2 * time.Second

@@ -43,32 +43,9 @@ func cpuMax(cores float64) string {
 	return strconv.FormatUint(cpuQuotaUs(cores, cpuPeriodUs), 10) + " " + strconv.Itoa(cpuPeriodUs)
 }
 
-// setV2Limits writes the limits for the controllers in ctrls.
+// setV2Limits writes the limits of the controllers in ctrls (see v2Writes).
 func setV2Limits(dir string, lim Limits, ctrls []string) error {
-	for _, c := range ctrls {
-		switch c {
-		case "memory":
-			if err := writeFile(dir+"/memory.max", strconv.FormatUint(lim.MemoryBytes, 10)); err != nil {
-				return err
-			}
-			// No swap escape, and an OOM kill takes the whole tree.
-			if err := writeSwapLimit(dir+"/memory.swap.max", "0"); err != nil {
-				return err
-			}
-			if _, err := writeIfExists(dir+"/memory.oom.group", "1"); err != nil {
-				return err
-			}
-		case "pids":
-			if err := writeFile(dir+"/pids.max", strconv.FormatUint(uint64(lim.Pids), 10)); err != nil {
-				return err
-			}
-		case "cpu":
-			if err := writeFile(dir+"/cpu.max", cpuMax(lim.CPUQuotaCores)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return applyWrites(dir, v2Writes(lim, ctrls))
 }
 
 // enableControllers makes ctrls available in dir's children: it enables them
@@ -140,7 +117,7 @@ func enableIn(hier *Hierarchy, dir string, ctrls []string, mode Mode) error {
 	return &UnavailableError{
 		Mode:    mode,
 		Missing: "a cgroup without processes of its own to enable " + strings.Join(miss, ", ") + " in: " + dir + " holds processes " + fmtPids(pids) + " (no-internal-processes rule)",
-		Hint:    "run the supervisor alone in its own delegated cgroup (e.g. systemd-run --user --scope -p Delegate=yes sandbox-executable ...), or pass a parent cgroup without processes",
+		Advice:  AdviseAlone,
 		Err:     err,
 	}
 }
@@ -236,29 +213,6 @@ func v2Pids(dir string, st *Stats) error {
 	}
 	st.PidsLimitHits, _, err = readKey(dir+"/pids.events", "max")
 	return err
-}
-
-// v2Kill kills every process in dir and below: cgroup.kill (5.14+), else
-// freeze, SIGKILL each, thaw.
-func v2Kill(dir string) error {
-	err := writeFile(dir+"/cgroup.kill", "1")
-	if !errors.Is(err, unix.ENOENT) {
-		return err
-	}
-	if _, statErr := os.Stat(dir); statErr != nil {
-		return err // the group itself is gone
-	}
-	frozen, ferr := writeIfExists(dir+"/cgroup.freeze", "1")
-	if ferr != nil {
-		return ferr
-	}
-	kerr := killTree([]string{dir}, frozen)
-	if frozen {
-		if terr := writeFile(dir+"/cgroup.freeze", "0"); terr != nil && kerr == nil {
-			kerr = terr
-		}
-	}
-	return kerr
 }
 
 // v2Populated reads "populated" of cgroup.events; a missing group reads as

@@ -3,7 +3,6 @@ package doctor
 import (
 	"errors"
 	"os"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,19 +55,9 @@ func cgroupsLive() cgroupFacts {
 	return cgroupFactsOf(h, os.Geteuid(), writable)
 }
 
-// ownDir is this process's own cgroup directory in hier, skipping the leaf
-// a delegated supervisor moves itself into (cgroups.New).
-func ownDir(hier *cgroups.Hierarchy) (string, error) {
-	own := hier.Own
-	if path.Base(own) == cgroups.SupervisorLeaf {
-		own = path.Dir(own)
-	}
-	return hier.Dir(own)
-}
-
 // cgroupFactsOf decides from a detected host, with access as the
-// permission test (injected for tests). It follows where cgroups.New puts a
-// group.
+// permission test (injected for tests). Where it looks is where cgroups.New
+// puts a group (cgroups.PlaceV2, PlaceV1).
 func cgroupFactsOf(h *cgroups.Host, euid int, access func(string) error) cgroupFacts {
 	f := cgroupFacts{mode: string(h.Mode), where: map[string]string{}, euid: euid}
 	if h.Mode == cgroups.Unavailable {
@@ -90,7 +79,7 @@ func cgroupFactsOf(h *cgroups.Host, euid int, access func(string) error) cgroupF
 	}
 	var v2own string
 	if h.V2 != nil {
-		v2own, _ = ownDir(h.V2)
+		v2own, _ = cgroups.OwnDir(h.V2)
 		f.cpuUsage = "v2 cpu.stat"
 	} else {
 		if v := h.V1For("freezer"); v != nil {
@@ -119,23 +108,24 @@ func cgroupFactsOf(h *cgroups.Host, euid int, access func(string) error) cgroupF
 		}
 	}
 	if h.V2 != nil {
-		if euid == 0 {
-			dir := h.V2.Mount + "/" + cgroups.DefaultV2Parent
+		pl, _ := cgroups.PlaceV2(h.V2, "", euid)
+		if pl.Shared {
+			dir := pl.Parent // made on demand in Top
 			if _, err := os.Stat(dir); err != nil {
-				dir = h.V2.Mount
+				dir = pl.Top
 			}
 			deny(dir)
 			if f.v2Limits {
-				deny(h.V2.Mount + "/cgroup.subtree_control")
+				deny(pl.Top + "/cgroup.subtree_control")
 			}
-		} else if v2own == "" {
+		} else if pl.Parent == "" {
 			f.denied = append(f.denied, "own cgroup2 directory (outside the mounted part of the hierarchy)")
 		} else {
-			deny(v2own)
-			deny(v2own + "/cgroup.procs")
+			deny(pl.Parent)
+			deny(pl.Parent + "/cgroup.procs")
 			if f.v2Limits {
-				deny(v2own + "/cgroup.subtree_control")
-				have, _ := os.ReadFile(v2own + "/cgroup.controllers")
+				deny(pl.Top + "/cgroup.subtree_control")
+				have, _ := os.ReadFile(pl.Parent + "/cgroup.controllers")
 				for _, c := range strictControllers {
 					if !slices.Contains(strings.Fields(string(have)), c) {
 						f.notDelegated = append(f.notDelegated, c)
@@ -149,7 +139,8 @@ func cgroupFactsOf(h *cgroups.Host, euid int, access func(string) error) cgroupF
 		if !v1need[v] {
 			continue
 		}
-		dir, err := ownDir(v)
+		pl, err := cgroups.PlaceV1(v, "")
+		dir := pl.Parent
 		if err != nil {
 			f.denied = append(f.denied, v.Mount+" (own cgroup outside the mounted part)")
 			continue

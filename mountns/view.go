@@ -85,16 +85,16 @@ type View struct {
 	// remove after it) so that a mount can cover them.
 	Placeholders []string
 	// Masked, ReadOnly and Narrowed are for reports.
-	Masked   []string    `json:"masked"`
-	ReadOnly []string    `json:"read_only"`
-	Narrowed []Narrowing `json:"narrowed,omitempty"`
+	Masked   []string
+	ReadOnly []string
+	Narrowed []Narrowing
 	// ScratchCaches are the caches given a throwaway overlay.
-	ScratchCaches []string `json:"scratch_caches,omitempty"`
+	ScratchCaches []string
 	// LateReadDenied are the read-denied paths that do not exist and that
 	// the program cannot create (outside the writable roots): no mount can
 	// cover them, so Landlock must keep them unreadable should someone
 	// outside create them during the run (landlock.Options.LateReadDenied).
-	LateReadDenied []string `json:"late_read_denied,omitempty"`
+	LateReadDenied []string
 
 	opts    Options      // what the view was built for
 	exact   bool         // the filesystem view (Build), not only the isolation (Isolation)
@@ -117,8 +117,8 @@ var hiddenBy = []string{"/dev", "/proc"}
 // Narrowing is a name the program cannot create although the policy does
 // not deny it, because a denied path that does not exist yet lies beneath it.
 type Narrowing struct {
-	Path   string `json:"path"`
-	Effect string `json:"effect"`
+	Path   string
+	Effect string
 }
 
 // Mount attribute and flag values used by the operations.

@@ -8,8 +8,12 @@ import "strings"
 //
 //	--sandbox-policy: writable_roots[1].root: expected a string, got a number
 type Error struct {
-	// Arg is the command-line argument ("--sandbox-policy"); the decoders
-	// leave it empty and the caller fills it in with WithArg.
+	// Source is the input the bad value came from (unset from the
+	// decoders, which do not know).
+	Source Source
+	// Arg is how the caller names that input (the CLI: its flag,
+	// "--sandbox-policy"; Input.Names); the decoders leave it empty and the
+	// caller fills it in with WithArg.
 	Arg string
 	// Path is the JSON path in serde's dotted form ("writable_roots[1].root");
 	// empty when the error concerns the document as a whole.

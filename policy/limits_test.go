@@ -43,17 +43,17 @@ func TestResolveLimits(t *testing.T) {
 
 	for _, tt := range []struct {
 		name string
-		from string
+		from Source
 		in   ResourceLimits
 		want string
 	}{
-		{"memory", "", ResourceLimits{MaxMemoryMB: maxMegabytes + 1},
+		{"memory", SourceUnset, ResourceLimits{MaxMemoryMB: maxMegabytes + 1},
 			"--resource-limits: max_memory_mb: 8796093022208 MB does not fit in a 64-bit byte count (at most 8796093022207 MB)"},
-		{"disk, embedded", "--sandbox-policy: resource_limits", ResourceLimits{MaxDiskMB: math.MaxUint64},
+		{"disk, embedded", SourcePolicy, ResourceLimits{MaxDiskMB: math.MaxUint64},
 			"--sandbox-policy: resource_limits.max_disk_mb: 18446744073709551615 MB does not fit in a 64-bit byte count (at most 8796093022207 MB)"},
-		{"cpu, bare policy source", "--sandbox-policy", ResourceLimits{CPUTimeSecs: 1 << 62},
+		{"cpu, policy source", SourcePolicy, ResourceLimits{CPUTimeSecs: 1 << 62},
 			"--sandbox-policy: resource_limits.cpu_time_secs: 4611686018427387904 seconds is too large (at most 4611686018427387903)"},
-		{"timeout", "--resource-limits", ResourceLimits{TimeoutSecs: maxTimeoutSecs + 1},
+		{"timeout", SourceResourceLimits, ResourceLimits{TimeoutSecs: maxTimeoutSecs + 1},
 			"--resource-limits: timeout_secs: 9223372037 seconds is too large (at most 9223372036)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

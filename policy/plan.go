@@ -10,40 +10,40 @@ package policy
 // (paths are canonicalized), never on what the running kernel supports: what
 // the kernel can enforce is decided later, when the Plan is translated.
 type Plan struct {
-	Policy Kind `json:"policy"`
+	Policy Kind
 	// PolicyCwd is --sandbox-policy-cwd (or the process's working directory),
 	// canonical. For workspace_write it is also a writable root.
-	PolicyCwd  string      `json:"policy_cwd"`
-	Filesystem Filesystem  `json:"filesystem"`
-	Network    Network     `json:"network"`
-	Seccomp    Seccomp     `json:"seccomp"`
-	Limits     Limits      `json:"limits"`
-	Env        Environment `json:"environment"`
+	PolicyCwd  string
+	Filesystem Filesystem
+	Network    Network
+	Seccomp    Seccomp
+	Limits     Limits
+	Env        Environment
 	// Notes records every decision Resolve took that narrows what the policy
 	// literally says (never one that widens it), and what the built-in
 	// default adds to the program's environment (Environment.Set), one
 	// sentence each.
-	Notes []string `json:"notes,omitempty"`
+	Notes []string
 }
 
 // Filesystem is the resolved filesystem part of a Plan. Reading and executing
 // are allowed everywhere except under ReadDenied; writing only beneath
 // WritableRoots and to WritableDevices, and never beneath WriteDenied.
 type Filesystem struct {
-	WritableRoots []WritablePath `json:"writable_roots"`
+	WritableRoots []WritablePath
 	// WritableDevices are device files any program may need to write
 	// (/dev/null and friends), allowed in every policy.
-	WritableDevices []string `json:"writable_devices"`
+	WritableDevices []string
 	// ReadDenied paths (and everything beneath them) may be neither read nor
 	// written. They need not exist: creating them is denied too.
-	ReadDenied []DeniedPath `json:"read_denied"`
+	ReadDenied []DeniedPath
 	// WriteDenied paths (and everything beneath them) may be read but not
 	// written, removed, renamed or created. They need not exist.
-	WriteDenied []DeniedPath `json:"write_denied"`
+	WriteDenied []DeniedPath
 	// ScratchCaches are the host's build caches the program may write into
 	// a throwaway copy of (the built-in default only: Input.Standalone);
 	// the host's own directories are never written.
-	ScratchCaches []ScratchCache `json:"scratch_caches,omitempty"`
+	ScratchCaches []ScratchCache
 }
 
 // WritablePath is one writable root.
@@ -52,15 +52,15 @@ type WritablePath struct {
 	// A root reached through a symlink that a sandboxed program could have
 	// made (inside a writable root, or beneath a world-writable directory)
 	// is refused instead.
-	Path string `json:"path"`
+	Path string
 	// Source says where it came from: "writable_roots[N]" or "policy_cwd".
-	Source string `json:"source"`
+	Source string
 	// Given is the path as the policy wrote it, when that differs from Path.
-	Given string `json:"given,omitempty"`
+	Given string
 	// Create says the root does not exist yet, below a parent that does:
 	// the run makes that one directory when it starts, and it stays (it is
 	// what the command was granted).
-	Create bool `json:"create,omitempty"`
+	Create bool
 }
 
 // DeniedPath is one read- or write-denied path.
@@ -70,7 +70,7 @@ type DeniedPath struct {
 	// path is itself a symlink, its target is denied and, in a second entry
 	// whose Source ends in "(the symlink itself)", the link too (its parent
 	// canonical), so that it cannot be swapped for a real directory.
-	Path string `json:"path"`
+	Path string
 	// Source says where it came from: "sensitive_paths[N]",
 	// "default_sensitive_paths", "protected_metadata", "protected_metadata (gitdir of /ws/.git)",
 	// "protected_metadata (core.hooksPath of the repository at /ws, set in /ws/.git/config)",
@@ -79,11 +79,11 @@ type DeniedPath struct {
 	// "protected_metadata (git config included by /ws/.git/config)"; a symlink
 	// inside a root on the way to one of these is denied too, its Source
 	// ending in "(a symbolic link on the way)".
-	Source string `json:"source"`
+	Source string
 	// Given is the path as written (for example "~/.ssh"), when that differs.
-	Given string `json:"given,omitempty"`
+	Given string
 	// Exists says whether the path existed when the Plan was made.
-	Exists bool `json:"exists"`
+	Exists bool
 }
 
 // NetworkMode is one of the three network modes of CONTRACT §6.
@@ -98,20 +98,20 @@ const (
 
 // Network is the resolved network part of a Plan.
 type Network struct {
-	Mode NetworkMode `json:"mode"`
+	Mode NetworkMode
 	// Allowlist holds the entries when Mode is allowlist, normalized
 	// (host lower-cased, de-duplicated, in policy order).
-	Allowlist []HostPort `json:"allowlist,omitempty"`
+	Allowlist []HostPort
 	// Why says which policy fields decided the mode.
-	Why string `json:"why"`
+	Why string
 }
 
 // HostPort is one allowlist entry: Host is an exact name, an IP literal, or
 // "*.suffix" (which matches suffix itself and any name ending in ".suffix").
 type HostPort struct {
-	Host     string `json:"host"`
-	Port     uint16 `json:"port"`
-	Protocol string `json:"protocol"`
+	Host     string
+	Port     uint16
+	Protocol string
 }
 
 // Action is what a seccomp rule does when it matches.
@@ -128,19 +128,34 @@ const (
 // are allowed; calls of a foreign architecture (i386 int 0x80, x32) are
 // killed whatever the rules say.
 type Seccomp struct {
-	Rules []SyscallRule `json:"rules"`
+	Rules []SyscallRule
 	// Skipped lists blocked_syscalls names that exist on some architecture
 	// but not this one, so nothing needs blocking here (and, likewise,
 	// system calls of the strict model's rules that are not native here).
-	Skipped []SkippedSyscall `json:"skipped,omitempty"`
+	Skipped []SkippedSyscall
 	// The profile flags, as given.
-	AllowNamespaces     bool `json:"allow_namespaces"`
-	AllowNetworkSockets bool `json:"allow_network_sockets"`
-	LogOnly             bool `json:"log_only"`
+	AllowNamespaces     bool
+	AllowNetworkSockets bool
+	LogOnly             bool
+	// Blocked are the calls the profile blocks (blocked_syscalls, checked
+	// against the syscall table, without repeats): the intent that
+	// seccomp.StrictModel turns into Rules, with the strict model's.
+	Blocked []BlockedSyscall
+}
+
+// BlockedSyscall is one call of blocked_syscalls.
+type BlockedSyscall struct {
+	Name string
+	// At is where the profile lists it ("blocked_syscalls[3]").
+	At string
+	// Native: the call exists on this architecture (not only on others).
+	Native bool
 }
 
 // SyscallRule is one seccomp rule: when Syscall is called and every one of
 // Args matches, Action is taken.
+// Its JSON form (and ArgCondition's) keys the seccomp package's cache of
+// compiled filters; the documents' form is package report's.
 type SyscallRule struct {
 	Syscall string         `json:"syscall"`
 	Action  Action         `json:"action"`
@@ -160,35 +175,35 @@ type ArgCondition struct {
 
 // SkippedSyscall is a blocked_syscalls name that was not turned into a rule.
 type SkippedSyscall struct {
-	Syscall string `json:"syscall"`
-	Why     string `json:"why"`
+	Syscall string
+	Why     string
 }
 
 // Limits is the resolved resource part of a Plan. Zero means unlimited, for
 // every field but TimeoutSeconds, which is always set.
 type Limits struct {
-	MemoryBytes uint64 `json:"memory_bytes"`
-	Pids        uint32 `json:"pids"`
+	MemoryBytes uint64
+	Pids        uint32
 	// FileSizeBytes comes from max_disk_mb; the kernel can only enforce it per
 	// file (RLIMIT_FSIZE), not for the whole sandbox.
-	FileSizeBytes  uint64 `json:"file_size_bytes"`
-	CPUSeconds     uint64 `json:"cpu_seconds"`
-	TimeoutSeconds uint64 `json:"timeout_seconds"`
+	FileSizeBytes  uint64
+	CPUSeconds     uint64
+	TimeoutSeconds uint64
 	// TimeoutRule says how TimeoutSeconds was reached.
-	TimeoutRule string `json:"timeout_rule"`
+	TimeoutRule string
 }
 
 // Environment is the environment the program will get.
 type Environment struct {
 	// Filtered is true when VT Code's should_filter_env_var filter was applied.
-	Filtered bool `json:"filtered"`
+	Filtered bool
 	// Removed lists the names the filter removed (values are never printed).
-	Removed []string `json:"removed,omitempty"`
+	Removed []string
 	// Set lists what the built-in default adds or changes, NAME=VALUE,
 	// each with its reason in Notes.
-	Set []string `json:"set,omitempty"`
+	Set []string
 	// Vars is the program's environment, KEY=VALUE, in the original order.
-	Vars []string `json:"-"`
+	Vars []string
 }
 
 // SyscallTable answers which system call names exist. The seccomp package
@@ -208,13 +223,16 @@ type Input struct {
 	// --resource-limits (derived from Policy when the flags are absent).
 	Seccomp SeccompProfile
 	Limits  ResourceLimits
-	// SeccompFrom and LimitsFrom name where they came from, for error
-	// messages: "--seccomp-profile" or "--sandbox-policy: seccomp_profile".
-	// A bare "--sandbox-policy" means the copy embedded in the policy (at
-	// seccomp_profile / resource_limits); empty means the flag.
-	SeccompFrom string
-	LimitsFrom  string
-	// PolicyCwd is --sandbox-policy-cwd as given ("" when absent); a relative
+	// SeccompFrom and LimitsFrom say where they came from, for error
+	// messages: given on their own (unset), the copy embedded in the
+	// policy (SourcePolicy, at seccomp_profile / resource_limits) or
+	// derived from a read_only policy.
+	SeccompFrom Source
+	LimitsFrom  Source
+	// Names says how the caller names a Source in errors and notes (the
+	// CLI: its flags); nil uses Source.String.
+	Names func(Source) string
+	// PolicyCwd is the policy's working directory as given ("" when absent); a relative
 	// value is taken relative to ProcessCwd.
 	PolicyCwd  string
 	ProcessCwd string

@@ -17,16 +17,13 @@ import (
 // problem came from; only a nil in.Syscalls, a programming error, is not.
 func Resolve(in Input) (*Plan, error) {
 	r := &resolver{
-		in:      in,
-		env:     environ(in.Environ),
-		seccomp: newSource(in.SeccompFrom, "--seccomp-profile", "seccomp_profile"),
-		limits:  newSource(in.LimitsFrom, "--resource-limits", "resource_limits"),
+		in:  in,
+		env: environ(in.Environ),
 	}
+	r.seccomp = r.newSource(in.SeccompFrom, SourceSeccompProfile, "seccomp_profile")
+	r.limits = r.newSource(in.LimitsFrom, SourceResourceLimits, "resource_limits")
 	return r.resolve()
 }
-
-// policyArg is the argument every policy error names.
-const policyArg = "--sandbox-policy"
 
 // resolver holds the state of one Resolve call.
 type resolver struct {
@@ -85,9 +82,9 @@ func (r *resolver) note(sentence string) {
 	r.plan.Notes = append(r.plan.Notes, sentence)
 }
 
-// policyErr is an error in --sandbox-policy at the given JSON path.
+// policyErr is an error in the policy at the given JSON path.
 func (r *resolver) policyErr(path, msg string) *Error {
-	return &Error{Arg: policyArg, Path: path, Msg: msg}
+	return &Error{Source: SourcePolicy, Arg: r.in.name(SourcePolicy), Path: path, Msg: msg}
 }
 
 // home returns the home directory for "~", computed once.
@@ -120,33 +117,35 @@ func (r *resolver) otherHome() string {
 	return pw
 }
 
-// source says where a JSON value came from, for error messages: the
-// command-line argument and the path of the value inside that argument.
+// source says where a JSON value came from, for error messages: the input
+// and the path of the value inside it.
 type source struct {
-	arg    string // "--seccomp-profile", "--sandbox-policy"
+	src    Source
+	arg    string // how the caller names src
 	prefix string // "", "seccomp_profile"
 }
 
-// newSource parses Input.SeccompFrom or Input.LimitsFrom: "--seccomp-profile",
-// "--sandbox-policy: seccomp_profile", or a bare "--sandbox-policy", which
-// means the copy embedded in the policy (at embedded). Empty means defArg.
-func newSource(from, defArg, embedded string) source {
-	if from == "" {
-		from = defArg
+// newSource makes the source of Input.SeccompFrom or Input.LimitsFrom:
+// SourcePolicy means the copy embedded in the policy (at embedded), unset
+// means def.
+func (r *resolver) newSource(from, def Source, embedded string) source {
+	if from == SourceUnset {
+		from = def
 	}
-	arg, prefix, _ := strings.Cut(from, ": ")
-	if prefix == "" && arg == policyArg {
-		prefix = embedded
+	s := source{src: from, arg: r.in.name(from)}
+	if from == SourcePolicy {
+		s.prefix = embedded
 	}
-	return source{arg: arg, prefix: prefix}
+	return s
 }
 
 // err is an error about the value at sub (a path relative to the value).
 func (s source) err(sub, msg string) *Error {
-	return &Error{Arg: s.arg, Path: joinPath(s.prefix, sub), Msg: msg}
+	return &Error{Source: s.src, Arg: s.arg, Path: joinPath(s.prefix, sub), Msg: msg}
 }
 
-// where names the source for a sentence ("--sandbox-policy: seccomp_profile").
+// where names the source for a sentence ("--sandbox-policy: seccomp_profile"
+// in the CLI's words).
 func (s source) where() string {
 	if s.prefix == "" {
 		return s.arg
@@ -154,33 +153,33 @@ func (s source) where() string {
 	return s.arg + ": " + s.prefix
 }
 
-// policyCwd resolves --sandbox-policy-cwd (or the process's working
-// directory): it must exist and be a directory.
+// policyCwd resolves the policy's working directory (or the process's
+// working directory): it must exist and be a directory.
 func (r *resolver) policyCwd() (string, error) {
-	const arg = "--sandbox-policy-cwd"
+	arg := r.in.name(SourcePolicyCwd)
 	given := r.in.PolicyCwd
 	if given == "" {
 		given = r.in.ProcessCwd
 		if given == "" {
-			return "", &Error{Arg: arg, Msg: "not given, and the process working directory is unknown"}
+			return "", &Error{Source: SourcePolicyCwd, Arg: arg, Msg: "not given, and the process working directory is unknown"}
 		}
 	}
 	if strings.IndexByte(given, 0) >= 0 {
-		return "", &Error{Arg: arg, Msg: quote(given) + ": contains a NUL byte"}
+		return "", &Error{Source: SourcePolicyCwd, Arg: arg, Msg: quote(given) + ": contains a NUL byte"}
 	}
 	if !filepath.IsAbs(given) {
 		if !filepath.IsAbs(r.in.ProcessCwd) {
-			return "", &Error{Arg: arg, Msg: quote(given) + " is relative and the process working directory is not known as an absolute path"}
+			return "", &Error{Source: SourcePolicyCwd, Arg: arg, Msg: quote(given) + " is relative and the process working directory is not known as an absolute path"}
 		}
 		given = filepath.Join(r.in.ProcessCwd, given)
 	}
 	cwd, links, err := resolveExisting(given)
 	if err != nil {
-		return "", &Error{Arg: arg, Msg: err.Error()}
+		return "", &Error{Source: SourcePolicyCwd, Arg: arg, Msg: err.Error()}
 	}
 	r.cwdLinks = links
 	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
-		return "", &Error{Arg: arg, Msg: plain(given) + ": not a directory"}
+		return "", &Error{Source: SourcePolicyCwd, Arg: arg, Msg: plain(given) + ": not a directory"}
 	}
 	return cwd, nil
 }
@@ -268,10 +267,12 @@ func (r *resolver) writableRoots() ([]WritablePath, error) {
 		cwdGiven = r.in.ProcessCwd
 	}
 	if inGitDir(r.plan.PolicyCwd) {
-		return nil, &Error{Arg: "--sandbox-policy-cwd", Msg: plain(r.plan.PolicyCwd) + ": inside a .git directory; as a writable root it would make the repository's hooks and config writable, which the protected metadata forbids"}
+		return nil, &Error{Source: SourcePolicyCwd, Arg: r.in.name(SourcePolicyCwd), Msg: plain(r.plan.PolicyCwd) + ": inside a .git directory; as a writable root it would make the repository's hooks and config writable, which the protected metadata forbids"}
 	}
 	add(r.plan.PolicyCwd, "policy_cwd", cwdGiven)
-	traces = append(traces, grantTrace{links: r.cwdLinks, fail: func(msg string) *Error { return &Error{Arg: "--sandbox-policy-cwd", Msg: msg} }})
+	traces = append(traces, grantTrace{links: r.cwdLinks, fail: func(msg string) *Error {
+		return &Error{Source: SourcePolicyCwd, Arg: r.in.name(SourcePolicyCwd), Msg: msg}
+	}})
 	if err := r.refusePlantedLinks(roots, traces); err != nil {
 		return nil, err
 	}

@@ -98,7 +98,24 @@ func (e testEnv) input(pol SandboxPolicy) Input {
 		Environ:    []string{"HOME=" + e.home, "PATH=/usr/bin:/bin"},
 		Syscalls:   testSyscalls(),
 		PasswdHome: func() (string, error) { return "", errors.New("no password database in tests") },
+		Names:      cliNames,
 	}
+}
+
+// cliNames names the sources as the CLI does (cmd/sandbox-executable), so
+// the messages tested here are the ones users see.
+func cliNames(s Source) string {
+	switch s {
+	case SourcePolicy:
+		return "--sandbox-policy"
+	case SourcePolicyCwd:
+		return "--sandbox-policy-cwd"
+	case SourceSeccompProfile:
+		return "--seccomp-profile"
+	case SourceResourceLimits:
+		return "--resource-limits"
+	}
+	return s.String()
 }
 
 // wsPolicy is a workspace_write policy with the given roots, no temp dirs
@@ -343,7 +360,7 @@ func TestResolveFixtures(t *testing.T) {
 			}
 			in := e.input(*pol)
 			if pol.Kind == KindWorkspaceWrite {
-				in.SeccompFrom, in.LimitsFrom = "--sandbox-policy", "--sandbox-policy"
+				in.SeccompFrom, in.LimitsFrom = SourcePolicy, SourcePolicy
 			}
 			plan, err := Resolve(in)
 			if name == "policy-workspace_write_full.json" {

@@ -13,9 +13,9 @@ import (
 // The host's directory itself is never written.
 type ScratchCache struct {
 	// Path is the cache directory, absolute and canonical.
-	Path string `json:"path"`
+	Path string
 	// Tool names what the cache is for ("go build cache", "npm").
-	Tool string `json:"tool"`
+	Tool string
 }
 
 // scratchCandidate is a cache directory where a build tool looks by

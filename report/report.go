@@ -26,8 +26,8 @@ type Report struct {
 	StartedAt   time.Time `json:"started_at"`
 	Program     []string  `json:"program"`
 
-	Ending   supervisor.Ending `json:"ending"`
-	ExitCode int               `json:"exit_code"`
+	Ending   string `json:"ending"`
+	ExitCode int    `json:"exit_code"`
 	// Signal names the signal that ended the program ("SIGKILL"), or null.
 	Signal *string `json:"signal"`
 	// Error is the refusal or setup failure, or null.
@@ -44,10 +44,10 @@ type Report struct {
 
 	// Enforcement is what was decided and applied on this host; null when
 	// the run was refused before it could be decided.
-	Enforcement *supervisor.Enforcement `json:"enforcement"`
-	Cgroup      *Cgroup                 `json:"cgroup"`
-	Rlimits     []rlimitLine            `json:"rlimits"`
-	Network     *Network                `json:"network"`
+	Enforcement *Enforcement `json:"enforcement"`
+	Cgroup      *Cgroup      `json:"cgroup"`
+	Rlimits     []Rlimit     `json:"rlimits"`
+	Network     *Network     `json:"network"`
 	// Degradations lists what was not enforced, each with its reason.
 	Degradations []string `json:"degradations"`
 	Denials      Denials  `json:"denials"`
@@ -89,13 +89,6 @@ type Denials struct {
 	Log *string `json:"log"`
 }
 
-type rlimitLine struct {
-	Name string `json:"name"`
-	Soft uint64 `json:"soft"`
-	Hard uint64 `json:"hard"`
-	Why  string `json:"why"`
-}
-
 // Input is what a report is made from. Prepared is nil when the run was
 // refused before it could be prepared.
 type Input struct {
@@ -116,10 +109,10 @@ func Build(in Input) *Report {
 	r := &Report{
 		Version: Version, Tool: "sandbox-executable", ToolVersion: in.ToolVersion,
 		StartedAt: in.StartedAt.UTC(), Program: in.Program,
-		Ending: res.Ending, ExitCode: res.ExitCode, Started: res.Started,
+		Ending: string(res.Ending), ExitCode: res.ExitCode, Started: res.Started,
 		WallSeconds:  res.Wall.Seconds(),
 		Degradations: []string{},
-		Rlimits:      []rlimitLine{},
+		Rlimits:      []Rlimit{},
 	}
 	if r.Program == nil {
 		r.Program = []string{}
@@ -133,7 +126,7 @@ func Build(in Input) *Report {
 		r.Error = &msg
 	}
 	if pr := in.Prepared; pr != nil {
-		e := pr.Enforcement
+		e := fromEnforcement(pr.Enforcement)
 		r.Enforcement = &e
 		r.Degradations = append(r.Degradations, pr.Degradations...)
 		// What the program was given when set up got that far, else what
@@ -143,7 +136,7 @@ func Build(in Input) *Report {
 			lims = pr.Rlimits
 		}
 		for _, l := range lims {
-			r.Rlimits = append(r.Rlimits, rlimitLine{Name: l.Name, Soft: l.Cur, Hard: l.Max, Why: l.Why})
+			r.Rlimits = append(r.Rlimits, fromRlimit(l))
 		}
 	}
 	r.Degradations = append(r.Degradations, res.Degradations...)

@@ -21,12 +21,12 @@ const Infinity = ^uint64(0)
 
 // Limit is one resource limit.
 type Limit struct {
-	Resource int    `json:"-"`
-	Name     string `json:"name"`
-	Cur      uint64 `json:"soft"`
-	Max      uint64 `json:"hard"`
+	Resource int
+	Name     string
+	Cur      uint64
+	Max      uint64
 	// Why says what it stands for.
-	Why string `json:"why"`
+	Why string
 }
 
 // maxSaneNofile caps an inherited soft RLIMIT_NOFILE: some hosts hand out a

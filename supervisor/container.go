@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"sandbox-executable/cgroups"
+	"sandbox-executable/remedy"
 )
 
 // cgroupContainerFix is what gives a container a cgroup its processes may
@@ -21,22 +22,33 @@ const cgroupContainerFix = "run the container with a writable cgroup v2 of its o
 // A read-only cgroupfs is a container's (Docker mounts it so unless the
 // container is privileged): the container's setting is named, not the
 // host's remedies; otherwise the error's own hint, once.
-func cgroupWhy(err error) (why, fix string) {
+func cgroupWhy(err error, w remedy.Words) (why, fix string) {
 	var un *cgroups.UnavailableError
 	if !errors.As(err, &un) {
-		return err.Error(), defaultCgroupFix
+		return err.Error(), defaultCgroupFix(w)
 	}
 	if errors.Is(un.Err, syscall.EROFS) || cgroupfsReadOnly() {
 		return "/sys/fs/cgroup is read-only here (a container's)", cgroupContainerFix
 	}
 	why = "missing " + un.Missing
-	if un.Hint == "" {
-		return why, defaultCgroupFix
+	var fixes []string
+	if un.Hint != "" {
+		fixes = append(fixes, un.Hint)
 	}
-	return why, un.Hint
+	if un.Advice != 0 {
+		fixes = append(fixes, un.Advice.Text(w))
+	}
+	if len(fixes) == 0 {
+		return why, defaultCgroupFix(w)
+	}
+	return why, strings.Join(fixes, "; ")
 }
 
-const defaultCgroupFix = "run as root, or inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes ...)"
+// defaultCgroupFix is the remedy of a host without a cgroup the helper may
+// manage, in w's words.
+func defaultCgroupFix(w remedy.Words) string {
+	return "run as root, or inside a delegated cgroup (" + w.Say(remedy.DelegatedScope) + " ...)"
+}
 
 // capabilitiesWithoutNamespaces is what a program started outside any user
 // namespace keeps: as root, or with CAP_SETPCAP, what def says; a user

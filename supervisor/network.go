@@ -12,6 +12,7 @@ import (
 	"sandbox-executable/mountns"
 	"sandbox-executable/netproxy"
 	"sandbox-executable/policy"
+	"sandbox-executable/remedy"
 	"sandbox-executable/sockmed"
 	"sandbox-executable/spawn"
 )
@@ -22,33 +23,34 @@ const ProxyPort = 3128
 
 // NetworkReport says how the Plan's network mode is enforced.
 type NetworkReport struct {
-	Mode      policy.NetworkMode `json:"mode"`
-	Mechanism []string           `json:"mechanism"`
+	Mode      policy.NetworkMode
+	Mechanism []string
 	// Allowlist mode: where the proxy listens, as the program sees it.
-	Proxy string `json:"proxy,omitempty"`
+	Proxy string
 	// DaemonSockets says how unix sockets of daemons outside the writable
 	// roots are kept out of reach.
-	DaemonSockets string `json:"daemon_sockets"`
+	DaemonSockets string
 	// NotEnforced lists what this host cannot stop in this mode.
-	NotEnforced []string `json:"not_enforced,omitempty"`
+	NotEnforced []string
 }
 
 // netChoice is the network decision of a run.
 type netChoice struct {
 	NetworkReport
-	netns      bool // the program gets a network namespace of its own
-	proxy      bool // an allowlist proxy runs
-	hostProxy  bool // ... on the host's loopback (degraded): no namespace
-	extraRules []policy.SyscallRule
-	degraded   string
-	sockets    socketChoice
+	netns     bool // the program gets a network namespace of its own
+	proxy     bool // an allowlist proxy runs
+	hostProxy bool // ... on the host's loopback (degraded): no namespace
+	denyUnix  bool // socket(AF_UNIX) fails (seccomp.Host)
+	degraded  string
+	sockets   socketChoice
 }
 
 // chooseNetwork decides how the network mode is enforced. exact says a
 // mount namespace (and so a network namespace) can be had, noNamespaces why
-// not when it cannot; sockets is how daemons' unix sockets are kept out of
-// reach (given whether there will be a network namespace).
-func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, noNamespaces string, sockets func(netns bool) socketChoice) (netChoice, error) {
+// not when it cannot; words names the helper's flags in a remedy; sockets
+// is how daemons' unix sockets are kept out of reach (given whether there
+// will be a network namespace).
+func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, noNamespaces string, words remedy.Words, sockets func(netns bool) socketChoice) (netChoice, error) {
 	n := netChoice{NetworkReport: NetworkReport{Mode: p.Network.Mode}}
 	mech := func(s string) { n.Mechanism = append(n.Mechanism, s) }
 	switch p.Network.Mode {
@@ -74,7 +76,7 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, noNa
 		}
 		why := "the network allowlist needs a network namespace, and none can be had here (" + noNamespaces + ")"
 		if !allowDegraded {
-			return n, &RefusedError{Reason: "refusing to run: " + why + "; run as root or where user namespaces are allowed, or pass --allow-degraded to rely on Landlock's port rule alone"}
+			return n, &RefusedError{Reason: "refusing to run: " + why + "; run as root or where user namespaces are allowed, or pass " + words.Say(remedy.AllowDegraded) + " to rely on Landlock's port rule alone"}
 		}
 		if abi < 4 {
 			return n, &RefusedError{Reason: "refusing to run: " + why + ", and Landlock ABI " + strconv.Itoa(abi) + " cannot restrict TCP at all: the allowlist would not be enforced even in part"}
@@ -98,9 +100,7 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, noNa
 		}
 	default:
 		n.DaemonSockets = "socket(AF_UNIX) denied by seccomp (socketpair still works): without a process namespace of its own or the kernel calls mediation needs, the supervisor cannot tell a daemon's socket from the program's own"
-		n.extraRules = append(n.extraRules, policy.SyscallRule{Syscall: "socket", Action: policy.ActionErrno, Errno: "EPERM",
-			Args: []policy.ArgCondition{{Index: 0, Op: "eq", Value: unix.AF_UNIX}},
-			Why:  "no unix sockets, so no daemon's (D-Bus, docker.sock, ssh-agent) can be reached"})
+		n.denyUnix = true
 		n.NotEnforced = append(n.NotEnforced, "a socketpair(AF_UNIX, SOCK_DGRAM) socket can still send datagrams to a daemon's datagram socket by its path (sendto)")
 		if abi < 6 && !n.netns {
 			n.NotEnforced = append(n.NotEnforced, "abstract unix datagram sockets outside the sandbox are reachable from a socketpair socket (Landlock scoping needs ABI 6)")

@@ -22,8 +22,10 @@ import (
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
 	"sandbox-executable/policy"
+	"sandbox-executable/remedy"
 	"sandbox-executable/rlimit"
 	"sandbox-executable/seccomp"
+	"sandbox-executable/sockmed"
 	"sandbox-executable/spawn"
 )
 
@@ -43,8 +45,12 @@ type Config struct {
 	// Grace is how long the tree gets between SIGTERM and SIGKILL on a
 	// timeout; 0 means DefaultGrace.
 	Grace time.Duration
-	// FSMode is FSAuto (the default), FSExact or FSLandlock.
+	// FSMode is FSAuto (the default, also ""), FSExact or FSLandlock; the
+	// caller parses its own flag into one of them.
 	FSMode string
+	// Words renders the remedies that refusals, reasons and degradations
+	// advise (the CLI: its flags); nil says them in plain words.
+	Words remedy.Words
 	// Cwd is the program's working directory (the helper's own).
 	Cwd string
 	// TempDir is where a private temp dir goes (the helper's own temp
@@ -91,17 +97,17 @@ const DefaultGrace = 2 * time.Second
 // runs (descriptors, the host proxy's port, the placeholders decided again
 // under their claims). It is what --explain prints.
 type Prepared struct {
-	Plan       *policy.Plan     `json:"plan"`
-	Argv       []string         `json:"program"`
-	Candidates []string         `json:"exec_candidates"`
-	Landlock   *landlock.Spec   `json:"-"`
-	View       *mountns.View    `json:"-"`
-	Seccomp    *seccomp.Program `json:"-"`
-	Rlimits    []rlimit.Limit   `json:"rlimits"`
+	Plan       *policy.Plan
+	Argv       []string
+	Candidates []string
+	Landlock   *landlock.Spec
+	View       *mountns.View
+	Seccomp    *seccomp.Program
+	Rlimits    []rlimit.Limit
 	// Degradations lists what is not enforced, each with its reason; empty
 	// unless AllowDegraded let the run go ahead anyway.
-	Degradations []string    `json:"degradations,omitempty"`
-	Enforcement  Enforcement `json:"enforcement"`
+	Degradations []string
+	Enforcement  Enforcement
 
 	cfg    Config
 	facts  *hostfacts.Facts
@@ -126,13 +132,13 @@ type cgroupPlan struct {
 
 // Enforcement summarizes how each part of the Plan is enforced on this host.
 type Enforcement struct {
-	Filesystem FilesystemReport `json:"filesystem"`
-	Network    NetworkReport    `json:"network"`
-	Landlock   LandlockReport   `json:"landlock"`
-	Seccomp    SeccompReport    `json:"seccomp"`
-	Cgroup     CgroupReport     `json:"cgroup"`
-	Process    ProcessReport    `json:"process"`
-	Timeout    string           `json:"timeout"`
+	Filesystem FilesystemReport
+	Network    NetworkReport
+	Landlock   LandlockReport
+	Seccomp    SeccompReport
+	Cgroup     CgroupReport
+	Process    ProcessReport
+	Timeout    string
 }
 
 // ProcessReport says what process world the program lives in: its own
@@ -140,18 +146,18 @@ type Enforcement struct {
 type ProcessReport struct {
 	// Namespaces are the namespaces the program gets of its own
 	// ("pid", "ipc", "uts", "cgroup", "mount", "user", "network").
-	Namespaces []string `json:"namespaces"`
+	Namespaces []string
 	// Init is true when a small init is PID 1 of the program's PID
 	// namespace: it forwards signals, reaps, and its end ends the
 	// namespace (nothing the program starts outlives it).
-	Init bool `json:"init"`
+	Init bool
 	// Proc and Dev say what the program's /proc and /dev are.
-	Proc string `json:"proc"`
-	Dev  string `json:"dev"`
+	Proc string
+	Dev  string
 	// Capabilities says what the program keeps: none.
-	Capabilities string `json:"capabilities"`
+	Capabilities string
 	// NotEnforced lists the process isolation this host cannot give.
-	NotEnforced []string `json:"not_enforced,omitempty"`
+	NotEnforced []string
 }
 
 // noCapabilities is what every program keeps, as the reports say it.
@@ -193,78 +199,78 @@ func processReport(isolated bool, flags uintptr, netns bool, why string) (Proces
 
 // LandlockReport is the Landlock part of Enforcement.
 type LandlockReport struct {
-	ABI         int                  `json:"abi"`
-	HandledFS   []string             `json:"handled_fs"`
-	HandledNet  []string             `json:"handled_net,omitempty"`
-	Scoped      []string             `json:"scoped,omitempty"`
-	Rules       int                  `json:"rules"`
-	Narrowed    []landlock.Narrowing `json:"narrowed,omitempty"`
-	NotEnforced []landlock.Gap       `json:"not_enforced,omitempty"`
+	ABI         int
+	HandledFS   []string
+	HandledNet  []string
+	Scoped      []string
+	Rules       int
+	Narrowed    []landlock.Narrowing
+	NotEnforced []landlock.Gap
 }
 
 // FilesystemReport says which filesystem mode runs and why, and what it
 // does beyond Landlock.
 type FilesystemReport struct {
-	Mode string `json:"mode"`
-	Why  string `json:"why"`
+	Mode string
+	Why  string
 	// Exact mode: the masked paths, the paths bound read-only, the
 	// placeholders created for denied names that do not exist yet.
-	Masked       []string            `json:"masked,omitempty"`
-	ReadOnly     []string            `json:"read_only,omitempty"`
-	Placeholders []string            `json:"placeholders,omitempty"`
-	Narrowed     []mountns.Narrowing `json:"narrowed,omitempty"`
+	Masked       []string
+	ReadOnly     []string
+	Placeholders []string
+	Narrowed     []mountns.Narrowing
 	// PrivateTmp is true when the program gets a private temp dir (TMPDIR),
 	// because the policy makes neither /tmp nor $TMPDIR writable.
-	PrivateTmp bool `json:"private_tmp"`
+	PrivateTmp bool
 	// PrivateTmpBytes is the size of the tmpfs the private temp dir is,
 	// when it is one (the run has a mount namespace).
-	PrivateTmpBytes uint64 `json:"private_tmp_bytes,omitempty"`
+	PrivateTmpBytes uint64
 	// PrivateTmpBound says how the private temp dir is bounded, or that it
 	// is not.
-	PrivateTmpBound string `json:"private_tmp_bound,omitempty"`
+	PrivateTmpBound string
 	// ScratchCaches are the host's build caches the program writes into a
 	// throwaway overlay of (the built-in default, exact mode): it reads the
 	// warm cache, its writes are gone with the run, the host's directory is
 	// never written. ScratchCachesNote says why caches the Plan names stay
 	// read-only instead.
-	ScratchCaches     []string `json:"scratch_caches,omitempty"`
-	ScratchCachesNote string   `json:"scratch_caches_note,omitempty"`
+	ScratchCaches     []string
+	ScratchCachesNote string
 	// NotEnforced lists what this mode cannot stop.
-	NotEnforced []string `json:"not_enforced,omitempty"`
+	NotEnforced []string
 }
 
 // CgroupReport is the planned cgroup: where and what limits. Whether it
 // could be made is known only when the run starts (the report says).
 type CgroupReport struct {
-	HostMode         cgroups.Mode `json:"host_mode"`
-	MemoryBytes      uint64       `json:"memory_bytes,omitempty"`
-	Pids             uint32       `json:"pids,omitempty"`
-	CPUQuotaCores    float64      `json:"cpu_quota_cores,omitempty"`
-	CPUBudgetSeconds uint64       `json:"cpu_budget_seconds,omitempty"`
-	Parent           string       `json:"parent,omitempty"`
-	Why              string       `json:"why,omitempty"`
+	HostMode         cgroups.Mode
+	MemoryBytes      uint64
+	Pids             uint32
+	CPUQuotaCores    float64
+	CPUBudgetSeconds uint64
+	Parent           string
+	Why              string
 }
 
 // SeccompReport is the seccomp part of Enforcement.
 type SeccompReport struct {
-	Rules           int    `json:"rules"`
-	Instructions    int    `json:"bpf_instructions"`
-	BadArch         string `json:"foreign_architecture"`
-	Library         string `json:"libseccomp"`
-	NoNewPrivileges bool   `json:"no_new_privs"`
+	Rules           int
+	Instructions    int
+	BadArch         string
+	Library         string
+	NoNewPrivileges bool
 	// HostRules are rules this host's mode adds to the Plan's.
-	HostRules []policy.SyscallRule `json:"host_rules,omitempty"`
+	HostRules []policy.SyscallRule
 	// Observed is true when denied calls are answered through user
 	// notifications, so that each one is seen (--log-denials).
-	Observed bool `json:"observed"`
+	Observed bool
 	// Cache says where the program came from: "loaded" from the compiled-
 	// filter cache (its tag verified under this user's key), "compiled"
 	// (and stored), "rejected" (an entry failed the checks: it was not
 	// loaded, the program was compiled and the entry replaced), or "off"
 	// (no state directory).
-	Cache string `json:"cache"`
+	Cache string
 	// CacheRejected says what was wrong with a rejected entry.
-	CacheRejected string `json:"cache_rejected,omitempty"`
+	CacheRejected string
 }
 
 // RefusedError is returned when the host cannot enforce what the policy
@@ -301,7 +307,7 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 	}
 	pr.fs = fs
 	exact := fs.Mode == FSExact
-	nw, err := chooseNetwork(p, exact && fs.namespaces.Network, abi, cfg.AllowDegraded, netnsWhy(f.Namespaces),
+	nw, err := chooseNetwork(p, exact && fs.namespaces.Network, abi, cfg.AllowDegraded, netnsWhy(f.Namespaces), cfg.Words,
 		func(netns bool) socketChoice { return chooseSockets(abi, isolated, netns, f.SocketMediation) })
 	if err != nil {
 		return nil, err
@@ -397,7 +403,7 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 	if len(boundary) > 0 {
 		if !cfg.AllowDegraded {
 			return nil, &RefusedError{Reason: "refusing to run: " + strings.Join(boundary, "; ") +
-				" (Landlock ABI " + fmt.Sprint(abi) + "; --allow-degraded runs anyway and reports it)"}
+				" (Landlock ABI " + fmt.Sprint(abi) + "; " + cfg.Words.Say(remedy.AllowDegraded) + " runs anyway and reports it)"}
 		}
 		pr.Degradations = append(pr.Degradations, boundary...)
 	}
@@ -405,16 +411,19 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 		pr.Degradations = append(pr.Degradations, nw.degraded)
 	}
 
-	// The Plan's rules, plus what this host's mode adds: with mediation,
-	// the socket calls go to the supervisor (where the Plan only logs one,
-	// it is mediated instead).
-	planRules, hostRules := p.Seccomp.Rules, nw.extraRules
-	if nw.sockets.how == socketsMediated {
-		med, dropped := mediationRules(planRules)
-		planRules = withoutRules(planRules, dropped)
-		hostRules = append(append([]policy.SyscallRule(nil), hostRules...), med...)
+	// The Plan's rules (the strict model carries out its intent), plus
+	// what this host's mode adds: with mediation, the socket calls go to
+	// the supervisor (where the Plan only logs one, it is mediated
+	// instead); without it or Landlock, no unix sockets at all.
+	if err := seccomp.StrictModel(&p.Seccomp, p.Network.Mode, seccomp.Table{}); err != nil {
+		return nil, err
 	}
-	rules := &policy.Seccomp{Rules: append(append([]policy.SyscallRule(nil), planRules...), hostRules...)}
+	host := seccomp.Host{DenyUnixSockets: nw.denyUnix}
+	if nw.sockets.how == socketsMediated {
+		host.Mediate = sockmed.Syscalls
+	}
+	all, hostRules := seccomp.Assemble(p.Seccomp.Rules, host)
+	rules := &policy.Seccomp{Rules: all}
 	sopt := seccomp.Options{Notify: cfg.LogDenials, Cache: f.FilterCache}
 	prog, err := seccomp.Compile(rules, sopt)
 	if err != nil {
@@ -534,10 +543,7 @@ func freshRules(spec *landlock.Spec, v *mountns.View, tmp string) []spawn.Op {
 // is not changed. Without a state directory there is nothing to protect
 // (the cache is off, and the runs that need placeholders fail on their own).
 func withStateProtected(p *policy.Plan, dirs []string) *policy.Plan {
-	if len(dirs) == 0 {
-		return p
-	}
-	c := *p
+	c := *p // a copy in any case: Prepare fills in its seccomp rules
 	c.Filesystem.ReadDenied = append([]policy.DeniedPath(nil), p.Filesystem.ReadDenied...)
 	for i, dir := range dirs {
 		src := "sandbox-executable's state directory"
@@ -595,24 +601,24 @@ func chooseFS(cfg Config, avail mountns.Availability) (fsChoice, error) {
 	}
 	switch mode {
 	case FSLandlock:
-		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSLandlock, Why: "--fs-mode landlock",
+		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSLandlock, Why: cfg.Words.Say(remedy.FSLandlock),
 			NotEnforced: []string{metadataGap}}, namespaces: avail}, nil
 	case FSExact:
 		if !avail.OK {
-			return fsChoice{}, &RefusedError{Reason: "refusing to run: --fs-mode exact needs a mount namespace: " + avail.Why + "; " + avail.Fix}
+			return fsChoice{}, &RefusedError{Reason: "refusing to run: " + cfg.Words.Say(remedy.FSExact) + " needs a mount namespace: " + avail.Why + "; " + avail.Fix}
 		}
-		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSExact, Why: "--fs-mode exact; " + avail.Why}, namespaces: avail}, nil
+		return fsChoice{FilesystemReport: FilesystemReport{Mode: FSExact, Why: cfg.Words.Say(remedy.FSExact) + "; " + avail.Why}, namespaces: avail}, nil
 	case FSAuto:
 		if avail.OK {
 			return fsChoice{FilesystemReport: FilesystemReport{Mode: FSExact, Why: avail.Why}, namespaces: avail}, nil
 		}
 		return fsChoice{
 			FilesystemReport: FilesystemReport{Mode: FSLandlock, Why: "no mount namespace: " + avail.Why, NotEnforced: []string{metadataGap}},
-			degraded:         "no mount namespace (" + avail.Why + "), and Landlock alone does not stop " + metadataGap + " (--fs-mode landlock accepts that)",
+			degraded:         "no mount namespace (" + avail.Why + "), and Landlock alone does not stop " + metadataGap + " (" + cfg.Words.Say(remedy.FSLandlock) + " accepts that)",
 			namespaces:       avail,
 		}, nil
 	}
-	return fsChoice{}, fmt.Errorf("--fs-mode: %q is not one of auto, exact, landlock", mode)
+	return fsChoice{}, fmt.Errorf("supervisor: filesystem mode %q is not one of auto, exact, landlock", mode)
 }
 
 // needsPrivateTmp reports whether the program gets a private temp dir:

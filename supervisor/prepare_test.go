@@ -100,7 +100,7 @@ func TestPrepareDecides(t *testing.T) {
 			degraded: "no mount namespace"},
 		{name: "allowlist without namespaces, old Landlock", policy: allowed, facts: noNamespaces, cfg: Config{AllowDegraded: true},
 			refused: "Landlock ABI 3 cannot restrict TCP at all"},
-		{name: "exact asked for, none to be had", policy: ws, facts: noNamespaces, cfg: Config{FSMode: FSExact}, refused: "--fs-mode exact needs a mount namespace"},
+		{name: "exact asked for, none to be had", policy: ws, facts: noNamespaces, cfg: Config{FSMode: FSExact}, refused: "the exact filesystem mode needs a mount namespace: clone: operation not permitted"},
 		{name: "no Landlock refused", policy: ws, facts: noLandlock, refused: "refusing to run"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

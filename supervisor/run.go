@@ -19,6 +19,7 @@ import (
 	"sandbox-executable/mountns"
 	"sandbox-executable/netproxy"
 	"sandbox-executable/policy"
+	"sandbox-executable/remedy"
 	"sandbox-executable/rlimit"
 	"sandbox-executable/seccomp"
 	"sandbox-executable/sockmed"
@@ -78,9 +79,9 @@ type Result struct {
 
 // CgroupResult is what the run's cgroup saw.
 type CgroupResult struct {
-	Mode  cgroups.Mode  `json:"mode"`
-	Path  string        `json:"path"`
-	Stats cgroups.Stats `json:"stats"`
+	Mode  cgroups.Mode
+	Path  string
+	Stats cgroups.Stats
 }
 
 // forwarded are the signals passed on to the program.
@@ -266,13 +267,13 @@ func (s *session) setup() error {
 func (s *session) makeCgroup() error {
 	c := s.pr.cgroupPlan
 	if c.host == nil {
-		return s.noCgroup(c.why, defaultCgroupFix)
+		return s.noCgroup(c.why, defaultCgroupFix(s.cfg.Words))
 	}
 	g, err := cgroups.New(c.host, c.limits, cgroups.Options{Parent: s.cfg.CgroupParent})
 	if err != nil {
 		var un *cgroups.UnavailableError
 		if errors.As(err, &un) {
-			return s.noCgroup(cgroupWhy(err))
+			return s.noCgroup(cgroupWhy(err, s.cfg.Words))
 		}
 		return err
 	}
@@ -315,7 +316,7 @@ func (s *session) noCgroup(why, fix string) error {
 	}
 	msg := "no cgroup for the memory, pids and CPU limits of the whole tree (" + why + ")"
 	if !s.cfg.AllowDegraded {
-		return &RefusedError{Reason: "refusing to run: " + msg + "; " + fix + ", or pass --allow-degraded to fall back to per-process rlimits"}
+		return &RefusedError{Reason: "refusing to run: " + msg + "; " + fix + ", or pass " + s.cfg.Words.Say(remedy.AllowDegraded) + " to fall back to per-process rlimits"}
 	}
 	root := os.Getuid() == 0
 	instead := ": per-process RLIMIT_DATA, RLIMIT_NPROC and RLIMIT_CPU instead"
@@ -726,12 +727,15 @@ type tree struct {
 
 // signal sends sig to every process of the tree but the init, which would
 // pass it on to the program a second time.
-func (t *tree) signal(sig unix.Signal) {
+func (t *tree) signal(sig unix.Signal) { signalAll(t.members(), sig) }
+
+// members are the tree's processes but the init.
+func (t *tree) members() []int {
 	pids := descendants(t.self)
 	if t.init != 0 {
 		pids = slices.DeleteFunc(pids, func(p int) bool { return p == t.init })
 	}
-	signalAll(pids, sig)
+	return pids
 }
 
 // kill SIGKILLs the whole tree: through the init's pidfd first (its end
@@ -741,10 +745,7 @@ func (t *tree) kill() {
 	if t.init != 0 && t.initFD >= 0 {
 		_ = unix.PidfdSendSignal(t.initFD, unix.SIGKILL, nil, 0)
 	}
-	if t.group != nil && t.group.Kill() == nil {
-		return
-	}
-	t.signal(unix.SIGKILL)
+	_ = cgroups.KillTree(t.group, t.members)
 }
 
 // end kills whatever is left of the tree and returns once it is gone: the

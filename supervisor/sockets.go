@@ -2,12 +2,9 @@ package supervisor
 
 import (
 	"os"
-	"slices"
 
 	"golang.org/x/sys/unix"
 
-	"sandbox-executable/policy"
-	"sandbox-executable/seccomp"
 	"sandbox-executable/sockmed"
 )
 
@@ -46,49 +43,6 @@ func chooseSockets(abi int, isolated, netns, mediation bool) socketChoice {
 		return c
 	}
 	return socketChoice{how: socketsDenied}
-}
-
-// mediationRules are the filter's rules that send the socket calls to the
-// supervisor, given the Plan's rules: a call the Plan already denies
-// without condition stays denied (no rule); a call the Plan only logs
-// (log_only) is mediated instead, and its log rule is returned in dropped.
-// sendto goes to the supervisor only with an address (argument 4): without
-// one it sends to the socket's peer, which a mediated connect chose.
-func mediationRules(plan []policy.SyscallRule) (rules []policy.SyscallRule, dropped []int) {
-	for _, name := range sockmed.Syscalls {
-		denied := false
-		for i, r := range plan {
-			if r.Syscall != name {
-				continue
-			}
-			if r.Action == policy.ActionLog && len(r.Args) == 0 {
-				dropped = append(dropped, i)
-				continue
-			}
-			denied = true
-		}
-		if denied {
-			continue
-		}
-		rule := policy.SyscallRule{Syscall: name, Action: seccomp.ActionMediate,
-			Why: "carried out by the supervisor: a pathname unix socket is reached only inside the writable roots"}
-		if name == "sendto" {
-			rule.Args = []policy.ArgCondition{{Index: 4, Op: "ne", Value: 0}}
-		}
-		rules = append(rules, rule)
-	}
-	return rules, dropped
-}
-
-// withoutRules returns rules without the ones at the indices drop.
-func withoutRules(rules []policy.SyscallRule, drop []int) []policy.SyscallRule {
-	out := make([]policy.SyscallRule, 0, len(rules))
-	for i, r := range rules {
-		if !slices.Contains(drop, i) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // mediatorConfig is the mediation policy of a run: sockets may be reached

@@ -116,7 +116,7 @@ func run(args []string) int {
 	cfg := supervisor.Config{
 		Plan:          plan,
 		Cwd:           cwd,
-		FSMode:        o.fsMode,
+		Words:         say,
 		CgroupParent:  o.cgroupParent,
 		CPUQuota:      quota,
 		Warn:          func(msg string) { fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, msg) },
@@ -129,6 +129,9 @@ func run(args []string) int {
 	}
 	if len(cfg.Argv) == 0 {
 		cfg.Argv = []string{""}
+	}
+	if cfg.FSMode, err = parseFSMode(o.fsMode); err != nil {
+		return refuse(supervisor.ExitSetup, err, nil)
 	}
 	cfg.TempDir, cfg.RunID, err = tempDirAndRunID()
 	if err != nil {
@@ -152,7 +155,7 @@ func run(args []string) int {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(pr); err != nil {
+		if err := enc.Encode(report.NewExplain(pr)); err != nil {
 			return fail(supervisor.ExitSetup, err)
 		}
 		return 0
@@ -189,6 +192,19 @@ func tempDirAndRunID() (string, string, error) {
 		return "", "", fmt.Errorf("run id: %w", err)
 	}
 	return dir, hex.EncodeToString(b[:]), nil
+}
+
+// parseFSMode parses --fs-mode (empty: the default, auto).
+func parseFSMode(v string) (string, error) {
+	switch v {
+	case "", "auto":
+		return supervisor.FSAuto, nil
+	case "exact":
+		return supervisor.FSExact, nil
+	case "landlock":
+		return supervisor.FSLandlock, nil
+	}
+	return "", fmt.Errorf("--fs-mode: %q is not one of auto, exact, landlock", v)
 }
 
 // checkFD checks that fd, named by option, is an open descriptor above 2.
@@ -286,8 +302,9 @@ func resolvePlan(o *options) (*policy.Plan, error) {
 		Policy:      *pol,
 		Seccomp:     pol.DerivedSeccompProfile(),
 		Limits:      pol.DerivedResourceLimits(),
-		SeccompFrom: "--sandbox-policy",
-		LimitsFrom:  "--sandbox-policy",
+		SeccompFrom: policy.SourcePolicy,
+		LimitsFrom:  policy.SourcePolicy,
+		Names:       flagOf,
 		PolicyCwd:   o.policyCwd,
 		Environ:     os.Environ(),
 		KeepEnv:     o.keepEnv,
@@ -300,7 +317,7 @@ func resolvePlan(o *options) (*policy.Plan, error) {
 	if pol.Kind == policy.KindReadOnly {
 		// read_only's derived values are computed, not embedded: an
 		// error in them is not the policy's.
-		in.SeccompFrom, in.LimitsFrom = "derived seccomp profile", "derived resource limits"
+		in.SeccompFrom, in.LimitsFrom = policy.SourceDerivedSeccomp, policy.SourceDerivedLimits
 	}
 	if o.set["--seccomp-profile"] {
 		data, err := argValue("--seccomp-profile", o.seccompProfile)
@@ -314,7 +331,7 @@ func resolvePlan(o *options) (*policy.Plan, error) {
 		if pol.GaveSeccomp && !sameProfile(*s, pol.SeccompProfile) {
 			return nil, errors.New("--seccomp-profile: differs from the policy's own seccomp_profile; VT Code sends one value twice, so refusing rather than guessing which holds")
 		}
-		in.Seccomp, in.SeccompFrom = *s, "--seccomp-profile"
+		in.Seccomp, in.SeccompFrom = *s, policy.SourceSeccompProfile
 	}
 	if o.set["--resource-limits"] {
 		data, err := argValue("--resource-limits", o.resourceLimits)
@@ -328,7 +345,7 @@ func resolvePlan(o *options) (*policy.Plan, error) {
 		if pol.GaveLimits && *l != pol.ResourceLimits {
 			return nil, errors.New("--resource-limits: differs from the policy's own resource_limits; VT Code sends one value twice, so refusing rather than guessing which holds")
 		}
-		in.Limits, in.LimitsFrom = *l, "--resource-limits"
+		in.Limits, in.LimitsFrom = *l, policy.SourceResourceLimits
 	}
 	in.ProcessCwd = cwd
 	in.TerminalDevices = terminalDevices()

@@ -1,16 +1,21 @@
-package policy
+package seccomp
 
 import (
+	"errors"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/policy"
 )
 
 // matches reports whether a rule's conditions all hold for args, the way
 // libseccomp compares (full 64-bit values).
-func matches(r SyscallRule, args [6]uint64) bool {
+func matches(r policy.SyscallRule, args [6]uint64) bool {
 	for _, c := range r.Args {
 		a := args[c.Index]
 		var ok bool
@@ -38,46 +43,93 @@ func matches(r SyscallRule, args [6]uint64) bool {
 // denies reports whether some EPERM/ENOSYS rule for syscall matches args,
 // and no unconditional rule of another action for it overrides the denial
 // (as libseccomp would).
-func denies(rules []SyscallRule, syscall string, args ...uint64) bool {
+func denies(rules []policy.SyscallRule, syscall string, args ...uint64) bool {
 	var a [6]uint64
 	copy(a[:], args)
 	for _, r := range rules {
-		if r.Syscall == syscall && r.Action != ActionErrno && len(r.Args) == 0 {
+		if r.Syscall == syscall && r.Action != policy.ActionErrno && len(r.Args) == 0 {
 			return false
 		}
 	}
 	for _, r := range rules {
-		if r.Syscall == syscall && r.Action == ActionErrno && matches(r, a) {
+		if r.Syscall == syscall && r.Action == policy.ActionErrno && matches(r, a) {
 			return true
 		}
 	}
 	return false
 }
 
-func seccompPlan(t *testing.T, prof SeccompProfile, mode NetworkMode) *Plan {
-	t.Helper()
-	e := newTestEnv(t)
-	pol := SandboxPolicy{Kind: KindReadOnly}
-	switch mode {
-	case NetworkFull:
-		pol.NetworkAccess = true
-	case NetworkAllowlist:
-		pol.NetworkAllowlist = []NetworkAllowlistEntry{{Domain: "a.example", Port: 443, Protocol: "tcp"}}
+// fakeSyscalls is a policy.SyscallTable: name -> native.
+type fakeSyscalls map[string]bool
+
+func (f fakeSyscalls) Lookup(name string) (native, known bool) {
+	native, known = f[name]
+	return native, known
+}
+
+// testSyscalls knows VT Code's list and the strict model's system calls as
+// native, except umount (known on other architectures only).
+func testSyscalls() fakeSyscalls {
+	t := fakeSyscalls{}
+	for _, n := range policy.BlockedSyscalls {
+		t[n] = true
 	}
-	in := e.input(pol)
-	in.Seccomp = prof
-	plan := mustResolve(t, in)
+	for _, n := range []string{"clone", "clone3", "io_uring_setup", "io_uring_enter", "io_uring_register",
+		"ioctl", "open_by_handle_at", "socket", "prctl", "chmod",
+		"pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "chroot",
+		"fanotify_init", "syslog", "clock_adjtime", "sethostname", "setdomainname", "vhangup", "pidfd_getfd", "quotactl_fd"} {
+		t[n] = true
+	}
+	t["umount"] = false
+	return t
+}
+
+// resolveSeccomp resolves a read_only policy with prof in network mode, as
+// a run does (policy.Resolve records the intent), and applies the strict
+// model with table.
+func resolveSeccomp(t *testing.T, prof *policy.SeccompProfile, mode policy.NetworkMode, table policy.SyscallTable) (*policy.Plan, error) {
+	t.Helper()
+	pol := policy.SandboxPolicy{Kind: policy.KindReadOnly}
+	switch mode {
+	case policy.NetworkFull:
+		pol.NetworkAccess = true
+	case policy.NetworkAllowlist:
+		pol.NetworkAllowlist = []policy.NetworkAllowlistEntry{{Domain: "a.example", Port: 443, Protocol: "tcp"}}
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := policy.Input{Policy: pol, Seccomp: pol.DerivedSeccompProfile(), Limits: pol.DerivedResourceLimits(),
+		ProcessCwd: dir, Environ: []string{"HOME=" + dir, "PATH=/usr/bin:/bin"}, Syscalls: table,
+		PasswdHome: func() (string, error) { return "", errors.New("no password database in tests") }}
+	if prof != nil {
+		in.Seccomp = *prof
+	}
+	plan, err := policy.Resolve(in)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
 	if plan.Network.Mode != mode {
 		t.Fatalf("mode %s, want %s", plan.Network.Mode, mode)
+	}
+	return plan, StrictModel(&plan.Seccomp, plan.Network.Mode, table)
+}
+
+func seccompPlan(t *testing.T, prof policy.SeccompProfile, mode policy.NetworkMode) *policy.Plan {
+	t.Helper()
+	plan, err := resolveSeccomp(t, &prof, mode, testSyscalls())
+	if err != nil {
+		t.Fatalf("StrictModel: %v", err)
 	}
 	return plan
 }
 
-func ruleNames(rules []SyscallRule) []string {
+func ruleNames(rules []policy.SyscallRule) []string {
 	var out []string
 	for _, r := range rules {
 		s := r.Syscall
-		if r.Action != ActionErrno || r.Errno != "EPERM" {
+		if r.Action != policy.ActionErrno || r.Errno != "EPERM" {
 			s += "/" + string(r.Action) + r.Errno
 		}
 		if len(r.Args) > 0 {
@@ -89,26 +141,26 @@ func ruleNames(rules []SyscallRule) []string {
 }
 
 func TestSeccompStrictProfile(t *testing.T) {
-	plan := seccompPlan(t, StrictSeccompProfile(), NetworkNone)
+	plan := seccompPlan(t, policy.StrictSeccompProfile(), policy.NetworkNone)
 	sc := plan.Seccomp
 
 	// (a) the list: iopl once, umount skipped (not native here).
 	var listed []string
-	for _, n := range BlockedSyscalls {
-		if n != "umount" && !containsString(listed, n) {
+	for _, n := range policy.BlockedSyscalls {
+		if n != "umount" && !slices.Contains(listed, n) {
 			listed = append(listed, n)
 		}
 	}
 	for i, n := range listed {
 		r := sc.Rules[i]
-		if r.Syscall != n || r.Action != ActionErrno || r.Errno != "EPERM" || len(r.Args) != 0 || !strings.HasPrefix(r.Why, "blocked_syscalls[") {
+		if r.Syscall != n || r.Action != policy.ActionErrno || r.Errno != "EPERM" || len(r.Args) != 0 || !strings.HasPrefix(r.Why, "blocked_syscalls[") {
 			t.Fatalf("rule %d: %+v, want unconditional EPERM for %s", i, r, n)
 		}
 	}
 	if sc.Rules[len(listed)-1].Why != "blocked_syscalls[30]" || sc.Rules[24].Why != "blocked_syscalls[26]" || sc.Rules[24].Syscall != "acct" {
 		t.Fatalf("indexes: %q %q", sc.Rules[len(listed)-1].Why, sc.Rules[24].Why)
 	}
-	want := []SkippedSyscall{{Syscall: "umount", Why: "blocked_syscalls[2]: not a system call on this architecture (it is on others), so there is nothing to block"}}
+	want := []policy.SkippedSyscall{{Syscall: "umount", Why: "blocked_syscalls[2]: not a system call on this architecture (it is on others), so there is nothing to block"}}
 	if !reflect.DeepEqual(sc.Skipped, want) {
 		t.Fatalf("skipped %+v", sc.Skipped)
 	}
@@ -135,8 +187,8 @@ func TestSeccompStrictProfile(t *testing.T) {
 
 func TestSeccompNamespaceRules(t *testing.T) {
 	flags := []uint64{unix.CLONE_NEWNS, unix.CLONE_NEWCGROUP, unix.CLONE_NEWUTS, unix.CLONE_NEWIPC, unix.CLONE_NEWUSER, unix.CLONE_NEWPID, unix.CLONE_NEWNET}
-	prof := SeccompProfile{BlockedSyscalls: []string{"ptrace"}} // unshare/setns not listed
-	rules := seccompPlan(t, prof, NetworkNone).Seccomp.Rules
+	prof := policy.SeccompProfile{BlockedSyscalls: []string{"ptrace"}} // unshare/setns not listed
+	rules := seccompPlan(t, prof, policy.NetworkNone).Seccomp.Rules
 	for _, f := range flags {
 		if !denies(rules, "clone", f|uint64(unix.SIGCHLD)) || !denies(rules, "unshare", f) {
 			t.Errorf("flag %#x not denied", f)
@@ -159,7 +211,7 @@ func TestSeccompNamespaceRules(t *testing.T) {
 	}
 
 	prof.AllowNamespaces = true
-	rules = seccompPlan(t, prof, NetworkNone).Seccomp.Rules
+	rules = seccompPlan(t, prof, policy.NetworkNone).Seccomp.Rules
 	for _, r := range rules {
 		switch r.Syscall {
 		case "clone", "clone3", "unshare", "setns":
@@ -169,14 +221,14 @@ func TestSeccompNamespaceRules(t *testing.T) {
 
 	// Listed unshare/setns still block with allow_namespaces (VT Code's list
 	// blocks them regardless).
-	rules = seccompPlan(t, SeccompProfile{BlockedSyscalls: []string{"unshare", "setns"}, AllowNamespaces: true}, NetworkNone).Seccomp.Rules
+	rules = seccompPlan(t, policy.SeccompProfile{BlockedSyscalls: []string{"unshare", "setns"}, AllowNamespaces: true}, policy.NetworkNone).Seccomp.Rules
 	if !denies(rules, "unshare", unix.CLONE_FILES) || !denies(rules, "setns") {
 		t.Error("listed unshare/setns not blocked")
 	}
 }
 
 func TestSeccompAlwaysRules(t *testing.T) {
-	rules := seccompPlan(t, SeccompProfile{BlockedSyscalls: []string{}, AllowNamespaces: true, AllowNetworkSockets: true}, NetworkFull).Seccomp.Rules
+	rules := seccompPlan(t, policy.SeccompProfile{BlockedSyscalls: []string{}, AllowNamespaces: true, AllowNetworkSockets: true}, policy.NetworkFull).Seccomp.Rules
 	for _, s := range []string{"io_uring_setup", "io_uring_enter", "io_uring_register", "open_by_handle_at"} {
 		if !denies(rules, s) {
 			t.Errorf("%s allowed", s)
@@ -197,14 +249,14 @@ func TestSeccompAlwaysRules(t *testing.T) {
 // and the terminal, console and userfaultfd ioctls whatever the high bits.
 func TestSeccompHostCalls(t *testing.T) {
 	calls := []string{"fanotify_init", "syslog", "clock_adjtime", "sethostname", "setdomainname", "vhangup", "pidfd_getfd", "quotactl_fd"}
-	for _, prof := range []SeccompProfile{
-		StrictSeccompProfile(),
+	for _, prof := range []policy.SeccompProfile{
+		policy.StrictSeccompProfile(),
 		{BlockedSyscalls: []string{}, AllowNamespaces: true, AllowNetworkSockets: true},
-		{BlockedSyscalls: append([]string{"syslog"}, BlockedSyscalls...), AllowNamespaces: true, AllowNetworkSockets: true, LogOnly: true},
+		{BlockedSyscalls: append([]string{"syslog"}, policy.BlockedSyscalls...), AllowNamespaces: true, AllowNetworkSockets: true, LogOnly: true},
 	} {
-		modes := []NetworkMode{NetworkNone}
+		modes := []policy.NetworkMode{policy.NetworkNone}
 		if prof.AllowNetworkSockets {
-			modes = append(modes, NetworkFull, NetworkAllowlist)
+			modes = append(modes, policy.NetworkFull, policy.NetworkAllowlist)
 		}
 		for _, mode := range modes {
 			sc := seccompPlan(t, prof, mode).Seccomp
@@ -221,7 +273,7 @@ func TestSeccompHostCalls(t *testing.T) {
 			// A listed host call under log_only is not logged: the
 			// strict model's rule stands.
 			for _, r := range sc.Rules {
-				if r.Syscall == "syslog" && r.Action != ActionErrno {
+				if r.Syscall == "syslog" && r.Action != policy.ActionErrno {
 					t.Errorf("syslog relaxed: %+v", r)
 				}
 			}
@@ -245,8 +297,8 @@ func TestSeccompHostCalls(t *testing.T) {
 // name_to_handle_at hands out handles that only open_by_handle_at (denied)
 // can use.
 func TestSeccompOrdinaryCallsAllowed(t *testing.T) {
-	for _, prof := range []SeccompProfile{StrictSeccompProfile(), {BlockedSyscalls: []string{}, AllowNetworkSockets: true}} {
-		rules := seccompPlan(t, prof, NetworkNone).Seccomp.Rules
+	for _, prof := range []policy.SeccompProfile{policy.StrictSeccompProfile(), {BlockedSyscalls: []string{}, AllowNetworkSockets: true}} {
+		rules := seccompPlan(t, prof, policy.NetworkNone).Seccomp.Rules
 		for _, s := range []string{"kcmp", "process_madvise", "name_to_handle_at", "inotify_init1", "fanotify_mark", "pidfd_open", "pidfd_send_signal",
 			"clock_gettime", "uname", "setsid", "chdir", "fchdir", "execve", "wait4", "prctl", "chmod"} {
 			if denies(rules, s) {
@@ -269,17 +321,17 @@ func TestSeccompOrdinaryCallsAllowed(t *testing.T) {
 // left alone with namespaces, where a program's own user namespace makes
 // it ordinary.
 func TestSeccompChroot(t *testing.T) {
-	if !denies(seccompPlan(t, StrictSeccompProfile(), NetworkNone).Seccomp.Rules, "chroot") {
+	if !denies(seccompPlan(t, policy.StrictSeccompProfile(), policy.NetworkNone).Seccomp.Rules, "chroot") {
 		t.Error("chroot allowed")
 	}
-	logging := StrictSeccompProfile()
+	logging := policy.StrictSeccompProfile()
 	logging.LogOnly = true
-	if !denies(seccompPlan(t, logging, NetworkNone).Seccomp.Rules, "chroot") {
+	if !denies(seccompPlan(t, logging, policy.NetworkNone).Seccomp.Rules, "chroot") {
 		t.Error("chroot allowed under log_only")
 	}
-	open := StrictSeccompProfile()
+	open := policy.StrictSeccompProfile()
 	open.AllowNamespaces = true
-	if denies(seccompPlan(t, open, NetworkNone).Seccomp.Rules, "chroot") {
+	if denies(seccompPlan(t, open, policy.NetworkNone).Seccomp.Rules, "chroot") {
 		t.Error("chroot denied with allow_namespaces")
 	}
 }
@@ -290,13 +342,13 @@ func TestSeccompChroot(t *testing.T) {
 // listed itself gets only its own rule.
 func TestSeccompMountTwins(t *testing.T) {
 	twins := []string{"pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"}
-	withNS := func(list []string, logOnly bool) []SyscallRule {
-		return seccompPlan(t, SeccompProfile{BlockedSyscalls: list, AllowNamespaces: true, LogOnly: logOnly}, NetworkNone).Seccomp.Rules
+	withNS := func(list []string, logOnly bool) []policy.SyscallRule {
+		return seccompPlan(t, policy.SeccompProfile{BlockedSyscalls: list, AllowNamespaces: true, LogOnly: logOnly}, policy.NetworkNone).Seccomp.Rules
 	}
 
 	// VT Code's list with allow_namespaces: mount is blocked, so are its
 	// twins, right after the list.
-	rules := withNS(append([]string(nil), BlockedSyscalls...), false)
+	rules := withNS(append([]string(nil), policy.BlockedSyscalls...), false)
 	at := 29 // VT Code's list: 31 names, iopl twice, umount not native
 	if got := ruleNames(rules[at : at+len(twins)]); !reflect.DeepEqual(got, twins) {
 		t.Fatalf("twins %q", got)
@@ -312,7 +364,7 @@ func TestSeccompMountTwins(t *testing.T) {
 
 	// Without mount in the list the mount API is the program's.
 	for _, r := range withNS([]string{"ptrace"}, false) {
-		if containsString(twins, r.Syscall) || r.Syscall == "mount" {
+		if slices.Contains(twins, r.Syscall) || r.Syscall == "mount" {
 			t.Errorf("rule %+v", r)
 		}
 	}
@@ -347,7 +399,7 @@ func TestSeccompMountTwins(t *testing.T) {
 
 	// Without namespaces the strict model's own rules cover the twins:
 	// none comes from the list.
-	for _, r := range seccompPlan(t, SeccompProfile{BlockedSyscalls: []string{"mount"}}, NetworkNone).Seccomp.Rules {
+	for _, r := range seccompPlan(t, policy.SeccompProfile{BlockedSyscalls: []string{"mount"}}, policy.NetworkNone).Seccomp.Rules {
 		if strings.Contains(r.Why, "(mount)") {
 			t.Errorf("twin rule without namespaces: %+v", r)
 		}
@@ -365,14 +417,15 @@ func addSuffix(names []string, suffix string) []string {
 // TestSeccompMountTwinsTable: a twin of a listed mount that is not native
 // is skipped with the reason; one the table does not know is an error.
 func TestSeccompMountTwinsTable(t *testing.T) {
-	e := newTestEnv(t)
-	in := e.input(SandboxPolicy{Kind: KindReadOnly})
-	in.Seccomp = SeccompProfile{BlockedSyscalls: []string{"ptrace", "mount"}, AllowNamespaces: true}
+	prof := policy.SeccompProfile{BlockedSyscalls: []string{"ptrace", "mount"}, AllowNamespaces: true}
 	table := testSyscalls()
 	table["fspick"] = false
-	in.Syscalls = table
-	sc := mustResolve(t, in).Seccomp
-	want := []SkippedSyscall{{Syscall: "fspick", Why: "blocked_syscalls[1] (mount): fspick is its twin, but not a system call on this architecture"}}
+	plan, err := resolveSeccomp(t, &prof, policy.NetworkNone, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := plan.Seccomp
+	want := []policy.SkippedSyscall{{Syscall: "fspick", Why: "blocked_syscalls[1] (mount): fspick is its twin, but not a system call on this architecture"}}
 	if !reflect.DeepEqual(sc.Skipped, want) {
 		t.Errorf("skipped %+v", sc.Skipped)
 	}
@@ -383,22 +436,22 @@ func TestSeccompMountTwinsTable(t *testing.T) {
 	}
 
 	delete(table, "fspick")
-	if got := resolveError(t, in); !strings.Contains(got, `"fspick", the twin of the listed mount, cannot be built`) {
-		t.Errorf("got %s", got)
+	if _, err := resolveSeccomp(t, &prof, policy.NetworkNone, table); err == nil || !strings.Contains(err.Error(), `"fspick", the twin of the listed mount, cannot be built`) {
+		t.Errorf("got %v", err)
 	}
 }
 
 func TestSeccompSocketRules(t *testing.T) {
 	const high = 1 << 32
 	tcp := uint64(unix.SOCK_STREAM | unix.SOCK_CLOEXEC | unix.SOCK_NONBLOCK)
-	for _, mode := range []NetworkMode{NetworkNone, NetworkFull, NetworkAllowlist} {
+	for _, mode := range []policy.NetworkMode{policy.NetworkNone, policy.NetworkFull, policy.NetworkAllowlist} {
 		t.Run(string(mode), func(t *testing.T) {
-			prof := StrictSeccompProfile()
+			prof := policy.StrictSeccompProfile()
 			prof.AllowNetworkSockets = true
 			rules := seccompPlan(t, prof, mode).Seccomp.Rules
 			for fam := uint64(0); fam < 64; fam++ {
 				allowed := fam == unix.AF_UNIX
-				if mode != NetworkNone {
+				if mode != policy.NetworkNone {
 					allowed = allowed || fam == unix.AF_INET || fam == unix.AF_INET6 || fam == unix.AF_NETLINK
 				}
 				if denies(rules, "socket", fam, unix.SOCK_STREAM, 0) == allowed {
@@ -412,7 +465,7 @@ func TestSeccompSocketRules(t *testing.T) {
 			if denies(rules, "socket", 1<<63|unix.AF_UNIX, unix.SOCK_STREAM, 0) == false {
 				t.Error("family with bit 63 allowed")
 			}
-			if mode == NetworkNone {
+			if mode == policy.NetworkNone {
 				return
 			}
 			for _, af := range []uint64{unix.AF_INET, unix.AF_INET6} {
@@ -425,7 +478,7 @@ func TestSeccompSocketRules(t *testing.T) {
 					}
 				}
 				mptcp := denies(rules, "socket", af, tcp, unix.IPPROTO_MPTCP)
-				if mptcp != (mode == NetworkAllowlist) || denies(rules, "socket", af, tcp, unix.IPPROTO_MPTCP|high) != mptcp {
+				if mptcp != (mode == policy.NetworkAllowlist) || denies(rules, "socket", af, tcp, unix.IPPROTO_MPTCP|high) != mptcp {
 					t.Errorf("af %d MPTCP denied=%v in %s", af, mptcp, mode)
 				}
 			}
@@ -444,8 +497,8 @@ func TestSeccompSocketRules(t *testing.T) {
 // TestSeccompRuleShape: libseccomp refuses a rule comparing one argument
 // twice; every rule says why; errno rules name the errno.
 func TestSeccompRuleShape(t *testing.T) {
-	for _, mode := range []NetworkMode{NetworkNone, NetworkFull, NetworkAllowlist} {
-		for _, prof := range []SeccompProfile{
+	for _, mode := range []policy.NetworkMode{policy.NetworkNone, policy.NetworkFull, policy.NetworkAllowlist} {
+		for _, prof := range []policy.SeccompProfile{
 			{BlockedSyscalls: []string{}, AllowNetworkSockets: true},
 			{BlockedSyscalls: []string{"ptrace"}, AllowNetworkSockets: true, LogOnly: true},
 		} {
@@ -460,7 +513,7 @@ func TestSeccompRuleShape(t *testing.T) {
 						t.Errorf("rule %+v: bad mask", r)
 					}
 				}
-				if r.Why == "" || (r.Action == ActionErrno) != (r.Errno != "") {
+				if r.Why == "" || (r.Action == policy.ActionErrno) != (r.Errno != "") {
 					t.Errorf("rule %+v", r)
 				}
 			}
@@ -469,15 +522,15 @@ func TestSeccompRuleShape(t *testing.T) {
 }
 
 func TestSeccompLogOnly(t *testing.T) {
-	prof := StrictSeccompProfile()
+	prof := policy.StrictSeccompProfile()
 	prof.LogOnly = true
-	sc := seccompPlan(t, prof, NetworkNone).Seccomp
+	sc := seccompPlan(t, prof, policy.NetworkNone).Seccomp
 	if !sc.LogOnly {
 		t.Fatal("flag")
 	}
 	logged := 0
 	for _, r := range sc.Rules {
-		if r.Action == ActionLog {
+		if r.Action == policy.ActionLog {
 			logged++
 			if len(r.Args) != 0 || !strings.HasSuffix(r.Why, "logged and allowed because log_only is true") {
 				t.Errorf("%+v", r)
@@ -506,8 +559,8 @@ func TestSeccompLogOnly(t *testing.T) {
 }
 
 func TestSeccompUserBlockedStructural(t *testing.T) {
-	prof := SeccompProfile{BlockedSyscalls: []string{"socket", "ioctl", "clone3", "socket"}}
-	rules := seccompPlan(t, prof, NetworkNone).Seccomp.Rules
+	prof := policy.SeccompProfile{BlockedSyscalls: []string{"socket", "ioctl", "clone3", "socket"}}
+	rules := seccompPlan(t, prof, policy.NetworkNone).Seccomp.Rules
 	for _, r := range rules {
 		if (r.Syscall == "socket" || r.Syscall == "ioctl" || r.Syscall == "clone3") && (len(r.Args) > 0 || r.Errno != "EPERM") {
 			t.Errorf("redundant rule %+v", r)
@@ -521,13 +574,14 @@ func TestSeccompUserBlockedStructural(t *testing.T) {
 }
 
 func TestSeccompNotNativeStructural(t *testing.T) {
-	e := newTestEnv(t)
-	in := e.input(SandboxPolicy{Kind: KindReadOnly})
 	table := testSyscalls()
 	table["io_uring_setup"] = false
 	table["clone3"] = false
-	in.Syscalls = table
-	sc := mustResolve(t, in).Seccomp
+	plan, err := resolveSeccomp(t, nil, policy.NetworkNone, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := plan.Seccomp
 	for _, r := range sc.Rules {
 		if r.Syscall == "io_uring_setup" || r.Syscall == "clone3" {
 			t.Errorf("rule for a non-native call: %+v", r)
@@ -546,36 +600,9 @@ func TestSeccompNotNativeStructural(t *testing.T) {
 // the syscall table does not know at all (an older libseccomp) is an
 // error, not a rule quietly left out.
 func TestSeccompStructuralUnknownToTheTable(t *testing.T) {
-	e := newTestEnv(t)
-	in := e.input(SandboxPolicy{Kind: KindReadOnly})
 	table := testSyscalls()
 	delete(table, "io_uring_setup")
-	in.Syscalls = table
-	if got := resolveError(t, in); !strings.Contains(got, `"io_uring_setup" cannot be built`) {
-		t.Errorf("got %s", got)
-	}
-}
-
-func TestSeccompUnknownName(t *testing.T) {
-	e := newTestEnv(t)
-	const why = " is not a system call on any architecture; refusing because a misspelled name would silently weaken the filter"
-	for _, tt := range []struct {
-		from string
-		list []string
-		want string
-	}{
-		{"", []string{"ptrace", "custom_syscall"}, `--seccomp-profile: blocked_syscalls[1]: "custom_syscall"` + why},
-		{"--seccomp-profile", []string{"ptrce"}, `--seccomp-profile: blocked_syscalls[0]: "ptrce"` + why},
-		{"--sandbox-policy: seccomp_profile", []string{"custom_syscall"}, `--sandbox-policy: seccomp_profile.blocked_syscalls[0]: "custom_syscall"` + why},
-		{"--sandbox-policy", []string{"a", "custom_syscall"}, `--sandbox-policy: seccomp_profile.blocked_syscalls[0]: "a"` + why},
-		{"", []string{""}, `--seccomp-profile: blocked_syscalls[0]: ""` + why},
-		{"", []string{"x\ny"}, `--seccomp-profile: blocked_syscalls[0]: "x\ny"` + why},
-	} {
-		in := e.input(SandboxPolicy{Kind: KindReadOnly})
-		in.Seccomp = SeccompProfile{BlockedSyscalls: tt.list}
-		in.SeccompFrom = tt.from
-		if got := resolveError(t, in); got != tt.want {
-			t.Errorf("%q %q:\n got %s\nwant %s", tt.from, tt.list, got, tt.want)
-		}
+	if _, err := resolveSeccomp(t, nil, policy.NetworkNone, table); err == nil || !strings.Contains(err.Error(), `"io_uring_setup" cannot be built`) {
+		t.Errorf("got %v", err)
 	}
 }

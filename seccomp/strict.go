@@ -1,12 +1,14 @@
-package policy
+package seccomp
 
 import (
-	"strconv"
+	"fmt"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/policy"
 )
 
-// Argument comparison operators of ArgCondition.
+// Argument comparison operators of policy.ArgCondition.
 const (
 	opEq       = "eq"
 	opNe       = "ne"
@@ -15,22 +17,22 @@ const (
 	opMaskedEq = "masked_eq"
 )
 
-// seccompRules fills Plan.Seccomp: first the profile's blocked_syscalls
-// (and the twins of a listed mount the strict model leaves open), then the
-// strict model's structural rules (namespaces, mounts, io_uring, terminal
-// injection and hang-up, file handles, calls that reach the host whatever
-// the namespaces, socket families), which log_only never relaxes. Each rule
-// compares an argument at most once: libseccomp refuses a rule that compares
-// the same argument twice, so ranges become several rules.
-func (r *resolver) seccompRules() error {
-	prof := r.in.Seccomp
-	sc := &r.plan.Seccomp
-	sc.AllowNamespaces = prof.AllowNamespaces
-	sc.AllowNetworkSockets = prof.AllowNetworkSockets
-	sc.LogOnly = prof.LogOnly
-	sc.Rules = []SyscallRule{}
+// StrictModel fills sc.Rules and sc.Skipped from the policy's intent (the
+// calls its profile blocks, sc.Blocked; whether it allows namespaces; its
+// network mode) and the strict model: first the blocked calls (and the
+// twins of a listed mount the strict model leaves open), then the strict
+// model's structural rules (namespaces, mounts, io_uring, terminal injection
+// and hang-up, file handles, calls that reach the host whatever the
+// namespaces, socket families), which log_only never relaxes. Each rule
+// compares an argument at most once: libseccomp refuses a rule that
+// compares the same argument twice, so ranges become several rules. It
+// replaces what sc held (so a second call gives the same rules); table says
+// which calls this architecture has (Table, or a fake in tests).
+func StrictModel(sc *policy.Seccomp, mode policy.NetworkMode, table policy.SyscallTable) error {
+	sc.Rules = []policy.SyscallRule{}
+	sc.Skipped = nil
 
-	structural := structuralRules(prof.AllowNamespaces, r.plan.Network.Mode)
+	structural := structuralRules(sc.AllowNamespaces, mode)
 	restricted := map[string]bool{} // syscalls the strict model has rules for
 	for _, rule := range structural {
 		restricted[rule.Syscall] = true
@@ -40,30 +42,24 @@ func (r *resolver) seccompRules() error {
 	logged := map[string]bool{}
 	listed := map[string]bool{}
 	listedAt := map[string]string{}
-	for i, name := range prof.BlockedSyscalls {
-		if listed[name] {
-			continue
-		}
+	for _, b := range sc.Blocked {
+		name, at := b.Name, b.At
 		listed[name] = true
-		at := "blocked_syscalls[" + strconv.Itoa(i) + "]"
 		listedAt[name] = at
-		native, known := r.in.Syscalls.Lookup(name)
 		switch {
-		case name == "" || !known:
-			return r.seccomp.err(at, quote(name)+" is not a system call on any architecture; refusing because a misspelled name would silently weaken the filter")
-		case !native:
-			sc.Skipped = append(sc.Skipped, SkippedSyscall{Syscall: name, Why: at + ": not a system call on this architecture (it is on others), so there is nothing to block"})
-		case prof.LogOnly && restricted[name]:
+		case !b.Native:
+			sc.Skipped = append(sc.Skipped, policy.SkippedSyscall{Syscall: name, Why: at + ": not a system call on this architecture (it is on others), so there is nothing to block"})
+		case sc.LogOnly && restricted[name]:
 			// An unconditional log rule would override the strict
 			// model's conditional denials of the same call (libseccomp
 			// keeps one action per unconditional match): they stand,
 			// and the call is not logged.
-			sc.Skipped = append(sc.Skipped, SkippedSyscall{Syscall: name, Why: at + ": log_only is true, but the strict model's rules for it still deny what they deny, so it is not logged"})
-		case prof.LogOnly:
-			sc.Rules = append(sc.Rules, SyscallRule{Syscall: name, Action: ActionLog, Why: at + ", logged and allowed because log_only is true"})
+			sc.Skipped = append(sc.Skipped, policy.SkippedSyscall{Syscall: name, Why: at + ": log_only is true, but the strict model's rules for it still deny what they deny, so it is not logged"})
+		case sc.LogOnly:
+			sc.Rules = append(sc.Rules, policy.SyscallRule{Syscall: name, Action: policy.ActionLog, Why: at + ", logged and allowed because log_only is true"})
 			logged[name] = true
 		default:
-			sc.Rules = append(sc.Rules, SyscallRule{Syscall: name, Action: ActionErrno, Errno: "EPERM", Why: at})
+			sc.Rules = append(sc.Rules, policy.SyscallRule{Syscall: name, Action: policy.ActionErrno, Errno: "EPERM", Why: at})
 			blocks[name] = true
 		}
 	}
@@ -80,14 +76,14 @@ func (r *resolver) seccompRules() error {
 				continue // listed itself, or the strict model's rules stand
 			}
 			listed[name] = true
-			native, known := r.in.Syscalls.Lookup(name)
+			native, known := table.Lookup(name)
 			switch {
 			case !known:
-				return r.seccomp.err("", "the rule for "+quote(name)+", the twin of the listed mount, cannot be built: the syscall table (libseccomp) does not know the call")
+				return fmt.Errorf("seccomp: the rule for %q, the twin of the listed mount, cannot be built: the syscall table (libseccomp) does not know the call", name)
 			case !native:
-				sc.Skipped = append(sc.Skipped, SkippedSyscall{Syscall: name, Why: at + name + " is its twin, but not a system call on this architecture"})
+				sc.Skipped = append(sc.Skipped, policy.SkippedSyscall{Syscall: name, Why: at + name + " is its twin, but not a system call on this architecture"})
 			case logged["mount"]:
-				sc.Rules = append(sc.Rules, SyscallRule{Syscall: name, Action: ActionLog, Why: at + name + " changes mounts another way, logged and allowed because log_only is true"})
+				sc.Rules = append(sc.Rules, policy.SyscallRule{Syscall: name, Action: policy.ActionLog, Why: at + name + " changes mounts another way, logged and allowed because log_only is true"})
 			default:
 				sc.Rules = append(sc.Rules, eperm(name, at+name+" changes mounts another way, so it is blocked with mount"))
 				blocks[name] = true
@@ -99,16 +95,16 @@ func (r *resolver) seccompRules() error {
 		if blocks[rule.Syscall] {
 			continue
 		}
-		native, known := r.in.Syscalls.Lookup(rule.Syscall)
+		native, known := table.Lookup(rule.Syscall)
 		if !known {
 			// An older libseccomp without the name: the rule would be
 			// lost, and with it what it stops.
-			return r.seccomp.err("", "the strict model's rule for "+quote(rule.Syscall)+" cannot be built: the syscall table (libseccomp) does not know the call")
+			return fmt.Errorf("seccomp: the strict model's rule for %q cannot be built: the syscall table (libseccomp) does not know the call", rule.Syscall)
 		}
 		if !native {
 			if !listed[rule.Syscall] {
 				listed[rule.Syscall] = true
-				sc.Skipped = append(sc.Skipped, SkippedSyscall{Syscall: rule.Syscall, Why: "strict model rule: not a system call on this architecture, so there is nothing to filter"})
+				sc.Skipped = append(sc.Skipped, policy.SkippedSyscall{Syscall: rule.Syscall, Why: "strict model rule: not a system call on this architecture, so there is nothing to filter"})
 			}
 			continue
 		}
@@ -135,28 +131,28 @@ var cloneNamespaceFlags = []nsFlag{
 	{"CLONE_NEWNET", unix.CLONE_NEWNET},
 }
 
-func eperm(syscall, why string, args ...ArgCondition) SyscallRule {
-	return SyscallRule{Syscall: syscall, Action: ActionErrno, Errno: "EPERM", Args: args, Why: why}
+func eperm(syscall, why string, args ...policy.ArgCondition) policy.SyscallRule {
+	return policy.SyscallRule{Syscall: syscall, Action: policy.ActionErrno, Errno: "EPERM", Args: args, Why: why}
 }
 
-func cond(index uint, op string, value uint64) ArgCondition {
-	return ArgCondition{Index: index, Op: op, Value: value}
+func cond(index uint, op string, value uint64) policy.ArgCondition {
+	return policy.ArgCondition{Index: index, Op: op, Value: value}
 }
 
-func masked(index uint, mask, value uint64) ArgCondition {
-	return ArgCondition{Index: index, Op: opMaskedEq, Mask: mask, Value: value}
+func masked(index uint, mask, value uint64) policy.ArgCondition {
+	return policy.ArgCondition{Index: index, Op: opMaskedEq, Mask: mask, Value: value}
 }
 
 // structuralRules returns the strict model's rules for the given profile
 // flag and network mode.
-func structuralRules(allowNamespaces bool, mode NetworkMode) []SyscallRule {
-	var rules []SyscallRule
+func structuralRules(allowNamespaces bool, mode policy.NetworkMode) []policy.SyscallRule {
+	var rules []policy.SyscallRule
 	if !allowNamespaces {
 		for _, f := range cloneNamespaceFlags {
 			rules = append(rules, eperm("clone", "allow_namespaces is false: no new "+f.name+" namespace",
 				masked(0, f.flag, f.flag)))
 		}
-		rules = append(rules, SyscallRule{Syscall: "clone3", Action: ActionErrno, Errno: "ENOSYS",
+		rules = append(rules, policy.SyscallRule{Syscall: "clone3", Action: policy.ActionErrno, Errno: "ENOSYS",
 			Why: "allow_namespaces is false: clone3 passes its flags in memory, which seccomp cannot inspect; ENOSYS makes libc fall back to clone, which is filtered"})
 		unshareFlags := append(cloneNamespaceFlags[:len(cloneNamespaceFlags):len(cloneNamespaceFlags)],
 			nsFlag{"CLONE_NEWTIME", unix.CLONE_NEWTIME})
@@ -233,16 +229,16 @@ var inetFamilies = []struct {
 // socketRules limits socket(domain, type, protocol). Families are compared
 // on the whole 64-bit argument, so a value with high bits set (which the
 // kernel would truncate to an allowed-looking int) is denied too.
-func socketRules(mode NetworkMode) []SyscallRule {
-	if mode == NetworkNone {
-		return []SyscallRule{
+func socketRules(mode policy.NetworkMode) []policy.SyscallRule {
+	if mode == policy.NetworkNone {
+		return []policy.SyscallRule{
 			eperm("socket", "network mode none: only AF_UNIX sockets", cond(0, opLt, unix.AF_UNIX)),
 			eperm("socket", "network mode none: only AF_UNIX sockets", cond(0, opGe, unix.AF_UNIX+1)),
 		}
 	}
 	allowed := map[uint64]bool{unix.AF_UNIX: true, unix.AF_INET: true, unix.AF_INET6: true, unix.AF_NETLINK: true}
 	familyWhy := "network mode " + string(mode) + ": only AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK sockets"
-	var rules []SyscallRule
+	var rules []policy.SyscallRule
 	for f := uint64(0); f <= unix.AF_NETLINK; f++ {
 		if !allowed[f] {
 			rules = append(rules, eperm("socket", familyWhy, cond(0, opEq, f)))
@@ -261,7 +257,7 @@ func socketRules(mode NetworkMode) []SyscallRule {
 				cond(0, opEq, fam.af), masked(1, 0xf, unix.SOCK_PACKET)),
 		)
 	}
-	if mode == NetworkAllowlist {
+	if mode == policy.NetworkAllowlist {
 		for _, fam := range inetFamilies {
 			rules = append(rules, eperm("socket", fam.name+" IPPROTO_MPTCP: Landlock's TCP rules do not cover MPTCP",
 				cond(0, opEq, fam.af), masked(2, 0xffffffff, unix.IPPROTO_MPTCP)))
