@@ -91,7 +91,7 @@ func TestPrepareDecides(t *testing.T) {
 		{name: "full network", policy: wsNet, facts: rootHost, fsMode: FSExact, network: "the host's network", processNS: "pid ipc uts mount cgroup"},
 		{name: "allowlist proxy", policy: allowed, facts: rootHost, fsMode: FSExact, network: "a filtering proxy outside", netns: true},
 		{name: "namespaces but no network namespace", policy: ws, cfg: Config{},
-			facts: hostfacts.Facts{LandlockABI: 7, Namespaces: mountns.Availability{OK: true, Privileged: true, NetworkWhy: "loopback: operation not permitted"}},
+			facts:  hostfacts.Facts{LandlockABI: 7, Namespaces: mountns.Availability{OK: true, Privileged: true, NetworkWhy: "loopback: operation not permitted"}},
 			fsMode: FSExact, network: "seccomp: no sockets but AF_UNIX", netns: false, processNS: "pid ipc uts mount cgroup"},
 		{name: "landlock mode asked for", policy: ws, facts: rootHost, cfg: Config{FSMode: FSLandlock}, fsMode: FSLandlock, netns: false,
 			processNS: "pid ipc uts mount cgroup"},
