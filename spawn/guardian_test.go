@@ -143,7 +143,6 @@ func sessionField(stat string) (int, error) {
 	return strconv.Atoi(f[3])
 }
 
-
 // TestGuardianLeavesTheProcessGroup: a group kill aimed at the supervisor
 // must not reach it.
 func TestGuardianLeavesTheProcessGroup(t *testing.T) {
