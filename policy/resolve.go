@@ -21,6 +21,7 @@ func Resolve(in Input) (*Plan, error) {
 		env:     environ(in.Environ),
 		seccomp: newSource(in.SeccompFrom, "--seccomp-profile", "seccomp_profile"),
 		limits:  newSource(in.LimitsFrom, "--resource-limits", "resource_limits"),
+		memo:    newStatMemo(),
 	}
 	return r.resolve()
 }
@@ -47,6 +48,8 @@ type resolver struct {
 	cwdLinks []string
 	// sharedDirs caches sharedDirKind by directory.
 	sharedDirs map[string]string
+	// memo remembers the lstat and readlink answers of this call.
+	memo *statMemo
 }
 
 func (r *resolver) resolve() (*Plan, error) {
@@ -174,7 +177,7 @@ func (r *resolver) policyCwd() (string, error) {
 		}
 		given = filepath.Join(r.in.ProcessCwd, given)
 	}
-	cwd, links, err := resolveExisting(given)
+	cwd, links, err := r.memo.resolveExisting(given)
 	if err != nil {
 		return "", &Error{Arg: arg, Msg: err.Error()}
 	}
@@ -237,7 +240,7 @@ func (r *resolver) writableRoots() ([]WritablePath, error) {
 		if !filepath.IsAbs(wr.Root) {
 			return nil, r.policyErr(at+".root", quote(wr.Root)+": not an absolute path (writable roots must be absolute)")
 		}
-		c, links, err := resolveExisting(wr.Root)
+		c, links, err := r.memo.resolveExisting(wr.Root)
 		create := false
 		if err != nil {
 			// A root that does not exist yet, below a parent that does
