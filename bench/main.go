@@ -33,6 +33,7 @@ var (
 	work  = flag.String("work", "open,stat,gobuild,gitstatus,npmci,compileall", "work items, comma separated (\"\" for none)")
 	scale = flag.Float64("scale", 1, "multiplies every work item's rounds")
 	noBw  = flag.Bool("no-bwrap", false, "leave bubblewrap out (where it cannot run)")
+	vsBin = flag.String("vs", "", "another sandbox-executable binary (an earlier build) as one more contender, \"before\"")
 )
 
 func main() {
@@ -94,7 +95,15 @@ func contenders(ws string) []contender {
 	if !*noBw {
 		cs = append(cs, contender{"bubblewrap", func(a []string) []string { return bwrap(ws, a...) }})
 	}
-	return append(cs, contender{"sandbox-executable", func(a []string) []string { return ours(ws, a...) }})
+	cs = append(cs, contender{"sandbox-executable", func(a []string) []string { return ours(ws, a...) }})
+	if *vsBin != "" {
+		cs = append(cs, contender{"before", func(a []string) []string {
+			o := ours(ws, a...)
+			o[0] = *vsBin
+			return o
+		}})
+	}
+	return cs
 }
 
 func bwrap(ws string, argv ...string) []string {
@@ -139,7 +148,7 @@ type item struct {
 type sample struct{ work, base []time.Duration }
 
 // run runs argv once and returns its wall time.
-func run(argv []string, dir string, env []string) time.Duration {
+func run(argv []string, dir string, env []string) (time.Duration, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	if env != nil {
@@ -149,14 +158,14 @@ func run(argv []string, dir string, env []string) time.Duration {
 	out, err := cmd.CombinedOutput()
 	d := time.Since(start)
 	if err != nil {
-		check(fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, lastLine(out)))
+		return d, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, lastLine(out))
 	}
-	return d
+	return d, nil
 }
 
 // measure runs it under every contender, round by round, after warm-up
-// rounds, rotating the order in each round.
-func measure(cs []contender, it item) []sample {
+// rounds, rotating the order in each round. A failed run ends the item.
+func measure(cs []contender, it item) ([]sample, error) {
 	warm := 2
 	if it.rounds >= 50 {
 		warm = 5
@@ -166,16 +175,21 @@ func measure(cs []contender, it item) []sample {
 		s := sample{work: make([]time.Duration, len(cs)), base: make([]time.Duration, len(cs))}
 		for k := range cs {
 			j := (k + r) % len(cs)
+			var err error
 			if it.net {
-				s.base[j] = run(cs[j].wrap([]string{"/bin/true"}), it.dir, it.env)
+				if s.base[j], err = run(cs[j].wrap([]string{"/bin/true"}), it.dir, it.env); err != nil {
+					return nil, fmt.Errorf("%s: %w", cs[j].name, err)
+				}
 			}
-			s.work[j] = run(cs[j].wrap(it.argv), it.dir, it.env)
+			if s.work[j], err = run(cs[j].wrap(it.argv), it.dir, it.env); err != nil {
+				return nil, fmt.Errorf("%s: %w", cs[j].name, err)
+			}
 		}
 		if r >= warm {
 			out = append(out, s)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // stats are min, median and 90th percentile.
@@ -212,10 +226,14 @@ func table(ws string) {
 	}
 	fmt.Printf("  %s\n", "ratios")
 	for i, it := range items {
-		ss := measure(cs, it)
 		name := it.name
 		if it.net {
 			name += " *"
+		}
+		ss, err := measure(cs, it)
+		if err != nil {
+			fmt.Printf("%-28s failed: %v\n", name, err)
+			continue
 		}
 		fmt.Printf("%-28s %6d", name, len(ss))
 		for j := range cs {
@@ -235,7 +253,7 @@ func table(ws string) {
 				var a, b, c float64
 				if i == 0 {
 					a, b = ms(s.work[j]-s.work[0]), ms(s.work[0])
-					if !*noBw && j == len(cs)-1 {
+					if !*noBw && j >= 2 {
 						c = ms(s.work[1] - s.work[0])
 					}
 				} else if it.net {
@@ -253,13 +271,13 @@ func table(ws string) {
 					rs = append(rs, a/b)
 				}
 			}
-			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours"}[cs[j].name]
+			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "before": "before"}[cs[j].name]
 			if i == 0 {
 				st := summarize(rs)
 				parts = append(parts, fmt.Sprintf("%s +%s ms", short, num(st.med)))
 				if len(rb) > 0 {
 					st := summarize(rb)
-					parts = append(parts, fmt.Sprintf("ours/bwrap overhead %.2fx (p90 %.2fx)", st.med, st.p90))
+					parts = append(parts, fmt.Sprintf("%s/bwrap overhead %.2fx (p90 %.2fx)", short, st.med, st.p90))
 				}
 			} else {
 				st := summarize(rs)
@@ -289,10 +307,14 @@ func denials(ws string) {
 	fmt.Printf("\nstart-up with VT Code's default sensitive list, against none (ms, median of %d)\n", *n)
 	for _, mode := range []string{"exact", "landlock"} {
 		opts := []string{"--fs-mode", mode}
-		ss := measure([]contender{
+		ss, err := measure([]contender{
 			{"none", func(a []string) []string { return oursWith(ws, "[]", opts, a...) }},
 			{"25", func(a []string) []string { return oursWith(ws, "", opts, a...) }},
 		}, item{argv: []string{"/bin/true"}, rounds: *n})
+		if err != nil {
+			fmt.Printf("  %-9s failed: %v\n", mode, err)
+			continue
+		}
 		var a, b []float64
 		for _, s := range ss {
 			a, b = append(a, ms(s.work[0])), append(b, ms(s.work[1]))

@@ -33,7 +33,11 @@ func split(ws string) {
 	for _, w := range []string{"open", "stat"} {
 		it, _ := workItem(ws, w)
 		it.rounds = max(2, int(float64(it.rounds)**scale))
-		ss := measure(cs, it)
+		ss, err := measure(cs, it)
+		if err != nil {
+			fmt.Printf("%-18s failed: %v\n", it.name, err)
+			continue
+		}
 		fmt.Printf("%-18s %6d", it.name, len(ss))
 		var bare []float64
 		for _, s := range ss {

@@ -35,7 +35,8 @@ func workItem(ws, name string) (item, bool) {
 		if err != nil {
 			return skip(err.Error())
 		}
-		env := []string{"GOCACHE=" + filepath.Join(ws, "gocache"), "GOTMPDIR=" + mkdir(ws, "gotmp"), "GOFLAGS=-mod=readonly", "GOTOOLCHAIN=local", "GOPROXY=off"}
+		tmp := mkdir(ws, "gotmp")
+		env := []string{"GOCACHE=" + filepath.Join(ws, "gocache"), "GOTMPDIR=" + tmp, "TMPDIR=" + tmp, "GOFLAGS=-mod=readonly", "GOTOOLCHAIN=local", "GOPROXY=off"}
 		argv := []string{goBin, "build", "-buildvcs=false", "-o", filepath.Join(ws, "gobuild-out"), "./cmd/sandbox-executable"}
 		if err := warm(argv, root, env); err != nil {
 			return skip(err.Error())

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -283,4 +284,48 @@ func BenchmarkIdleTunnelFootprint(b *testing.B) {
 		b.ReportMetric(float64(tg-dg)/n, "goroutines/tunnel")
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// BenchmarkProxyCPU downloads throughputBytes over one connection, directly
+// and through a CONNECT tunnel, in turn, and reports the tunnel's MB/s and
+// the CPU the proxy adds per GB: the process's own CPU time (every thread)
+// through the tunnel less the same download's direct, which costs the
+// server and the client alike. core-%@125MB/s is the share of one core the
+// proxy would take to carry a saturated 1 Gbit/s download.
+func BenchmarkProxyCPU(b *testing.B) {
+	port := startBlaster(b)
+	proxyAddr := benchProxy(b, port)
+	buf := make([]byte, 256<<10)
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	var direct, tunnel, tunnelWall time.Duration
+	n := 0
+	for b.Loop() {
+		c0 := cpu()
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			b.Fatal(err)
+		}
+		drain(b, c, buf)
+		c1 := cpu()
+		t0 := time.Now()
+		c, err = dialConnect(context.Background(), proxyAddr, fmt.Sprintf("bench.test:%d", port))
+		if err != nil {
+			b.Fatal(err)
+		}
+		drain(b, c, buf)
+		tunnelWall += time.Since(t0)
+		c2 := cpu()
+		direct += c1 - c0
+		tunnel += c2 - c1
+		n++
+	}
+	gb := float64(n) * throughputBytes / 1e9
+	added := (tunnel - direct).Seconds() / gb
+	b.ReportMetric(float64(n)*throughputBytes/1e6/tunnelWall.Seconds(), "tunnel-MB/s")
+	b.ReportMetric(added, "added-cpu-s/GB")
+	b.ReportMetric(added*0.125*100, "core-%@125MB/s")
 }
