@@ -86,14 +86,12 @@ func workItem(ws, name string) (item, bool) {
 			return skip(err.Error())
 		}
 		tree := filepath.Join(ws, "pytree")
+		if err := os.MkdirAll(tree, 0o755); err != nil {
+			return skip(err.Error())
+		}
 		for _, sub := range []string{"email", "json", "http", "xml", "asyncio", "unittest", "logging"} {
 			if out, err := exec.Command("cp", "-r", filepath.Join(src, sub), filepath.Join(tree, sub)).CombinedOutput(); err != nil {
-				if err := os.MkdirAll(tree, 0o755); err != nil {
-					return skip(err.Error())
-				}
-				if out, err = exec.Command("cp", "-r", filepath.Join(src, sub), filepath.Join(tree, sub)).CombinedOutput(); err != nil {
-					return skip(fmt.Sprintf("cp: %v: %s", err, out))
-				}
+				return skip(fmt.Sprintf("cp: %v: %s", err, out))
 			}
 		}
 		argv := []string{py, "-m", "compileall", "-q", "-f", "-j", "1", tree}

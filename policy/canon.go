@@ -92,10 +92,6 @@ func (m *statMemo) resolveLenient(p string) (canonical, error) {
 	return c, err
 }
 
-// walkPath is walkPath through the memo.
-func walkPath(p string, lenient bool) (canonical, []string, error) {
-	return (*statMemo)(nil).walkPath(p, lenient)
-}
 
 // walkPath resolves the absolute path p component by component, as the
 // kernel does, and returns with it every symlink it followed, in order:
