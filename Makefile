@@ -89,7 +89,7 @@ bench: release probe
 # from the host's userland, which the guest mounts read-only. The guest runs
 # Go code several times slower: fewer rounds, and the work items that finish
 # there in seconds.
-VM_BENCH_ARGS ?= -n 50 -work open,stat,gitstatus,compileall -scale 0.5
+VM_BENCH_ARGS ?= -n 50 -static-true -work open,stat,gitstatus,compileall -scale 0.5
 vm-bench: release probe
 	$(GO) build -o bin/bench ./bench
 	SE_VM_PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin integration/vm/exec $(CURDIR)/bin/bench -bin '$(CURDIR)/'"$(RELEASE_BIN)" -probe $(CURDIR)/$(PROBE) $(VM_BENCH_ARGS)
