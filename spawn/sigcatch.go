@@ -16,9 +16,16 @@ import (
 
 // Caught is a set of signals caught since CatchSignals, delivered on C.
 type Caught struct {
-	// C receives each caught signal, in order; a burst beyond its buffer
-	// waits in the pipe.
-	C    <-chan syscall.Signal
+	// C receives each caught signal, in order, but SIGCHLD; a burst beyond
+	// its buffer waits in the pipe.
+	C <-chan syscall.Signal
+	// Child receives a value after SIGCHLDs (one for several that came
+	// close together), when SIGCHLD is among the signals caught.
+	Child <-chan struct{}
+	// Stopped is closed by Release.
+	Stopped <-chan struct{}
+
+	child chan struct{}
 	r    *os.File
 	w    int
 	done chan struct{}
@@ -56,12 +63,20 @@ func CatchSignals(sigs []syscall.Signal) (*Caught, error) {
 		return nil, fmt.Errorf("signals: sigaction: %w", unix.Errno(-ret))
 	}
 	ch := make(chan syscall.Signal, 16)
-	c := &Caught{C: ch, r: os.NewFile(uintptr(p[0]), "signals"), w: p[1], done: make(chan struct{})}
+	c := &Caught{C: ch, r: os.NewFile(uintptr(p[0]), "signals"), w: p[1], done: make(chan struct{}), child: make(chan struct{}, 1)}
+	c.Child, c.Stopped = c.child, c.done
 	go func() {
 		var buf [64]byte
 		for {
 			n, err := c.r.Read(buf[:])
 			for _, b := range buf[:n] {
+				if syscall.Signal(b) == syscall.SIGCHLD {
+					select {
+					case c.child <- struct{}{}:
+					default: // one is pending already
+					}
+					continue
+				}
 				select {
 				case ch <- syscall.Signal(b):
 				case <-c.done:

@@ -421,7 +421,9 @@ func (s *session) supervise() Result {
 
 	// Signals that arrive from here on are queued and forwarded once the
 	// program exists (caught without os/signal's thread: spawn.CatchSignals).
-	caught, err := spawn.CatchSignals(forwarded)
+	// SIGCHLD too: the reaper waits for it through the same pipe instead
+	// of blocking a thread in wait4.
+	caught, err := spawn.CatchSignals(append(forwarded[:len(forwarded):len(forwarded)], unix.SIGCHLD))
 	if err != nil {
 		return setupFailed(err)
 	}
@@ -505,7 +507,7 @@ func (s *session) supervise() Result {
 	}
 	s.log().Info("started", "pid", proc.Pid, "program", s.pr.Argv)
 	reaper := newReaper(proc.Pid)
-	go reaper.loop()
+	go reaper.loop(caught.Child, caught.Stopped)
 	t := &tree{self: os.Getpid(), group: s.group, reaped: reaper.done}
 	if req.Init {
 		t.init, t.initFD = proc.Pid, proc.PidFD
@@ -736,19 +738,32 @@ func newReaper(pid int) *reaper {
 	return &reaper{pid: pid, main: make(chan unix.WaitStatus, 1), done: make(chan struct{})}
 }
 
-func (r *reaper) loop() {
+// loop reaps whatever has exited each time child says a SIGCHLD came, and
+// once stopped (the signals are no longer caught) in blocking waits: no
+// thread sits in wait4 while the program runs.
+func (r *reaper) loop(child, stopped <-chan struct{}) {
 	defer close(r.done)
+	flags := unix.WNOHANG
 	for {
 		var st unix.WaitStatus
 		// Without __WALL: the guardian, a "clone" child with no exit
 		// signal, is never waited for (spawn.Guardian); every process of
 		// the tree is an ordinary child (reparented orphans get SIGCHLD).
-		pid, err := unix.Wait4(-1, &st, 0, nil)
+		pid, err := unix.Wait4(-1, &st, flags, nil)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			return // ECHILD: nothing left
+		}
+		if pid == 0 {
+			// Children left, none exited: until the next SIGCHLD.
+			select {
+			case <-child:
+			case <-stopped:
+				flags = 0
+			}
+			continue
 		}
 		if pid == r.pid {
 			r.main <- st
