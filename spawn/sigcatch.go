@@ -26,10 +26,10 @@ type Caught struct {
 	Stopped <-chan struct{}
 
 	child chan struct{}
-	r    *os.File
-	w    int
-	done chan struct{}
-	once sync.Once
+	r     *os.File
+	w     int
+	done  chan struct{}
+	once  sync.Once
 }
 
 var catching sync.Mutex
