@@ -85,7 +85,7 @@ func recordTmp(dir string) (string, error) {
 // sweepStale sweeps the cgroups of dead runs on h (nil: none) when a
 // guardian asked for it or no such sweep began in the last
 // cgroupSweepEvery, and their placeholders and temp dirs when a guardian
-// asked or no sweep ended in the last sweepEvery, unless another one is
+// asked or no sweep began in the last sweepEvery, unless another one is
 // running.
 func sweepStale(h *cgroups.Host) {
 	stamp, wanted := stateFile(sweptStamp), stateFile(sweepWanted)
@@ -116,11 +116,15 @@ func sweepStale(h *cgroups.Host) {
 	}
 	// Consumed before the sweep: a request made meanwhile asks for another.
 	_ = unix.Unlink(wanted)
+	// Stamped before it too: a short program's run often exits before its
+	// sweep ends, and a stamp made only at the end would have every later
+	// run start the whole sweep again; what one cut short leaves waits
+	// for the next (or for a guardian's request).
+	touch(stamp)
 	mountns.SweepStale()
 	if recs, err := runstate.Dir(tmpRecords); err == nil {
 		sweepTmp(recs)
 	}
-	touch(stamp)
 }
 
 // recent reports whether the file at path was touched less than every ago.
