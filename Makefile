@@ -83,7 +83,7 @@ lint-packaging:
 BENCH_ARGS ?=
 RELEASE_BIN = $(DIST)/sandbox-executable-$(VERSION)-linux-$$($(GO) env GOARCH)
 bench: release probe
-	$(GO) run ./bench -bin '$(RELEASE_BIN)' -probe $(PROBE) $(BENCH_ARGS)
+	$(GO) run ./bench -bin "$(RELEASE_BIN)" -probe $(PROBE) $(BENCH_ARGS)
 
 # The same table inside the unified-v2 VM guest (integration/vm/), bubblewrap
 # from the host's userland, which the guest mounts read-only. The guest runs
@@ -92,7 +92,7 @@ bench: release probe
 VM_BENCH_ARGS ?= -n 50 -static-true -work open,stat,gitstatus,compileall -scale 0.5
 vm-bench: release probe
 	$(GO) build -o bin/bench ./bench
-	SE_VM_PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin integration/vm/exec $(CURDIR)/bin/bench -bin '$(CURDIR)/'"$(RELEASE_BIN)" -probe $(CURDIR)/$(PROBE) $(VM_BENCH_ARGS)
+	SE_VM_PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin integration/vm/exec $(CURDIR)/bin/bench -bin "$(CURDIR)/$(RELEASE_BIN)" -probe $(CURDIR)/$(PROBE) $(VM_BENCH_ARGS)
 
 clean:
 	rm -rf bin dist
