@@ -92,7 +92,6 @@ func (m *statMemo) resolveLenient(p string) (canonical, error) {
 	return c, err
 }
 
-
 // walkPath resolves the absolute path p component by component, as the
 // kernel does, and returns with it every symlink it followed, in order:
 // each one's own path, with its parent canonical (so that where a link lies
