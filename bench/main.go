@@ -62,6 +62,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: no bwrap on PATH: bubblewrap left out")
 		*noBw = true
 	}
+	// Work items run in directories of their own: every path absolute.
+	for _, p := range []*string{bin, probe, vsBin} {
+		if *p != "" && strings.Contains(*p, "/") {
+			abs, err := filepath.Abs(*p)
+			check(err)
+			*p = abs
+		}
+	}
 	fmt.Printf("sandbox-executable benchmark, %s, %s\n", time.Now().UTC().Format(time.RFC3339), hostLine())
 	switch what {
 	case "table":
