@@ -89,10 +89,11 @@ bench: release probe
 # from the host's userland, which the guest mounts read-only. The guest runs
 # Go code several times slower: fewer rounds, and the work items that finish
 # there in seconds.
-VM_BENCH_ARGS ?= -n 50 -static-true -work open,stat,gitstatus,compileall -scale 0.5
+VM_BENCH_ARGS ?= -n 50 -static-true -work open,stat,compileall -scale 0.5
+VM_BENCH_TIMEOUT ?= 2400
 vm-bench: release probe
 	$(GO) build -o bin/bench ./bench
-	SE_VM_PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin integration/vm/exec $(CURDIR)/bin/bench -bin "$(CURDIR)/$(RELEASE_BIN)" -probe $(CURDIR)/$(PROBE) $(VM_BENCH_ARGS)
+	SE_VM_TIMEOUT=$(VM_BENCH_TIMEOUT) SE_VM_PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin integration/vm/exec $(CURDIR)/bin/bench -bin "$(CURDIR)/$(RELEASE_BIN)" -probe $(CURDIR)/$(PROBE) $(VM_BENCH_ARGS)
 
 clean:
 	rm -rf bin dist
