@@ -2,8 +2,8 @@
 #   make build         the binary, bin/sandbox-executable
 #   make test          what CI runs: lint, unit tests (race), integration
 #                      tests on this kernel, a short fuzz run, the VM suite
-#   make bench         startup, file-heavy and memory figures against bare
-#                      and bubblewrap
+#   make bench         one table: start-up and real work under bare,
+#                      bubblewrap and the helper (make vm-bench: in the VM)
 GO       ?= go
 BIN      := bin/sandbox-executable
 PROBE    := bin/probe
@@ -14,7 +14,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 DIST     ?= dist
 
-.PHONY: all build probe test lint lint-packaging unit integration fuzz-short vm-test vm-selfcheck bench release test-release manpage clean
+.PHONY: all build probe test lint lint-packaging unit integration fuzz-short vm-test vm-selfcheck bench vm-bench release test-release manpage clean
 
 all: build
 
@@ -76,9 +76,24 @@ lint-packaging:
 	shellcheck packaging/*.sh packaging/completion/sandbox-executable.bash
 	packaging/check-apparmor.sh
 
-# Measured with the release binary (static, as installed).
+# Measured with the release binary (static, as installed): one table of
+# bare, bubblewrap and the helper, paired round by round (bench/main.go).
+# BENCH_ARGS: e.g. "-n 200", "-work open,stat", "all" (adds the split of
+# the file work into seccomp's and Landlock's own cost, denials, memory).
+BENCH_ARGS ?=
+RELEASE_BIN = $(DIST)/sandbox-executable-$(VERSION)-linux-$$($(GO) env GOARCH)
 bench: release probe
-	$(GO) run ./bench -bin '$(DIST)/sandbox-executable-$(VERSION)-linux-'"$$($(GO) env GOARCH)" -probe $(PROBE)
+	$(GO) run ./bench -bin "$(RELEASE_BIN)" -probe $(PROBE) $(BENCH_ARGS)
+
+# The same table inside the unified-v2 VM guest (integration/vm/), bubblewrap
+# from the host's userland, which the guest mounts read-only. The guest runs
+# Go code several times slower: fewer rounds, and the work items that finish
+# there in seconds.
+VM_BENCH_ARGS ?= -n 50 -static-true -work open,stat,compileall -scale 0.5
+VM_BENCH_TIMEOUT ?= 2400
+vm-bench: release probe
+	$(GO) build -o bin/bench ./bench
+	SE_VM_TIMEOUT=$(VM_BENCH_TIMEOUT) SE_VM_PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin integration/vm/exec $(CURDIR)/bin/bench -bin "$(CURDIR)/$(RELEASE_BIN)" -probe $(CURDIR)/$(PROBE) $(VM_BENCH_ARGS)
 
 clean:
 	rm -rf bin dist

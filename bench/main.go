@@ -1,9 +1,15 @@
 // Command bench measures sandbox-executable against the bare command and
-// against bubblewrap in the same run, and prints ratios. Runs are
-// interleaved (bare, bwrap, ours, bare, ...) so that load on a noisy machine
-// falls on all of them alike; medians are compared.
+// against bubblewrap in the same run and prints one table: for the start-up
+// of /bin/true and for each work item, the min, median and 90th percentile
+// wall time of each contender, and ratios taken pair by pair (round by
+// round, every contender once per round, in an order rotated from round to
+// round), so that load on a noisy machine falls on all of them alike.
 //
-//	go run ./bench -bin bin/sandbox-executable [-n 200] [startup|denials|files|rss|all]
+//	go run ./bench -bin bin/sandbox-executable -probe bin/probe [-n 100] [-work LIST] [table|startup|split|denials|rss|all]
+//
+// table (the default) is start-up and the work items; split runs the file
+// work under a seccomp filter only, Landlock only and both, without the
+// supervisor (the floor the kernel sets); all is everything.
 package main
 
 import (
@@ -12,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,46 +26,94 @@ import (
 )
 
 var (
-	bin   = flag.String("bin", "bin/sandbox-executable", "the sandbox-executable binary")
-	n     = flag.Int("n", 200, "runs per command")
-	probe = flag.String("probe", "", "the static probe (built from integration/probes/probe.c when empty)")
-	extra = flag.String("args", "", "extra helper options, space separated (e.g. \"--fs-mode landlock\")")
+	bin        = flag.String("bin", "bin/sandbox-executable", "the sandbox-executable binary")
+	n          = flag.Int("n", 100, "start-up rounds; the work items take fewer (see -work)")
+	probe      = flag.String("probe", "", "the static probe (built from integration/probes/probe.c when empty)")
+	extra      = flag.String("args", "", "extra helper options, space separated (e.g. \"--fs-mode landlock\")")
+	work       = flag.String("work", "open,stat,gobuild,gitstatus,npmci,compileall", "work items, comma separated (\"\" for none)")
+	scale      = flag.Float64("scale", 1, "multiplies every work item's rounds")
+	noBw       = flag.Bool("no-bwrap", false, "leave bubblewrap out (where it cannot run)")
+	staticTrue = flag.Bool("static-true", false, "start the static probe doing nothing instead of /bin/true (where a dynamic exec is slow: the VM guest's 9p root)")
+	vsBin      = flag.String("vs", "", "another sandbox-executable binary (an earlier build) as one more contender, \"before\"")
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "confine" {
+		confineMain(os.Args[2:]) // re-executed by split; never returns
+	}
 	flag.Parse()
 	what := flag.Arg(0)
 	if what == "" {
-		what = "all"
+		what = "table"
 	}
 	ws, err := os.MkdirTemp("", "se-bench-ws-")
 	check(err)
+	ws, err = filepath.EvalSymlinks(ws)
+	check(err)
 	defer os.RemoveAll(ws)
 	if *probe == "" {
-		*probe = filepath.Join(ws, "..", filepath.Base(ws)+"-probe")
+		*probe = filepath.Join(ws, "probe")
 		out, err := exec.Command("gcc", "-static", "-O2", "-o", *probe, "integration/probes/probe.c").CombinedOutput()
 		if err != nil {
 			check(fmt.Errorf("gcc: %v: %s", err, out))
 		}
-		defer os.Remove(*probe)
 	}
-	fmt.Printf("sandbox-executable benchmark, %s, %d runs each, %s\n", time.Now().Format(time.RFC3339), *n, hostLine())
-	if what == "startup" || what == "all" {
-		startup(ws)
+	if _, err := exec.LookPath("bwrap"); err != nil && !*noBw {
+		fmt.Fprintln(os.Stderr, "bench: no bwrap on PATH: bubblewrap left out")
+		*noBw = true
 	}
-	if what == "denials" || what == "all" {
+	// Work items run in directories of their own: every path absolute.
+	for _, p := range []*string{bin, probe, vsBin} {
+		if *p != "" && strings.Contains(*p, "/") {
+			abs, err := filepath.Abs(*p)
+			check(err)
+			*p = abs
+		}
+	}
+	fmt.Printf("sandbox-executable benchmark, %s, %s\n", time.Now().UTC().Format(time.RFC3339), hostLine())
+	switch what {
+	case "table":
+		table(ws)
+	case "startup":
+		*work = ""
+		table(ws)
+	case "split":
+		split(ws)
+	case "denials":
 		denials(ws)
-	}
-	if what == "files" || what == "all" {
-		files(ws)
-	}
-	if what == "rss" || what == "all" {
+	case "rss":
 		rss(ws)
+	case "all":
+		table(ws)
+		split(ws)
+		denials(ws)
+		rss(ws)
+	default:
+		check(fmt.Errorf("unknown benchmark %q (table, startup, split, denials, rss, all)", what))
 	}
 }
 
-// command lines for the three contenders around argv.
-func bare(argv ...string) []string { return argv }
+// contender is one way of running a command line.
+type contender struct {
+	name string
+	wrap func(argv []string) []string
+}
+
+func contenders(ws string) []contender {
+	cs := []contender{{"bare", func(a []string) []string { return a }}}
+	if !*noBw {
+		cs = append(cs, contender{"bubblewrap", func(a []string) []string { return bwrap(ws, a...) }})
+	}
+	cs = append(cs, contender{"sandbox-executable", func(a []string) []string { return ours(ws, a...) }})
+	if *vsBin != "" {
+		cs = append(cs, contender{"before", func(a []string) []string {
+			o := ours(ws, a...)
+			o[0] = *vsBin
+			return o
+		}})
+	}
+	return cs
+}
 
 func bwrap(ws string, argv ...string) []string {
 	return append([]string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", ws, ws, "--unshare-net", "--die-with-parent"}, argv...)
@@ -68,7 +123,8 @@ func ours(ws string, argv ...string) []string {
 	return oursWith(ws, "", nil, argv...)
 }
 
-// oursWith runs the helper over ws; sensitive is the policy's
+// oursWith runs the helper over ws (VT Code's workspace_write launch: the
+// workspace writable, no network); sensitive is the policy's
 // sensitive_paths JSON ("" for null: VT Code's 25 defaults), opts extra
 // helper options.
 func oursWith(ws, sensitive string, opts []string, argv ...string) []string {
@@ -84,71 +140,211 @@ func oursWith(ws, sensitive string, opts []string, argv ...string) []string {
 	return append(append(args, "--"), argv...)
 }
 
-// measure runs every command line n times, interleaved, and returns the
-// median wall time of each.
-func measure(cmds [][]string) []time.Duration {
-	times := make([][]time.Duration, len(cmds))
-	for i := 0; i < *n+5; i++ {
-		for j, c := range cmds {
-			start := time.Now()
-			cmd := exec.Command(c[0], c[1:]...)
-			if err := cmd.Run(); err != nil {
-				check(fmt.Errorf("%s: %v", strings.Join(c, " "), err))
-			}
-			if i >= 5 { // warm-up
-				times[j] = append(times[j], time.Since(start))
-			}
-		}
-	}
-	med := make([]time.Duration, len(cmds))
-	for j := range times {
-		sort.Slice(times[j], func(a, b int) bool { return times[j][a] < times[j][b] })
-		med[j] = times[j][len(times[j])/2]
-	}
-	return med
+// item is one row of the table: argv run under each contender.
+type item struct {
+	name   string
+	argv   []string
+	dir    string
+	env    []string
+	rounds int
+	// net: the start-up (/bin/true under the same contender, in the same
+	// round) is taken away, so the ratio is the work's own.
+	net bool
 }
 
-func startup(ws string) {
-	m := measure([][]string{bare("/bin/true"), bwrap(ws, "/bin/true"), ours(ws, "/bin/true")})
-	fmt.Printf("\nstartup of /bin/true (median wall time)\n")
-	fmt.Printf("  bare                %8s\n", m[0].Round(10*time.Microsecond))
-	fmt.Printf("  bubblewrap          %8s   %.2fx bare\n", m[1].Round(10*time.Microsecond), ratio(m[1], m[0]))
-	fmt.Printf("  sandbox-executable  %8s   %.2fx bare, %.2fx bubblewrap\n", m[2].Round(10*time.Microsecond), ratio(m[2], m[0]), ratio(m[2], m[1]))
+// sample is one round's wall times: by contender, the work and (for a net
+// item) /bin/true.
+type sample struct{ work, base []time.Duration }
+
+// run runs argv once and returns its wall time.
+func run(argv []string, dir string, env []string) (time.Duration, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		return d, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, lastLine(out))
+	}
+	return d, nil
+}
+
+// measure runs it under every contender, round by round, after warm-up
+// rounds, rotating the order in each round. A failed run ends the item.
+func measure(cs []contender, it item) ([]sample, error) {
+	warm := 2
+	if it.rounds >= 50 {
+		warm = 5
+	}
+	var out []sample
+	for r := 0; r < warm+it.rounds; r++ {
+		s := sample{work: make([]time.Duration, len(cs)), base: make([]time.Duration, len(cs))}
+		for k := range cs {
+			j := (k + r) % len(cs)
+			var err error
+			if it.net {
+				if s.base[j], err = run(cs[j].wrap(trueArgv()), it.dir, it.env); err != nil {
+					return nil, fmt.Errorf("%s: %w", cs[j].name, err)
+				}
+			}
+			if s.work[j], err = run(cs[j].wrap(it.argv), it.dir, it.env); err != nil {
+				return nil, fmt.Errorf("%s: %w", cs[j].name, err)
+			}
+		}
+		if r >= warm {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// stats are min, median and 90th percentile.
+type stats struct{ min, med, p90 float64 }
+
+func summarize(xs []float64) stats {
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return stats{}
+	}
+	return stats{s[0], s[len(s)/2], s[min(len(s)-1, (len(s)*9+9)/10-1)]}
+}
+
+func table(ws string) {
+	cs := contenders(ws)
+	items := []item{{name: "start-up of " + trueName(), argv: trueArgv(), rounds: *n}}
+	for _, w := range strings.Split(*work, ",") {
+		if w = strings.TrimSpace(w); w == "" {
+			continue
+		}
+		it, ok := workItem(ws, w)
+		if !ok {
+			continue
+		}
+		it.rounds = max(2, int(float64(it.rounds)**scale))
+		items = append(items, it)
+	}
+	fmt.Printf("\nwall time, ms: min / median / p90 over the rounds; ratios pair by pair (median, p90)\n")
+	fmt.Printf("start-up: the overhead over bare; work items marked * have the same round's start-up (the no-op) under the same contender taken away\n\n")
+	fmt.Printf("%-28s %6s", "item", "rounds")
+	for _, c := range cs {
+		fmt.Printf("  %-22s", c.name)
+	}
+	fmt.Printf("  %s\n", "ratios")
+	for i, it := range items {
+		name := it.name
+		if it.net {
+			name += " *"
+		}
+		ss, err := measure(cs, it)
+		if err != nil {
+			fmt.Printf("%-28s failed: %v\n", name, err)
+			continue
+		}
+		fmt.Printf("%-28s %6d", name, len(ss))
+		for j := range cs {
+			xs := make([]float64, len(ss))
+			for k, s := range ss {
+				xs[k] = ms(s.work[j])
+			}
+			st := summarize(xs)
+			fmt.Printf("  %6s %6s %6s   ", num(st.min), num(st.med), num(st.p90))
+		}
+		// The ratios: start-up compares overheads over bare; a work item
+		// compares the work (alone, for a net item) to bare's.
+		var parts []string
+		for j := 1; j < len(cs); j++ {
+			var rs, rb []float64
+			for _, s := range ss {
+				var a, b, c float64
+				if i == 0 {
+					a, b = ms(s.work[j]-s.work[0]), ms(s.work[0])
+					if !*noBw && j >= 2 {
+						c = ms(s.work[1] - s.work[0])
+					}
+				} else if it.net {
+					a, b = ms(s.work[j]-s.base[j]), ms(s.work[0]-s.base[0])
+				} else {
+					a, b = ms(s.work[j]), ms(s.work[0])
+				}
+				if i == 0 {
+					// overhead in ms, and over bubblewrap's
+					rs = append(rs, a)
+					if c > 0 {
+						rb = append(rb, a/c)
+					}
+				} else if b > 0 {
+					rs = append(rs, a/b)
+				}
+			}
+			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "before": "before"}[cs[j].name]
+			if i == 0 {
+				st := summarize(rs)
+				parts = append(parts, fmt.Sprintf("%s +%s ms", short, num(st.med)))
+				if len(rb) > 0 {
+					st := summarize(rb)
+					parts = append(parts, fmt.Sprintf("%s/bwrap overhead %.2fx (p90 %.2fx)", short, st.med, st.p90))
+				}
+			} else {
+				st := summarize(rs)
+				parts = append(parts, fmt.Sprintf("%s %.3fx (p90 %.3fx)", short, st.med, st.p90))
+			}
+		}
+		fmt.Printf("%s\n", strings.Join(parts, ", "))
+	}
+}
+
+// trueArgv is the program that does nothing, whose start-up is measured.
+func trueArgv() []string {
+	if *staticTrue {
+		return []string{*probe, "bench-open", "/", "0"}
+	}
+	return []string{"/bin/true"}
+}
+
+func trueName() string {
+	if *staticTrue {
+		return "static no-op"
+	}
+	return "/bin/true"
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func num(x float64) string {
+	switch {
+	case x >= 1000:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	case x >= 100:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(x, 'f', 2, 64)
+	}
 }
 
 // denials: the cost of the default sensitive list (25 paths) in each
 // filesystem mode, against the same run with no denials.
 func denials(ws string) {
+	fmt.Printf("\nstart-up with VT Code's default sensitive list, against none (ms, median of %d)\n", *n)
 	for _, mode := range []string{"exact", "landlock"} {
 		opts := []string{"--fs-mode", mode}
-		m := measure([][]string{oursWith(ws, "[]", opts, "/bin/true"), oursWith(ws, "", opts, "/bin/true")})
-		fmt.Printf("\nstartup with VT Code's default sensitive list, %s mode (median)\n", mode)
-		fmt.Printf("  no denials          %8s\n", m[0].Round(10*time.Microsecond))
-		fmt.Printf("  25 denied paths     %8s   %+.2f ms\n", m[1].Round(10*time.Microsecond), float64(m[1]-m[0])/float64(time.Millisecond))
-	}
-}
-
-func files(ws string) {
-	saved := *n
-	*n = max(saved/10, 10)
-	defer func() { *n = saved }()
-	for _, w := range []struct {
-		name string
-		argv []string
-	}{
-		{"50k open+close of a file", []string{*probe, "bench-open", "/etc/hostname", "50000"}},
-		// /usr/include: a tree that stays in the page cache, so the figure
-		// is the cost of the system calls, not of the disk.
-		{"200k stat under /usr/include", []string{*probe, "bench-stat", "/usr/include", "200000"}},
-	} {
-		// /bin/true under each, in the same run, is the start-up to
-		// take away: what is left is the work's own cost.
-		m := measure([][]string{bare(w.argv...), bwrap(ws, w.argv...), ours(ws, w.argv...),
-			bare("/bin/true"), bwrap(ws, "/bin/true"), ours(ws, "/bin/true")})
-		fmt.Printf("\n%s (median wall time; ratio of the work alone, start-up taken away)\n", w.name)
-		fmt.Printf("  bare                %8s\n", m[0].Round(10*time.Microsecond))
-		fmt.Printf("  bubblewrap          %8s   %.3fx bare\n", m[1].Round(10*time.Microsecond), ratio(m[1]-m[4], m[0]-m[3]))
-		fmt.Printf("  sandbox-executable  %8s   %.3fx bare\n", m[2].Round(10*time.Microsecond), ratio(m[2]-m[5], m[0]-m[3]))
+		ss, err := measure([]contender{
+			{"none", func(a []string) []string { return oursWith(ws, "[]", opts, a...) }},
+			{"25", func(a []string) []string { return oursWith(ws, "", opts, a...) }},
+		}, item{argv: trueArgv(), rounds: *n})
+		if err != nil {
+			fmt.Printf("  %-9s failed: %v\n", mode, err)
+			continue
+		}
+		var a, b []float64
+		for _, s := range ss {
+			a, b = append(a, ms(s.work[0])), append(b, ms(s.work[1]))
+		}
+		sa, sb := summarize(a), summarize(b)
+		fmt.Printf("  %-9s no denials %s, 25 denied paths %s (%+.2f ms)\n", mode, num(sa.med), num(sb.med), sb.med-sa.med)
 	}
 }
 
@@ -161,28 +357,39 @@ func rss(ws string) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
 	check(err)
 	_ = cmd.Wait()
-	var rssKB, pssLine string
+	var rssKB, anon string
 	for _, l := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(l, "VmRSS:") {
 			rssKB = strings.TrimSpace(strings.TrimPrefix(l, "VmRSS:"))
 		}
 		if strings.HasPrefix(l, "RssAnon:") {
-			pssLine = strings.TrimSpace(strings.TrimPrefix(l, "RssAnon:"))
+			anon = strings.TrimSpace(strings.TrimPrefix(l, "RssAnon:"))
 		}
 	}
-	fmt.Printf("\nsupervisor resident memory while the program runs\n  VmRSS %s (anonymous %s)\n", rssKB, pssLine)
+	fmt.Printf("\nsupervisor resident memory while the program runs: VmRSS %s (anonymous %s)\n", rssKB, anon)
 }
-
-func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 
 func hostLine() string {
 	out, _ := exec.Command("uname", "-r").Output()
-	return "kernel " + strings.TrimSpace(string(out)) + ", " + strconv.Itoa(numCPU()) + " CPUs"
+	mode := "cgroup hybrid/v1"
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		mode = "cgroup v2 (unified)"
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	return "kernel " + strings.TrimSpace(string(out)) + ", " + mode + ", " + strconv.Itoa(numCPU()) + " CPUs, load " + strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " ")
 }
 
 func numCPU() int {
 	b, _ := os.ReadFile("/proc/cpuinfo")
 	return strings.Count(string(b), "processor\t:")
+}
+
+func lastLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
 }
 
 func check(err error) {

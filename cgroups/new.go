@@ -255,7 +255,12 @@ func (g *group) createV1(h *Host, lim Limits, opt Options, n v1Need, name string
 	// then, so moving the thread moves the process, and a thread move of
 	// the writer itself takes no cgroup_threadgroup_rwsem, whose write
 	// side waits out an RCU grace period (median 6.4 ms on this host's
-	// 6.18 after a quiet moment, against some 20 us).
+	// 6.18 after a quiet moment, against some 20 us). Equivalent on every
+	// kernel with cgroup v1 (a tasks write has moved exactly one thread
+	// since 2.6.24, and the only thread is the whole process, its memcg
+	// charge owner included); cheap from 5.16 on, where a write of "0"
+	// (the writer itself) to tasks skips the rwsem ("cgroup: Optimize
+	// single thread migration"); before that both files take it.
 	fd, err := openRetry(dir+"/tasks", unix.O_WRONLY|unix.O_CLOEXEC)
 	if err != nil {
 		return pathErr("open", dir+"/tasks", err)

@@ -36,7 +36,59 @@ type canonical struct {
 // cannot be examined (EACCES) is treated like a missing one: a sandboxed
 // process with the same credentials cannot get past it either.
 func resolveLenient(p string) (canonical, error) {
-	c, _, err := walkPath(p, true)
+	return (*statMemo)(nil).resolveLenient(p)
+}
+
+// statMemo remembers, for one Resolve call, what lstat and readlink said
+// of each path walked: the home directory alone is a component of some
+// thirty paths a default policy resolves. A nil memo remembers nothing.
+// Not safe for concurrent use (one resolver is used by one goroutine).
+type statMemo struct {
+	lstat map[string]lstatAnswer
+	link  map[string]linkAnswer
+}
+
+type lstatAnswer struct {
+	fi  fs.FileInfo
+	err error
+}
+
+type linkAnswer struct {
+	target string
+	err    error
+}
+
+func newStatMemo() *statMemo {
+	return &statMemo{lstat: map[string]lstatAnswer{}, link: map[string]linkAnswer{}}
+}
+
+func (m *statMemo) lstatPath(p string) (fs.FileInfo, error) {
+	if m == nil {
+		return os.Lstat(p)
+	}
+	if a, ok := m.lstat[p]; ok {
+		return a.fi, a.err
+	}
+	fi, err := os.Lstat(p)
+	m.lstat[p] = lstatAnswer{fi, err}
+	return fi, err
+}
+
+func (m *statMemo) readlink(p string) (string, error) {
+	if m == nil {
+		return os.Readlink(p)
+	}
+	if a, ok := m.link[p]; ok {
+		return a.target, a.err
+	}
+	t, err := os.Readlink(p)
+	m.link[p] = linkAnswer{t, err}
+	return t, err
+}
+
+// resolveLenient is resolveLenient through the memo.
+func (m *statMemo) resolveLenient(p string) (canonical, error) {
+	c, _, err := m.walkPath(p, true)
 	return c, err
 }
 
@@ -47,7 +99,7 @@ func resolveLenient(p string) (canonical, error) {
 // otherwise every component must exist and every one but the last must be
 // a directory, and the first that is not ends the walk with its error
 // (the strict mode of resolveExisting).
-func walkPath(p string, lenient bool) (canonical, []string, error) {
+func (m *statMemo) walkPath(p string, lenient bool) (canonical, []string, error) {
 	if !filepath.IsAbs(p) {
 		return canonical{}, nil, errors.New("not an absolute path")
 	}
@@ -75,7 +127,7 @@ func walkPath(p string, lenient bool) (canonical, []string, error) {
 			continue
 		}
 		next := filepath.Join(resolved, c)
-		fi, err := os.Lstat(next)
+		fi, err := m.lstatPath(next)
 		if err != nil {
 			if lenient && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrPermission)) {
 				missing = append(missing, c)
@@ -95,7 +147,7 @@ func walkPath(p string, lenient bool) (canonical, []string, error) {
 		if len(followed) > maxSymlinks {
 			return canonical{}, followed, syscall.ELOOP
 		}
-		target, err := os.Readlink(next)
+		target, err := m.readlink(next)
 		if err != nil {
 			return canonical{}, followed, err
 		}
@@ -132,10 +184,15 @@ func splitComponents(p string) []string {
 // "<path>: <reason>", and returns the symlinks followed on the way (see
 // walkPath).
 func resolveExisting(p string) (string, []string, error) {
+	return (*statMemo)(nil).resolveExisting(p)
+}
+
+// resolveExisting is resolveExisting through the memo.
+func (m *statMemo) resolveExisting(p string) (string, []string, error) {
 	if strings.IndexByte(p, 0) >= 0 {
 		return "", nil, errors.New(quote(p) + ": contains a NUL byte")
 	}
-	c, links, err := walkPath(p, false)
+	c, links, err := m.walkPath(p, false)
 	if err != nil {
 		return "", nil, errors.New(plain(p) + ": " + errnoText(err))
 	}

@@ -145,7 +145,7 @@ func (r *resolver) resolveSensitive(e sensitiveEntry, home func() (string, error
 	if !filepath.IsAbs(expanded) {
 		return canonical{}, fail(quote(e.Path) + ": not an absolute path (only \"~\", \"~/...\" and absolute paths can be denied)")
 	}
-	c, err := resolveLenient(expanded)
+	c, err := r.memo.resolveLenient(expanded)
 	if err != nil {
 		return canonical{}, fail(plain(expanded) + ": " + errnoText(err))
 	}
@@ -163,7 +163,7 @@ func (r *resolver) protectMetadata(roots []WritablePath, write *deniedList) erro
 	for _, root := range roots {
 		for _, name := range protectedNames {
 			given := filepath.Join(root.Path, name)
-			c, err := resolveLenient(given)
+			c, err := r.memo.resolveLenient(given)
 			if err != nil {
 				return r.policyErr("", "protected metadata "+plain(given)+": "+errnoText(err))
 			}
@@ -191,7 +191,7 @@ func (r *resolver) protectGitFile(root, gitFile, given string, write *deniedList
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(root, abs)
 	}
-	gitdir, err := resolveLenient(abs)
+	gitdir, err := r.memo.resolveLenient(abs)
 	if err != nil {
 		return r.policyErr("", "gitdir of "+plain(given)+": "+plain(abs)+": "+errnoText(err))
 	}
@@ -207,7 +207,7 @@ func (r *resolver) protectGitFile(root, gitFile, given string, write *deniedList
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(gitdir.Path, abs)
 	}
-	c, err := resolveLenient(abs)
+	c, err := r.memo.resolveLenient(abs)
 	if err != nil {
 		return r.policyErr("", "commondir of "+plain(gitdir.Path)+": "+plain(abs)+": "+errnoText(err))
 	}

@@ -74,7 +74,7 @@ func (r *resolver) gitRepos(roots []WritablePath) ([]gitRepo, error) {
 	for _, root := range roots {
 		for top := root.Path; ; top = filepath.Dir(top) {
 			dotGit := filepath.Join(top, ".git")
-			c, err := resolveLenient(dotGit)
+			c, err := r.memo.resolveLenient(dotGit)
 			if err == nil && c.Exists {
 				if !seen[top] {
 					seen[top] = true
@@ -112,7 +112,7 @@ func (r *resolver) gitRepoAt(top, given, dotGit string) (gitRepo, error) {
 		if !filepath.IsAbs(x) {
 			x = top + "/" + x
 		}
-		c, err := resolveLenient(x)
+		c, err := r.memo.resolveLenient(x)
 		if err != nil {
 			return repo, r.policyErr("", "gitdir of "+plain(given)+": "+plain(x)+": "+errnoText(err))
 		}
@@ -125,7 +125,7 @@ func (r *resolver) gitRepoAt(top, given, dotGit string) (gitRepo, error) {
 		if !filepath.IsAbs(common) {
 			common = repo.gitDir + "/" + common
 		}
-		c, err := resolveLenient(common)
+		c, err := r.memo.resolveLenient(common)
 		if err != nil {
 			return repo, r.policyErr("", "commondir of "+plain(repo.gitDir)+": "+plain(common)+": "+errnoText(err))
 		}
@@ -175,7 +175,7 @@ func (g *hookGuard) protectRepo(repo gitRepo) error {
 	// one would need a placeholder that git refuses to read.
 	var read func(file, given, includedBy string, writableIncluder bool, depth int) error
 	read = func(file, given, includedBy string, writableIncluder bool, depth int) error {
-		c, links, err := walkPath(file, true)
+		c, links, err := g.r.memo.walkPath(file, true)
 		if err != nil {
 			return nil // a loop: git cannot read it either
 		}
@@ -353,7 +353,7 @@ func (g *hookGuard) expand(v string) (string, bool) {
 // where a program could write it, and the targets of the hooks in it that
 // are symlinks.
 func (g *hookGuard) protectHookDir(p, given, source string) error {
-	c, links, err := walkPath(p, true)
+	c, links, err := g.r.memo.walkPath(p, true)
 	if err != nil {
 		return nil // a loop: git finds no hooks there
 	}
@@ -372,7 +372,7 @@ func (g *hookGuard) protectHookDir(p, given, source string) error {
 			continue
 		}
 		hook := c.Path + "/" + e.Name()
-		hc, hlinks, err := walkPath(hook, true)
+		hc, hlinks, err := g.r.memo.walkPath(hook, true)
 		if err != nil {
 			continue
 		}

@@ -17,8 +17,9 @@ import (
 // problem came from; only a nil in.Syscalls, a programming error, is not.
 func Resolve(in Input) (*Plan, error) {
 	r := &resolver{
-		in:  in,
-		env: environ(in.Environ),
+		in:   in,
+		env:  environ(in.Environ),
+		memo: newStatMemo(),
 	}
 	r.seccomp = r.newSource(in.SeccompFrom, SourceSeccompProfile, "seccomp_profile")
 	r.limits = r.newSource(in.LimitsFrom, SourceResourceLimits, "resource_limits")
@@ -44,6 +45,8 @@ type resolver struct {
 	cwdLinks []string
 	// sharedDirs caches sharedDirKind by directory.
 	sharedDirs map[string]string
+	// memo remembers the lstat and readlink answers of this call.
+	memo *statMemo
 }
 
 func (r *resolver) resolve() (*Plan, error) {
@@ -173,7 +176,7 @@ func (r *resolver) policyCwd() (string, error) {
 		}
 		given = filepath.Join(r.in.ProcessCwd, given)
 	}
-	cwd, links, err := resolveExisting(given)
+	cwd, links, err := r.memo.resolveExisting(given)
 	if err != nil {
 		return "", &Error{Source: SourcePolicyCwd, Arg: arg, Msg: err.Error()}
 	}
@@ -236,7 +239,7 @@ func (r *resolver) writableRoots() ([]WritablePath, error) {
 		if !filepath.IsAbs(wr.Root) {
 			return nil, r.policyErr(at+".root", quote(wr.Root)+": not an absolute path (writable roots must be absolute)")
 		}
-		c, links, err := resolveExisting(wr.Root)
+		c, links, err := r.memo.resolveExisting(wr.Root)
 		create := false
 		if err != nil {
 			// A root that does not exist yet, below a parent that does

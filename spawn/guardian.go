@@ -8,6 +8,7 @@ import "C"
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -22,12 +23,13 @@ import (
 // exclusively, each only while it is still the directory recorded) and its
 // empty private temp dir. It holds the run's locks meanwhile (the same open
 // file descriptions as the supervisor), so the claims outlast the program.
-// It starts in microseconds (it shares the supervisor's memory, on a stack
-// of its own that is never unmapped), leaves the caller's process group so
-// that a group kill does not take it along, and exits as soon as Release
-// tells it the run ended cleanly. It is not the caller's child (an
-// intermediate process starts it and exits), so a subreaper that reaps
-// until it has no child left is not kept waiting by it.
+// It starts in microseconds (one clone; it shares the supervisor's memory,
+// on a stack of its own that is never unmapped), leaves the caller's process
+// group so that a group kill does not take it along, and exits as soon as
+// Release tells it the run ended cleanly. It is the caller's child, but a
+// "clone" child without an exit signal: wait4 without __WALL or __WCLONE
+// never waits for it, so a subreaper that reaps until it has no child left
+// is not kept waiting by it (the supervisor's reaper waits that way).
 type Guardian struct {
 	Pid int
 	w   int
@@ -81,12 +83,8 @@ func (d GuardedDir) Matches(st *unix.Stat_t) bool {
 	return st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Dev == d.Dev && st.Ino == d.Ino && st.Ctim == d.Ctime
 }
 
-// guardianStack is the guardian's stack, bootStack its intermediate's: both
-// call nothing deep.
-const (
-	guardianStack = 32 << 10
-	bootStack     = 16 << 10
-)
+// guardianStack is the guardian's stack: it calls nothing deep.
+const guardianStack = 32 << 10
 
 // StartGuardian starts a guardian for spec.
 func StartGuardian(spec GuardianSpec) (*Guardian, error) {
@@ -112,7 +110,7 @@ func StartGuardian(spec GuardianSpec) (*Guardian, error) {
 	keep = slices.Compact(keep)
 
 	// Everything the guardian reads goes into one mapping it owns.
-	size := guardianStack + bootStack + int(C.sizeof_struct_se_guard) + 16*len(strs) + 8*len(keep) + 64
+	size := guardianStack + int(C.sizeof_struct_se_guard) + 16*len(strs) + 8*len(keep) + 64
 	size += len(spec.Locks)*(int(C.sizeof_struct_se_guard_lock)+8) + nph*(int(C.sizeof_struct_se_guard_ph)+8)
 	size += len(spec.EmptyDirs) * (int(C.sizeof_struct_se_guard_empty) + 8)
 	for _, s := range strs {
@@ -126,7 +124,7 @@ func StartGuardian(spec GuardianSpec) (*Guardian, error) {
 		return nil, fmt.Errorf("guardian: out of memory")
 	}
 	mem := unsafe.Slice((*byte)(base), size)
-	off := guardianStack + bootStack
+	off := guardianStack
 	take := func(n int) unsafe.Pointer {
 		off = (off + 7) &^ 7
 		if off+n > size {
@@ -202,26 +200,9 @@ func StartGuardian(spec GuardianSpec) (*Guardian, error) {
 		g.locks = &locks[0]
 		g.nlocks = C.int(len(spec.Locks))
 	}
-	// Were this process a child subreaper, the orphaned guardian would be
-	// reparented right back to it.
-	var sub int
-	_ = unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&sub)), 0, 0, 0)
-	if sub != 0 {
-		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-		defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	}
-	var boot C.long
-	pid := C.se_guardian(g, base, guardianStack, unsafe.Add(base, guardianStack), bootStack, &boot)
+	reapReleased()
+	pid := C.se_guardian(g, base, guardianStack)
 	unix.Close(p[0])
-	if boot > 0 {
-		// The intermediate has exited (the call waited for it): reap it.
-		var st unix.WaitStatus
-		for {
-			if _, err := unix.Wait4(int(boot), &st, unix.WALL, nil); err != unix.EINTR {
-				break
-			}
-		}
-	}
 	if pid < 0 {
 		unix.Close(p[1])
 		return nil, fmt.Errorf("guardian: clone: %w", unix.Errno(-pid))
@@ -236,12 +217,44 @@ func (g *Guardian) setChild(pid int) { g.g.child_pid = C.int(pid) }
 // child is the pid of the child the guardian waits for, or 0 (tests).
 func (g *Guardian) child() int { return int(g.g.child_pid) }
 
-// Release tells the guardian the run ended cleanly; it exits at once.
+// Release tells the guardian the run ended cleanly; it exits at once. It
+// returns once the guardian holds none of the caller's fds (its stdio
+// included) any more, which it gives up microseconds after its start.
 func (g *Guardian) Release() {
 	if g == nil || g.w < 0 {
 		return
 	}
+	g.waitReady()
 	_, _ = unix.Write(g.w, []byte{'D'})
 	unix.Close(g.w)
 	g.w = -1
+	released.Lock()
+	released.pids = append(released.pids, g.Pid)
+	released.Unlock()
+	reapReleased()
+}
+
+// waitReady waits, a second at most, until the guardian holds only its
+// pipe and what it keeps, and reports whether it does.
+func (g *Guardian) waitReady() bool { return C.se_guard_wait_ready(g.g, 1000) != 0 }
+
+// released are the guardians told to exit and not yet reaped: a process
+// that starts many (tests, a long-lived caller of the supervisor) reaps
+// them as it goes, without waiting for any.
+var released struct {
+	sync.Mutex
+	pids []int
+}
+
+func reapReleased() {
+	released.Lock()
+	defer released.Unlock()
+	left := released.pids[:0]
+	for _, pid := range released.pids {
+		var st unix.WaitStatus
+		if got, err := unix.Wait4(pid, &st, unix.WNOHANG|unix.WALL, nil); err == nil && got == 0 {
+			left = append(left, pid) // still running
+		}
+	}
+	released.pids = left
 }

@@ -1,7 +1,6 @@
 package spawn
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,38 +109,38 @@ func TestGuardianReleasedDoesNothing(t *testing.T) {
 	}
 }
 
-// TestGuardianIsNotOurChild: a subreaper waiting for ECHILD must not wait
-// for the guardian.
-func TestGuardianIsNotOurChild(t *testing.T) {
+// TestGuardianIsNotWaitedFor: a subreaper waiting for ECHILD the way the
+// supervisor does (wait4 without __WALL) must not wait for the guardian,
+// and its leaving the caller's process group must hold.
+func TestGuardianIsNotWaitedFor(t *testing.T) {
 	kill, procs, dirs, _ := guardianFixture(t)
 	g, err := StartGuardian(GuardianSpec{KillFile: kill, Procs: []string{procs}, CgroupDirs: dirs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { g.Release(); waitGone(g.Pid) }()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(g.Pid) + "/stat")
-	if err != nil {
-		t.Fatal(err)
+	var st unix.WaitStatus
+	if _, err := unix.Wait4(g.Pid, &st, unix.WNOHANG, nil); err != unix.ECHILD {
+		t.Errorf("wait4 without __WALL waits for the guardian: %v", err)
 	}
-	ppid, err := parentField(string(b))
-	if err != nil || ppid <= 0 {
-		t.Fatalf("stat of the guardian: ppid %d, %v in %q", ppid, err, b)
+	// It does leave our process group (setsid), once it runs.
+	for i := 0; i < 500; i++ {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(g.Pid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sid, _ := sessionField(string(b)); sid == g.Pid {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
-	if ppid == os.Getpid() {
-		t.Errorf("the guardian is our child")
-	}
+	t.Errorf("the guardian did not leave our session")
 }
 
-func parentField(stat string) (int, error) {
+func sessionField(stat string) (int, error) {
 	i := strings.LastIndexByte(stat, ')')
-	if i < 0 || i+2 > len(stat) {
-		return 0, fmt.Errorf("no comm field")
-	}
 	f := strings.Fields(stat[i+2:])
-	if len(f) < 2 {
-		return 0, fmt.Errorf("%d fields after comm", len(f))
-	}
-	return strconv.Atoi(f[1])
+	return strconv.Atoi(f[3])
 }
 
 // TestGuardianLeavesTheProcessGroup: a group kill aimed at the supervisor
@@ -164,7 +163,7 @@ func TestGuardianLeavesTheProcessGroup(t *testing.T) {
 
 // TestGuardianHoldsOnlyItsPipeAndLocks: the guardian never holds a copy of
 // the caller's other descriptors (a reader of the caller's stdout would
-// wait for it).
+// wait for it) once it says it is ready, which Release waits for.
 func TestGuardianHoldsOnlyItsPipeAndLocks(t *testing.T) {
 	kill, procs, dirs, _ := guardianFixture(t)
 	lock := lockedFile(t)
@@ -175,6 +174,9 @@ func TestGuardianHoldsOnlyItsPipeAndLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { g.Release(); waitGone(g.Pid) }()
+	if !g.waitReady() {
+		t.Fatal("the guardian never said it was ready")
+	}
 	ents, err := os.ReadDir("/proc/" + strconv.Itoa(g.Pid) + "/fd")
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,8 @@
 #define SE_CLONE_PIDFD 0x00001000ULL
 #define SE_CLOSE_RANGE_CLOEXEC (1U << 2)
 #define SE_NR_clone3 435
+#define SE_FUTEX_WAIT 0
+#define SE_FUTEX_WAKE 1
 #define SE_NR_close_range 436
 #define SE_NR_pidfd_open 434
 #define SE_NR_landlock_add_rule 445
@@ -939,69 +941,65 @@ static int se_guard_main(void *arg)
 	return 0;
 }
 
-/* The guardian is started through a short-lived intermediate so that it is
- * not the supervisor's child: the supervisor, a child subreaper, knows its
- * tree is gone when it has no child left to reap, and the guardian must not
- * count. The intermediate (CLONE_VFORK: the caller waits for it) clones the
- * guardian and exits; the guardian is then reparented to the caller's
- * reaper (or init), which reaps it when it ends. */
-struct se_guard_boot {
-	struct se_guard *g;
-	void *stack;
-	size_t stack_size;
-	long pid;
-};
-
-static int se_guard_boot_main(void *arg)
+/* The guardian is the caller's child, cloned once, with no exit signal: a
+ * "clone" child, which wait4 without __WALL or __WCLONE never waits for, so
+ * the supervisor (a child subreaper that knows its tree is gone when it has
+ * no child left to reap) does not count it. Should the supervisor die, the
+ * kernel reparents it to the caller's reaper (or init) with SIGCHLD as its
+ * exit signal, and that reaper reaps it. It first closes every fd but the
+ * pipe and the locks (not the caller's stdio, whose readers wait for every
+ * copy to close, nor anything else) and says so in g->ready, which the
+ * supervisor waits for before it lets go (se_guard_wait_ready), so no copy
+ * outlives the run, however late the guardian gets a CPU. */
+static int se_guard_start(void *arg)
 {
-	struct se_guard_boot *b = arg;
-	uintptr_t top = ((uintptr_t)b->stack + b->stack_size) & ~(uintptr_t)15;
-	struct se_clone_args args;
-
-	/* Only the pipe and the locks go on to the guardian: not the caller's
-	 * stdio, whose readers wait for every copy to close, nor anything
-	 * else. This runs while the supervisor waits (CLONE_VFORK), so no copy
-	 * outlives the call, however late the guardian gets a CPU. */
+	struct se_guard *g = arg;
 	unsigned int next = 0;
-	for (int i = 0; i < b->g->nkeep; i++) {
-		unsigned int k = (unsigned int)b->g->keep_fds[i];
+	for (int i = 0; i < g->nkeep; i++) {
+		unsigned int k = (unsigned int)g->keep_fds[i];
 		if (k > next)
 			SYS3(SE_NR_close_range, next, k - 1, 0);
 		next = k + 1;
 	}
 	SYS3(SE_NR_close_range, next, ~0U, 0);
-	memset(&args, 0, sizeof args);
-	args.flags = CLONE_VM | SE_CLONE_CLEAR_SIGHAND;
-	args.exit_signal = SIGCHLD;
-	args.stack = (uint64_t)(uintptr_t)b->stack;
-	args.stack_size = (uint64_t)(top - (uintptr_t)b->stack);
-	b->pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_guard_main, b->g);
-	if (b->pid == -ENOSYS)
-		b->pid = se_clone_call(SYS_clone, CLONE_VM | SIGCHLD, (long)top, 0, 0, 0, se_guard_main, b->g);
-	return 0;
+	__atomic_store_n(&g->ready, 1, __ATOMIC_RELEASE);
+	SYS3(SYS_futex, &g->ready, SE_FUTEX_WAKE, 1);
+	return se_guard_main(g);
 }
 
-long se_guardian(struct se_guard *g, void *stack, size_t stack_size, void *boot_stack, size_t boot_size, long *boot_pid)
+long se_guardian(struct se_guard *g, void *stack, size_t stack_size)
 {
 	sigset_t all, old;
-	uintptr_t top = ((uintptr_t)boot_stack + boot_size) & ~(uintptr_t)15;
-	struct se_guard_boot b = {g, stack, stack_size, -EINVAL};
+	uintptr_t top = ((uintptr_t)stack + stack_size) & ~(uintptr_t)15;
 	struct se_clone_args args;
 	long pid;
 
+	/* No signal may reach it while it shares our handlers. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	memset(&args, 0, sizeof args);
-	args.flags = CLONE_VM | CLONE_VFORK | SE_CLONE_CLEAR_SIGHAND;
-	args.exit_signal = SIGCHLD;
-	args.stack = (uint64_t)(uintptr_t)boot_stack;
-	args.stack_size = (uint64_t)(top - (uintptr_t)boot_stack);
-	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_guard_boot_main, &b);
+	args.flags = CLONE_VM | SE_CLONE_CLEAR_SIGHAND;
+	args.exit_signal = 0;
+	args.stack = (uint64_t)(uintptr_t)stack;
+	args.stack_size = (uint64_t)(top - (uintptr_t)stack);
+	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_guard_start, g);
 	if (pid == -ENOSYS)
-		pid = se_clone_call(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD, (long)top, 0, 0, 0, se_guard_boot_main, &b);
+		pid = se_clone_call(SYS_clone, CLONE_VM, (long)top, 0, 0, 0, se_guard_start, g);
 	pthread_sigmask(SIG_SETMASK, &old, 0);
-	*boot_pid = pid;
-	return pid < 0 ? pid : b.pid;
+	return pid;
+}
+
+/* se_guard_wait_ready waits, for timeout_ms at most, until the guardian
+ * has closed the fds it does not keep; it reports whether it has. */
+int se_guard_wait_ready(struct se_guard *g, int timeout_ms)
+{
+	for (int i = 0; i < timeout_ms; i++) {
+		if (__atomic_load_n(&g->ready, __ATOMIC_ACQUIRE))
+			return 1;
+		struct { long sec, nsec; } ts = {0, 1000000L};
+		SYS4(SYS_futex, &g->ready, SE_FUTEX_WAIT, 0, &ts);
+	}
+	return __atomic_load_n(&g->ready, __ATOMIC_ACQUIRE) != 0;
 }
 
 void *se_guard_alloc(size_t size)

@@ -212,15 +212,20 @@ struct se_guard {
 	const int *keep_fds; /* sorted: the pipe, the locks, and what else the guardian holds */
 	int nkeep;
 	const char *sweep_request; /* made after a cleanup, or NULL */
+	/* Set by the guardian once it holds only keep_fds. */
+	volatile int ready;
 };
 
 /* se_guard_alloc maps memory that is never unmapped, for a guardian. */
 void *se_guard_alloc(size_t size);
 
-/* se_guardian starts the guardian through an intermediate process, so that
- * the guardian is not the caller's child, and returns the guardian's pid or
- * -errno. *boot_pid is the intermediate's pid, for the caller to reap. */
-long se_guardian(struct se_guard *g, void *stack, size_t stack_size, void *boot_stack, size_t boot_size, long *boot_pid);
+/* se_guardian clones the guardian, a child of the caller that no wait4
+ * without __WALL or __WCLONE waits for, and returns its pid or -errno. */
+long se_guardian(struct se_guard *g, void *stack, size_t stack_size);
+
+/* se_guard_wait_ready waits up to timeout_ms until the guardian holds only
+ * its keep_fds; it reports whether it does. */
+int se_guard_wait_ready(struct se_guard *g, int timeout_ms);
 
 /* se_spawn starts the child. It returns its pid, or -errno when the clone
  * itself failed. When it returns a pid, the child has either execed the

@@ -74,6 +74,9 @@ type Config struct {
 	// notifications); always, the allowlist proxy's refusals. It is called
 	// from the supervisor's goroutines, one call at a time.
 	OnDenial func(Denial)
+	// Report asks for the cgroup's figures in the Result (Result.Cgroup):
+	// they are read after the run only when someone will look at them.
+	Report bool
 }
 
 // Filesystem modes.

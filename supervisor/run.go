@@ -85,7 +85,7 @@ type CgroupResult struct {
 }
 
 // forwarded are the signals passed on to the program.
-var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
+var forwarded = []syscall.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
 
 // Run builds the kernel objects for pr, starts the program and supervises
 // it until it and everything it started are gone.
@@ -381,8 +381,12 @@ func (s *session) cleanup(res *Result) {
 		}
 	}
 	if s.group != nil {
-		if st, err := s.group.Stats(); err == nil && res != nil {
-			res.Cgroup = &CgroupResult{Mode: s.group.Mode(), Path: s.group.Path(), Stats: st}
+		// The figures only for a report: reading them is most of an
+		// unreported run's teardown.
+		if res != nil && s.cfg.Report {
+			if st, err := s.group.Stats(); err == nil {
+				res.Cgroup = &CgroupResult{Mode: s.group.Mode(), Path: s.group.Path(), Stats: st}
+			}
 		}
 		if err := s.group.Remove(); err != nil {
 			// The guardian was not released: it takes over.
@@ -405,10 +409,15 @@ func (s *session) supervise() Result {
 	p := s.pr.Plan
 
 	// Signals that arrive from here on are queued and forwarded once the
-	// program exists.
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwarded...)
-	defer signal.Stop(sigs)
+	// program exists (caught without os/signal's thread: spawn.CatchSignals).
+	// SIGCHLD too: the reaper waits for it through the same pipe instead
+	// of blocking a thread in wait4.
+	caught, err := spawn.CatchSignals(append(forwarded[:len(forwarded):len(forwarded)], unix.SIGCHLD))
+	if err != nil {
+		return setupFailed(err)
+	}
+	defer caught.Release()
+	sigs := caught.C
 
 	// Orphans of the sandbox become our children, so none of them outlives
 	// the run unseen.
@@ -458,7 +467,6 @@ func (s *session) supervise() Result {
 	}
 
 	var proc *spawn.Process
-	var err error
 	s.timed("spawn", func() { proc, err = spawn.Start(req) })
 	if proc == nil {
 		return setupFailed(err)
@@ -468,7 +476,7 @@ func (s *session) supervise() Result {
 	}
 	s.log().Info("started", "pid", proc.Pid, "program", s.pr.Argv)
 	reaper := newReaper(proc.Pid)
-	go reaper.loop()
+	go reaper.loop(caught.Child, caught.Stopped)
 	t := &tree{self: os.Getpid(), group: s.group, reaped: reaper.done}
 	if req.Init {
 		t.init, t.initFD = proc.Pid, proc.PidFD
@@ -495,14 +503,10 @@ func (s *session) supervise() Result {
 	}
 
 	// Groups of supervisors that died with their guardians (a reboot
-	// does not count: cgroups do not survive it) are swept while the
-	// program runs, off its start-up path.
-	if h := s.pr.cgroupPlan.host; h != nil {
-		go func() { _, _ = cgroups.CleanupStale(h) }()
-	}
-	// So are the placeholders and temp dirs of runs whose guardians died
-	// too, now and then, or when a guardian had to clean up.
-	go sweepStale()
+	// does not count: cgroups do not survive it), and the placeholders and
+	// temp dirs of such runs, are swept while the program runs, off its
+	// start-up path: now and then, or when a guardian had to clean up.
+	go sweepStale(s.pr.cgroupPlan.host)
 
 	timeout := time.NewTimer(time.Duration(p.Limits.TimeoutSeconds) * time.Second)
 	defer timeout.Stop()
@@ -526,7 +530,7 @@ func (s *session) supervise() Result {
 		case status = <-reaper.main:
 			mainDone = true
 		case sig := <-sigs:
-			s.log().Info("signal", "signal", sig.String(), "forwarded", forward(proc.Pid, sig.(syscall.Signal)))
+			s.log().Info("signal", "signal", sig.String(), "forwarded", forward(proc.Pid, sig))
 		case <-timeout.C:
 			if ending == "" {
 				s.log().Warn("timeout", "seconds", p.Limits.TimeoutSeconds)
@@ -573,7 +577,10 @@ func (s *session) supervise() Result {
 	default:
 		res.Ending, res.ExitCode = Exited, status.ExitStatus()
 	}
-	if s.group != nil && (res.Ending == Signaled || res.Ending == Exited) {
+	// Only a failed ending can be an OOM kill (SIGKILL) or a fork the pids
+	// limit refused (a status other than 0): a run that succeeded reads no
+	// figures here.
+	if s.group != nil && (res.Ending == Signaled || res.Ending == Exited) && res.ExitCode != 0 {
 		if st, err := s.group.Stats(); err == nil {
 			switch {
 			case st.OOMKills > 0 && res.Signal == unix.SIGKILL:
@@ -696,16 +703,32 @@ func newReaper(pid int) *reaper {
 	return &reaper{pid: pid, main: make(chan unix.WaitStatus, 1), done: make(chan struct{})}
 }
 
-func (r *reaper) loop() {
+// loop reaps whatever has exited each time child says a SIGCHLD came, and
+// once stopped (the signals are no longer caught) in blocking waits: no
+// thread sits in wait4 while the program runs.
+func (r *reaper) loop(child, stopped <-chan struct{}) {
 	defer close(r.done)
+	flags := unix.WNOHANG
 	for {
 		var st unix.WaitStatus
-		pid, err := unix.Wait4(-1, &st, unix.WALL, nil)
+		// Without __WALL: the guardian, a "clone" child with no exit
+		// signal, is never waited for (spawn.Guardian); every process of
+		// the tree is an ordinary child (reparented orphans get SIGCHLD).
+		pid, err := unix.Wait4(-1, &st, flags, nil)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			return // ECHILD: nothing left
+		}
+		if pid == 0 {
+			// Children left, none exited: until the next SIGCHLD.
+			select {
+			case <-child:
+			case <-stopped:
+				flags = 0
+			}
+			continue
 		}
 		if pid == r.pid {
 			r.main <- st
@@ -751,7 +774,7 @@ func (t *tree) kill() {
 // end kills whatever is left of the tree and returns once it is gone: the
 // supervisor, a child subreaper, inherits every orphan of the tree, so the
 // tree is gone exactly when it has no child left to reap (the guardian is
-// not its child). Checking the cgroup alone is not enough: a killed process
+// not waited for: spawn.Guardian). Checking the cgroup alone is not enough: a killed process
 // leaves the cgroup before it is fully gone. An empty tree needs no look at
 // /proc.
 func (t *tree) end() {

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/cgroups"
 	"sandbox-executable/mountns"
 	"sandbox-executable/runstate"
 )
@@ -40,11 +41,18 @@ const tmpRecords = "tmpdirs"
 // sweepEvery is how often a sweep runs when no guardian asked for one.
 const sweepEvery = time.Hour
 
+// cgroupSweepEvery is how often the stale-cgroup sweep runs when no
+// guardian asked for one: a run's cgroup is left behind only when its
+// supervisor and its guardian were both killed, and reading every cgroup
+// directory on each run costs more than its start-up can spare.
+const cgroupSweepEvery = time.Minute
+
 // Files in the state directory: the time of the last full sweep, and a
 // guardian's request for one.
 const (
-	sweptStamp  = "swept"
-	sweepWanted = "sweep-wanted"
+	sweptStamp       = "swept"
+	cgroupSweptStamp = "swept-cgroups"
+	sweepWanted      = "sweep-wanted"
 )
 
 // stateFile is the path of name in the state directory, or "" without one.
@@ -74,18 +82,29 @@ func recordTmp(dir string) (string, error) {
 	return rec, err
 }
 
-// sweepStale sweeps when a guardian asked for it or no sweep ended in the
-// last sweepEvery, unless another one is running.
-func sweepStale() {
+// sweepStale sweeps the cgroups of dead runs on h (nil: none) when a
+// guardian asked for it or no such sweep began in the last
+// cgroupSweepEvery, and their placeholders and temp dirs when a guardian
+// asked or no sweep began in the last sweepEvery, unless another one is
+// running.
+func sweepStale(h *cgroups.Host) {
 	stamp, wanted := stateFile(sweptStamp), stateFile(sweepWanted)
 	if stamp == "" {
+		if h != nil {
+			_, _ = cgroups.CleanupStale(h)
+		}
 		return
 	}
 	asked := unix.Access(wanted, unix.F_OK) == nil
-	if st, err := os.Stat(stamp); err == nil && !asked {
-		if age := time.Since(st.ModTime()); age >= 0 && age < sweepEvery {
-			return
+	if h != nil {
+		if cs := stateFile(cgroupSweptStamp); asked || !recent(cs, cgroupSweepEvery) {
+			// Stamped first: runs starting meanwhile leave it to this one.
+			touch(cs)
+			_, _ = cgroups.CleanupStale(h)
 		}
+	}
+	if !asked && recent(stamp, sweepEvery) {
+		return
 	}
 	l, err := os.OpenFile(stateFile("sweep.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -97,14 +116,33 @@ func sweepStale() {
 	}
 	// Consumed before the sweep: a request made meanwhile asks for another.
 	_ = unix.Unlink(wanted)
+	// Stamped before it too: a short program's run often exits before its
+	// sweep ends, and a stamp made only at the end would have every later
+	// run start the whole sweep again; what one cut short leaves waits
+	// for the next (or for a guardian's request).
+	touch(stamp)
 	mountns.SweepStale()
 	if recs, err := runstate.Dir(tmpRecords); err == nil {
 		sweepTmp(recs)
 	}
-	if f, err := os.OpenFile(stamp, os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
+}
+
+// recent reports whether the file at path was touched less than every ago.
+func recent(path string, every time.Duration) bool {
+	st, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	age := time.Since(st.ModTime())
+	return age >= 0 && age < every
+}
+
+// touch makes the file at path if need be and sets its times to now.
+func touch(path string) {
+	if f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
 		f.Close()
 		now := time.Now()
-		_ = os.Chtimes(stamp, now, now)
+		_ = os.Chtimes(path, now, now)
 	}
 }
 

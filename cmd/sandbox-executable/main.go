@@ -126,6 +126,7 @@ func run(args []string) int {
 		LogDenials:    o.set["--log-denials"],
 		OnDenial:      out.denial,
 		Log:           out.log,
+		Report:        out.report != nil,
 	}
 	if len(cfg.Argv) == 0 {
 		cfg.Argv = []string{""}
