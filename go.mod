@@ -10,4 +10,7 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require golang.org/x/text v0.14.0 // indirect
+require (
+	github.com/godbus/dbus/v5 v5.2.4 // indirect
+	golang.org/x/text v0.14.0 // indirect
+)

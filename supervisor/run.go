@@ -283,10 +283,13 @@ func (s *session) makeCgroup() error {
 	g, err := cgroups.New(c.host, c.limits, cgroups.Options{Parent: s.cfg.CgroupParent})
 	if err != nil {
 		var un *cgroups.UnavailableError
-		if errors.As(err, &un) {
-			return s.noCgroup(err.Error())
+		if !errors.As(err, &un) {
+			return err
 		}
-		return err
+		var why string
+		if g, why = s.cgroupInUserScope(c.host, c.limits); g == nil {
+			return s.noCgroup(err.Error() + why)
+		}
 	}
 	s.group = g
 	s.log().Debug("cgroup", "mode", string(g.Mode()), "path", g.Path())
