@@ -140,7 +140,7 @@ func Join(ctx context.Context, opt Options) (Scope, error) {
 func reason(err error) string {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Err != nil {
-		return op.Op + ": " + op.Err.Error()
+		return op.Err.Error()
 	}
 	var ce *connError
 	if errors.As(err, &ce) {

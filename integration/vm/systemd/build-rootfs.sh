@@ -50,6 +50,7 @@ vm_log "building the systemd guest's rootfs (Debian bookworm, $mirror)"
 # The hooks: the test user, its lingering user manager, no getty, no
 # network-wait, a fixed hostname; an empty machine-id (systemd makes one at
 # boot, in the tmpfs overlay).
+# shellcheck disable=SC2016 # "$1" is the hooks' own argument (the tree), expanded by mmdebstrap
 mmdebstrap --mode=root --variant=minbase --aptopt='APT::Install-Recommends "false"' \
 	--include=systemd,systemd-sysv,dbus,dbus-user-session,libpam-systemd,procps,libseccomp2,util-linux \
 	--customize-hook='chroot "$1" useradd -m -u 1000 -U -s /bin/sh se' \

@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2015 # ok and bad always succeed: A && ok || bad is an if
 # The systemd guest's test, run as root by se-test.service once the system is
 # up (Debian's systemd as PID 1, user@1000.service started for the lingering
 # user `se`). Writes its log to /se-out/log and the verdict to /se-out/result:

@@ -52,6 +52,7 @@ if [[ -z $accel ]]; then
 	accel=tcg
 	{ : <>/dev/kvm; } 2>/dev/null && grep -qwE 'vmx|svm' /proc/cpuinfo && accel=kvm
 fi
+# shellcheck disable=SC2054 # commas belong to QEMU's option syntax
 case $accel in
 kvm) accel_opts=(-accel kvm -cpu host) ;;
 tcg) accel_opts=(-accel tcg,thread=multi -cpu max) ;;
