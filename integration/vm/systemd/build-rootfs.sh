@@ -3,7 +3,7 @@
 # Debian bookworm with Debian's own systemd as PID 1, the system and user D-Bus
 # (dbus, dbus-user-session), pam_systemd (libpam-systemd), and a test user `se`
 # (uid 1000) whose user manager starts at boot (lingering, as
-# `loginctl enable-linger se` records it).
+# `loginctl enable-linger se` records it); python3 for an optional benchmark.
 #
 # The tree is a plain directory under $VM_CACHE/systemd/rootfs-<key>, <key>
 # hashing this script: the guest mounts it read-only over virtio-9p with a
@@ -52,7 +52,7 @@ vm_log "building the systemd guest's rootfs (Debian bookworm, $mirror)"
 # boot, in the tmpfs overlay).
 # shellcheck disable=SC2016 # "$1" is the hooks' own argument (the tree), expanded by mmdebstrap
 mmdebstrap --mode=root --variant=minbase --aptopt='APT::Install-Recommends "false"' \
-	--include=systemd,systemd-sysv,dbus,dbus-user-session,libpam-systemd,procps,libseccomp2,util-linux \
+	--include=systemd,systemd-sysv,dbus,dbus-user-session,libpam-systemd,procps,libseccomp2,util-linux,python3 \
 	--customize-hook='chroot "$1" useradd -m -u 1000 -U -s /bin/sh se' \
 	--customize-hook='mkdir -p "$1/var/lib/systemd/linger" && touch "$1/var/lib/systemd/linger/se"' \
 	--customize-hook='echo se-guest >"$1/etc/hostname"' \

@@ -102,6 +102,23 @@ if [ -x $base ]; then
 	echo "      base: $(val true_err $o)"
 fi
 
+# Start-up, when asked for (SE_SYSTEMD_BENCH=1): from a login session, the
+# helper that asks for its scope against the same helper wrapped by hand in
+# systemd-run --user --scope -p Delegate=yes; and inside a delegated scope
+# (no D-Bus at all) this helper against the base binary.
+if [ -x /se/bin/farm-bench ]; then
+	echo '{"type":"read_only"}' >/tmp/bench-policy.json
+	echo '{"max_memory_mb":64,"max_pids":32}' >/tmp/bench-limits.json
+	chmod 0644 /tmp/bench-policy.json /tmp/bench-limits.json
+	args="--sandbox-policy @/tmp/bench-policy.json --resource-limits @/tmp/bench-limits.json -- /bin/true"
+	echo "bench 1: from a session scope, A = the helper (asks the manager), B = systemd-run --user --scope -p Delegate=yes the helper"
+	su -l se -c "/se/bin/farm-bench -n 30 --warmup 2 --timeout 1200 --vs \"systemd-run --user --scope -p Delegate=yes --quiet $bin $args\" -- $bin $args" 2>&1 | sed 's/^/      /'
+	if [ -x $base ]; then
+		echo "bench 2: inside a delegated scope, A = the helper, B = the base binary"
+		su -l se -c "systemd-run --user --scope -p Delegate=yes --quiet /se/bin/farm-bench -n 30 --warmup 2 --timeout 1200 --vs \"$base $args\" -- $bin $args" 2>&1 | sed 's/^/      /'
+	fi
+fi
+
 # 7. No user manager: the one-line refusal, exit 125.
 systemctl stop user@1000.service
 systemctl is-active -q user@1000.service && bad "user@1000.service still active"

@@ -8,7 +8,9 @@
 #   BINARY       the helper to test (default bin/sandbox-executable)
 #   BASE_BINARY  an older build to run the login-session case against too
 # Environment: SE_VM_ACCEL=kvm|tcg (default: kvm when usable), SE_VM_TIMEOUT
-# (seconds, default 900), SE_VM_KEEP=1 keeps the run directory, SE_VM_CACHE.
+# (seconds, default 900), SE_VM_KEEP=1 keeps the run directory, SE_VM_DEBUG=1
+# shows boot messages, SE_SYSTEMD_BENCH=1 adds the start-up benchmark,
+# SE_VM_CACHE.
 # Exit: 0 pass, 1 fail, 125 the guest could not be prepared or booted.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib.sh
@@ -66,6 +68,12 @@ mkdir -p "$run/se/bin" "$run/out"
 cp "$bin" "$run/se/bin/sandbox-executable"
 cp "$probe" "$run/se/bin/probe"
 [[ -n $base ]] && cp "$base" "$run/se/bin/sandbox-executable.base"
+# SE_SYSTEMD_BENCH=1: the guest also times start-up with farm-bench (the
+# machine's own tool, copied into this run only).
+if [[ ${SE_SYSTEMD_BENCH:-0} == 1 ]]; then
+	fb=$(command -v farm-bench) || vm_die "SE_SYSTEMD_BENCH=1 but no farm-bench on PATH"
+	cp "$fb" "$run/se/bin/farm-bench"
+fi
 cp "$SD_DIR/guest-test.sh" "$SD_DIR/user-case.sh" "$SD_DIR/se-test.service" "$run/se/"
 echo "$accel" >"$run/se/accel"
 
