@@ -11,8 +11,10 @@ import (
 )
 
 // scopeTimeout bounds the whole exchange with the user's manager: connect,
-// StartTransientUnit, and the job (which moves one process).
-const scopeTimeout = 10 * time.Second
+// StartTransientUnit, and the job (which moves one process, the user
+// manager asking the system manager to do it). Milliseconds on a real host;
+// up to 5 s was seen in a software-emulated guest on a loaded machine.
+const scopeTimeout = 30 * time.Second
 
 // cgroupInUserScope is tried when New could not make the run's group in the
 // cgroup this process is in: an unprivileged process on a unified host (an
