@@ -112,10 +112,10 @@ if [ -x /se/bin/farm-bench ]; then
 	chmod 0644 /tmp/bench-policy.json /tmp/bench-limits.json
 	args="--sandbox-policy @/tmp/bench-policy.json --resource-limits @/tmp/bench-limits.json -- /bin/true"
 	echo "bench 1: from a session scope, A = the helper (asks the manager), B = systemd-run --user --scope -p Delegate=yes the helper"
-	su -l se -c "/se/bin/farm-bench -n 30 --warmup 2 --timeout 1200 --vs \"systemd-run --user --scope -p Delegate=yes --quiet $bin $args\" -- $bin $args" 2>&1 | sed 's/^/      /'
+	su -l se -c "/se/bin/farm-bench -n 10 --warmup 1 --timeout 1200 --vs \"systemd-run --user --scope -p Delegate=yes --quiet $bin $args\" -- $bin $args" 2>&1 | sed 's/^/      /'
 	if [ -x $base ]; then
 		echo "bench 2: inside a delegated scope, A = the helper, B = the base binary"
-		su -l se -c "systemd-run --user --scope -p Delegate=yes --quiet /se/bin/farm-bench -n 30 --warmup 2 --timeout 1200 --vs \"$base $args\" -- $bin $args" 2>&1 | sed 's/^/      /'
+		su -l se -c "systemd-run --user --scope -p Delegate=yes --quiet /se/bin/farm-bench -n 10 --warmup 1 --timeout 1200 --vs \"$base $args\" -- $bin $args" 2>&1 | sed 's/^/      /'
 	fi
 fi
 

@@ -100,7 +100,7 @@ setpriv --pdeathsig KILL timeout -k 5 "${SE_VM_TIMEOUT:-900}" setpriv --pdeathsi
 qrc=$?
 set -e
 cat "$run/out/log" 2>/dev/null || true
-result=$(sed -n 's/^SE-SYSTEMD-RESULT=//p' "$run/out/result" 2>/dev/null | head -n1)
+result=$(sed -n 's/^SE-SYSTEMD-RESULT=//p' "$run/out/result" 2>/dev/null | head -n1) || true
 vm_log "systemd guest ($accel): prepared in $(awk -v a="$t0" -v b="$t_qemu" 'BEGIN { printf "%.1f", b - a }') s, guest ran $(vm_elapsed "$t_qemu") s, result: ${result:-none (qemu exit $qrc)}"
 case $result in
 pass) exit 0 ;;
