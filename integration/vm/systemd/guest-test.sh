@@ -104,8 +104,8 @@ fi
 
 # Start-up, when asked for (SE_SYSTEMD_BENCH=1): from a login session, the
 # helper that asks for its scope against the same helper wrapped by hand in
-# systemd-run --user --scope -p Delegate=yes; and inside a delegated scope
-# (no D-Bus at all) this helper against the base binary.
+# systemd-run --user --scope -p Delegate=yes; and each in a delegated scope
+# of its own (no D-Bus in the helper) this helper against the base binary.
 if [ -x /se/bin/farm-bench ]; then
 	echo '{"type":"read_only"}' >/tmp/bench-policy.json
 	echo '{"max_memory_mb":64,"max_pids":32}' >/tmp/bench-limits.json
@@ -114,8 +114,11 @@ if [ -x /se/bin/farm-bench ]; then
 	echo "bench 1: from a session scope, A = the helper (asks the manager), B = systemd-run --user --scope -p Delegate=yes the helper"
 	su -l se -c "/se/bin/farm-bench -n 10 --warmup 1 --timeout 1200 --vs \"systemd-run --user --scope -p Delegate=yes --quiet $bin $args\" -- $bin $args" 2>&1 | sed 's/^/      /'
 	if [ -x $base ]; then
-		echo "bench 2: inside a delegated scope, A = the helper, B = the base binary"
-		su -l se -c "systemd-run --user --scope -p Delegate=yes --quiet /se/bin/farm-bench -n 10 --warmup 1 --timeout 1200 --vs \"$base $args\" -- $bin $args" 2>&1 | sed 's/^/      /'
+		# Each run in a delegated scope of its own: one shared with
+		# farm-bench would hold another process, which New cannot move.
+		sr="systemd-run --user --scope -p Delegate=yes --quiet"
+		echo "bench 2: each in a delegated scope of its own (no D-Bus in the helper), A = the helper, B = the base binary"
+		su -l se -c "/se/bin/farm-bench -n 10 --warmup 1 --timeout 1200 --vs \"$sr $base $args\" -- $sr $bin $args" 2>&1 | sed 's/^/      /'
 	fi
 fi
 
