@@ -14,7 +14,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 DIST     ?= dist
 
-.PHONY: all build probe test lint lint-packaging unit integration fuzz-short vm-test vm-selfcheck bench vm-bench release test-release manpage clean
+.PHONY: all build probe test lint lint-packaging unit integration fuzz-short vm-test vm-test-systemd vm-selfcheck bench vm-bench release test-release manpage clean
 
 all: build
 
@@ -53,6 +53,12 @@ vm-test: build probe
 
 vm-selfcheck:
 	integration/vm/selfcheck.sh
+
+# Rootless on systemd: a Debian bookworm guest with systemd as PID 1 and a
+# user manager; the helper as that user from a root-owned login scope
+# (integration/vm/systemd/). BASE=path also runs an older build there.
+vm-test-systemd: build probe
+	integration/vm/systemd/run.sh $(CURDIR)/$(BIN) $(BASE)
 
 test: lint lint-packaging unit integration fuzz-short vm-test
 

@@ -272,10 +272,14 @@ func (s *session) makeCgroup() error {
 	g, err := cgroups.New(c.host, c.limits, cgroups.Options{Parent: s.cfg.CgroupParent})
 	if err != nil {
 		var un *cgroups.UnavailableError
-		if errors.As(err, &un) {
-			return s.noCgroup(cgroupWhy(err, s.cfg.Words))
+		if !errors.As(err, &un) {
+			return err
 		}
-		return err
+		var extra string
+		if g, extra = s.cgroupInUserScope(c.host, c.limits); g == nil {
+			why, fix := cgroupWhy(err, s.cfg.Words)
+			return s.noCgroup(why+extra, fix)
+		}
 	}
 	s.group = g
 	s.log().Debug("cgroup", "mode", string(g.Mode()), "path", g.Path())
