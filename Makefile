@@ -37,7 +37,7 @@ unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 integration: build probe
-	SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) SANDBOX_PROBE=$(CURDIR)/$(PROBE) $(GO) test -race -count=1 ./integration/...
+	SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) SANDBOX_PROBE=$(CURDIR)/$(PROBE) $(GO) test -race -count=1 -timeout 30m ./integration/...
 
 # A short, bounded fuzz run of the policy decoders (the corpus is kept in
 # policy/testdata/fuzz).
