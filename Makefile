@@ -13,8 +13,10 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v -e /integration -e /bench)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 DIST     ?= dist
+# The architectures make release builds (packaging/release.sh).
+RELEASE_ARCHES ?= amd64 arm64
 
-.PHONY: all build probe test lint lint-packaging unit integration fuzz-short vm-test vm-selfcheck bench release test-release manpage clean
+.PHONY: all build probe probe-arm64 vm-test-arm64 test lint lint-packaging unit integration fuzz-short vm-test vm-selfcheck bench release test-release manpage clean
 
 all: build
 
@@ -27,6 +29,13 @@ probe: $(PROBE)
 $(PROBE): integration/probes/probe.c
 	@mkdir -p bin
 	gcc -static -O2 -Wall -o $@ $<
+
+# The same probe for the arm64 guest (make vm-test-arm64), cross-compiled.
+PROBE_ARM64 := bin/probe-arm64
+probe-arm64: $(PROBE_ARM64)
+$(PROBE_ARM64): integration/probes/probe.c
+	@mkdir -p bin
+	aarch64-linux-gnu-gcc -static -O2 -Wall -o $@ $<
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -56,10 +65,11 @@ vm-selfcheck:
 
 test: lint lint-packaging unit integration fuzz-short vm-test
 
-# The static "install anywhere" binary and its .sha256 in $(DIST), checked
-# by the script (statically linked, no dynamic dependency, a sandboxed run).
+# The static "install anywhere" binaries (linux-amd64, linux-arm64) and their
+# .sha256 in $(DIST), checked by the script (statically linked, no dynamic
+# dependency, a sandboxed run on this machine's architecture).
 release:
-	GO=$(GO) packaging/release.sh '$(VERSION)' '$(DIST)'
+	GO=$(GO) RELEASE_ARCHES='$(RELEASE_ARCHES)' packaging/release.sh '$(VERSION)' '$(DIST)'
 
 # The release binary through its checks and the integration suite (as root).
 test-release: release probe
