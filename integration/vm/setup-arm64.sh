@@ -45,7 +45,7 @@ ROOT_MODULES=(virtio_pci virtio_console 9pnet_virtio 9p overlay veth)
 # runs sh (dash), bash, coreutils, grep, sed, find, awk and python3 inside
 # the sandbox.
 ROOT_PACKAGES=(libc6 libseccomp2 dash bash coreutils grep sed findutils mawk diffutils
-	util-linux procps python3-minimal gzip tar)
+	util-linux procps python3 gzip tar)
 
 ready() { [[ -e $1/ready && $(cat "$1/ready") == "${ROOT_MODULES[*]}" ]]; }
 base_key() { cat "$VM_DIR/guest/init" "$A/busybox" "$1/load.order" | sha256sum | cut -c1-16; }
@@ -254,7 +254,7 @@ if [[ $refresh == 1 || ! -e $root/ready ]]; then
 	[[ -e $tmp/r/usr/bin/python3 ]] || ln -sf "$(basename "$(echo "$tmp"/r/usr/bin/python3.[0-9]*)")" "$tmp/r/usr/bin/python3"
 	[[ -e $tmp/r/usr/bin/awk ]] || ln -sf mawk "$tmp/r/usr/bin/awk"
 	file -b "$tmp/r/usr/bin/dash" | grep -q 'ARM aarch64' || vm_die "the unpacked dash is not an aarch64 binary"
-	rm -rf "$root"
+	rm -rf "$A"/root-* # the /usr of another package list, or a broken one
 	mkdir -p "$root"
 	mv "$tmp/r/usr" "$root/usr"
 	printf '%s\n' "${debs[@]}" >"$root/packages"
