@@ -171,7 +171,11 @@ func run(t *testing.T, o runOpts, args ...string) result {
 						l, _ := os.Readlink("/proc/" + e.Name() + "/fd/" + f.Name())
 						fl = append(fl, f.Name()+"="+l)
 					}
-					t.Logf("process %s %q %s fds %v", e.Name(), strings.ReplaceAll(string(cl), "\x00", " "), strings.Fields(string(st))[:5], fl)
+					stat := strings.Fields(string(st))
+					if len(stat) > 5 { // empty when the process is gone meanwhile
+						stat = stat[:5]
+					}
+					t.Logf("process %s %q %s fds %v", e.Name(), strings.ReplaceAll(string(cl), "\x00", " "), stat, fl)
 				}
 			}
 			t.Fatalf("running %v: %v", args, err)

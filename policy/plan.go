@@ -125,8 +125,8 @@ const (
 )
 
 // Seccomp is the resolved seccomp part of a Plan. Calls that match no rule
-// are allowed; calls of a foreign architecture (i386 int 0x80, x32) are
-// killed whatever the rules say.
+// are allowed; calls of a foreign architecture (i386 int 0x80 and x32 on
+// x86_64, AArch32 on arm64) are killed whatever the rules say.
 type Seccomp struct {
 	Rules []SyscallRule
 	// Skipped lists blocked_syscalls names that exist on some architecture

@@ -1,9 +1,9 @@
 // Package seccomp translates a Plan's syscall rules into a seccomp BPF
 // program with libseccomp. Calls that match no rule are allowed; system calls
-// of a foreign architecture on this one (i386 through int 0x80, x32) kill the
-// process, whatever the rules say. The program is exported as bytes for the
-// spawn stage, which loads it in the child just before exec; this package
-// never filters the calling process.
+// of a foreign architecture on this one (i386 through int 0x80 and x32 on
+// x86_64, AArch32 on arm64) kill the process, whatever the rules say. The
+// program is exported as bytes for the spawn stage, which loads it in the
+// child just before exec; this package never filters the calling process.
 package seccomp
 
 import (

@@ -18,7 +18,7 @@ func TestTableLookup(t *testing.T) {
 		native, known bool
 	}{
 		{"ptrace", true, true},
-		{"umount", false, true}, // i386, arm... but not x86_64
+		{"umount", false, true}, // i386, arm... but neither x86_64 nor aarch64
 		{"custom_syscall", false, false},
 		{"", false, false},
 	} {

@@ -9,7 +9,8 @@ import (
 	"sandbox-executable/seccomp"
 )
 
-// Sizes and limits of the calls, as the kernel has them (x86_64).
+// Sizes and limits of the calls, as the kernel has them (the same on
+// x86_64 and arm64: both LP64, with the same struct layouts).
 const (
 	sizeofMsghdr  = 56
 	sizeofMmsghdr = 64

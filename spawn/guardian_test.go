@@ -233,7 +233,7 @@ func supervisorDies(g *Guardian, locks ...*os.File) {
 	}
 }
 
-// inPoll waits until pid sleeps in poll(2) (the guardian waiting for the
+// inPoll waits until pid sleeps in ppoll(2) (the guardian waiting for the
 // supervisor's child), or reports that it never does.
 func inPoll(pid int) bool {
 	for i := 0; i < 1000; i++ {
@@ -241,7 +241,7 @@ func inPoll(pid int) bool {
 		if err != nil {
 			return false
 		}
-		if strings.HasPrefix(string(b), strconv.Itoa(unix.SYS_POLL)+" ") {
+		if strings.HasPrefix(string(b), strconv.Itoa(unix.SYS_PPOLL)+" ") {
 			return true
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -23,8 +23,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if !defined(__x86_64__)
-#error "the spawn stage is written for x86_64 only"
+/*
+ * The raw system calls and the clone trampoline below are written for each
+ * architecture the helper supports; the syscall numbers come from the
+ * libc's <sys/syscall.h> of that architecture, and only calls that exist on
+ * all of them are used (aarch64 has no poll, rmdir, unlink, open or fork:
+ * ppoll and unlinkat serve both). Anything else must not build: a guessed
+ * calling convention would misbehave in ways no test here would see.
+ */
+#if !defined(__x86_64__) && !defined(__aarch64__)
+#error "the spawn stage supports x86_64 and aarch64 only: port se_sys and se_clone_call to this architecture first"
 #endif
 
 /* Constants newer than the build host's headers may be. */
@@ -82,6 +90,7 @@ struct se_kernel_sigaction {
 };
 
 /* Raw system calls: return -errno on failure and never touch errno. */
+#if defined(__x86_64__)
 static inline long se_sys(long n, long a, long b, long c, long d, long e, long f)
 {
 	register long r10 __asm__("r10") = d;
@@ -94,6 +103,25 @@ static inline long se_sys(long n, long a, long b, long c, long d, long e, long f
 			 : "rcx", "r11", "memory");
 	return ret;
 }
+#elif defined(__aarch64__)
+/* The number in x8, the arguments in x0-x5, the result in x0; svc clobbers
+ * nothing else. */
+static inline long se_sys(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	register long x5 __asm__("x5") = f;
+	__asm__ volatile("svc #0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+			 : "memory", "cc");
+	return x0;
+}
+#endif
 #define SYS0(n) se_sys((n), 0, 0, 0, 0, 0, 0)
 #define SYS1(n, a) se_sys((n), (long)(a), 0, 0, 0, 0, 0)
 #define SYS2(n, a, b) se_sys((n), (long)(a), (long)(b), 0, 0, 0, 0)
@@ -631,13 +659,22 @@ static int se_child(void *arg)
 }
 
 /*
- * clone3/clone with a child that starts in se_child on its own stack. The
- * child's registers are the parent's but for rax, rcx and r11, so fn and arg
- * travel in registers the compiler picked among the others (which may be
- * any of them, rbp included: the asm touches no register it did not
- * declare); the kernel has already switched the child to the new stack,
- * 16-byte aligned, so the call leaves it aligned as the ABI wants.
+ * clone3/clone with a child that starts in fn(arg) on its own stack and
+ * exits with its return value. The kernel has already switched the child to
+ * the new stack (16-byte aligned by the callers), so the call leaves it
+ * aligned as both ABIs want. fn and arg travel in registers the compiler
+ * picked among those the child keeps (the asm touches no register it did
+ * not declare).
+ *
+ * x86_64: the child's registers are the parent's but for rax, rcx and r11,
+ * so fn and arg may be in any other one, rbp included.
+ *
+ * aarch64: the child's registers are the parent's but for x0 (0 in the
+ * child); x0 is an output, so neither fn nor arg can be there. The child
+ * branches with blr (x30 is the child's to lose: it never comes back), and
+ * the parent skips straight to the end with every register intact.
  */
+#if defined(__x86_64__)
 static long se_clone_call(long nr, long a, long b, long c, long d, long e,
 			  int (*fn)(void *), void *arg)
 {
@@ -660,6 +697,31 @@ static long se_clone_call(long nr, long a, long b, long c, long d, long e,
 			 : "rcx", "r11", "memory");
 	return ret;
 }
+#elif defined(__aarch64__)
+static long se_clone_call(long nr, long a, long b, long c, long d, long e,
+			  int (*fn)(void *), void *arg)
+{
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	__asm__ volatile("svc #0\n\t"
+			 "cbnz x0, 1f\n\t"
+			 "mov x0, %[arg]\n\t"
+			 "blr %[fn]\n\t"
+			 "mov x8, %[nr_exit]\n\t"
+			 "svc #0\n\t"
+			 "brk #0x3e8\n\t"
+			 "1:\n\t"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4),
+			   [fn] "r"(fn), [arg] "r"(arg), [nr_exit] "i"(SYS_exit)
+			 : "memory", "cc");
+	return x0;
+}
+#endif
 
 long se_spawn(struct se_req *r)
 {
@@ -714,8 +776,10 @@ long se_spawn(struct se_req *r)
 	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_child, r);
 	if (pid == -ENOSYS && (r->cgroup_fd < 0 || r->init)) {
 		/* No clone3 (an old kernel, or a container's seccomp filter):
-		 * the legacy call, with the handlers reset by the child. x86_64
-		 * argument order: flags, stack, parent_tid, child_tid, tls. */
+		 * the legacy call, with the handlers reset by the child.
+		 * Argument order: flags, stack, parent_tid, then child_tid and
+		 * tls on x86_64 but tls and child_tid on aarch64; both last two
+		 * are 0 here, so one call serves both. */
 		r->used_clone3 = 0;
 		pid = se_clone_call(SYS_clone, CLONE_VM | (long)wait_flag | SIGCHLD | (long)r->ns_flags | (long)settid,
 				    (long)top, (long)r->parent_tid, 0, 0, se_child, r);
@@ -851,11 +915,23 @@ static int se_gone(int pid)
 	p.fd = (int)fd;
 	p.events = POLLIN;
 	p.revents = 0;
+	struct { long sec, nsec; } limit = {10, 0};
 	do
-		n = SYS3(SYS_poll, &p, 1, 10000);
+		n = SYS5(SYS_ppoll, &p, 1, &limit, 0, 8);
 	while (n == -EINTR);
 	SYS1(SYS_close, fd);
 	return n == 1;
+}
+
+/* rmdir and unlink, through unlinkat: aarch64 has no rmdir nor unlink. */
+static long se_rmdir(const char *path)
+{
+	return SYS3(SYS_unlinkat, AT_FDCWD, path, AT_REMOVEDIR);
+}
+
+static long se_unlink(const char *path)
+{
+	return SYS3(SYS_unlinkat, AT_FDCWD, path, 0);
 }
 
 /* se_remove_placeholder removes ph if it is still the directory recorded,
@@ -868,11 +944,11 @@ static void se_remove_placeholder(const struct se_guard_ph *ph)
 		return;
 	if (ret == 0 && S_ISDIR(st.st_mode) && st.st_dev == ph->dev && st.st_ino == ph->ino &&
 	    st.st_ctim.tv_sec == ph->ctime_sec && st.st_ctim.tv_nsec == ph->ctime_nsec) {
-		ret = SYS1(SYS_rmdir, ph->path);
+		ret = se_rmdir(ph->path);
 		if (ret < 0 && ret != -ENOENT && ret != -ENOTEMPTY)
 			return;
 	}
-	SYS1(SYS_unlink, ph->record);
+	se_unlink(ph->record);
 }
 
 static int se_guard_main(void *arg)
@@ -908,7 +984,7 @@ static int se_guard_main(void *arg)
 		se_sleep_ms(20);
 	}
 	for (int i = 0; i < g->ndirs; i++)
-		SYS1(SYS_rmdir, g->dirs[i]);
+		se_rmdir(g->dirs[i]);
 
 	/* The program's mounts cover the placeholders for as long as anything
 	 * of it runs (it dies with its init, which dies with the supervisor):
@@ -925,9 +1001,9 @@ static int se_guard_main(void *arg)
 				se_remove_placeholder(&l->ph[j]);
 		}
 		for (int i = 0; i < g->nempty_dirs; i++) {
-			long ret = SYS1(SYS_rmdir, g->empty_dirs[i].path);
+			long ret = se_rmdir(g->empty_dirs[i].path);
 			if ((ret == 0 || ret == -ENOENT) && g->empty_dirs[i].record)
-				SYS1(SYS_unlink, g->empty_dirs[i].record);
+				se_unlink(g->empty_dirs[i].record);
 		}
 	}
 	/* Nothing of the run is held from here on, so the sweep asked for

@@ -102,6 +102,7 @@ static int usage(void)
 	return 2;
 }
 
+#if defined(__x86_64__)
 /* i386 system call through int 0x80: getpid is 20 there. */
 static long int80_getpid(void)
 {
@@ -109,6 +110,55 @@ static long int80_getpid(void)
 	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20) : "memory");
 	return ret;
 }
+#elif defined(__aarch64__)
+/*
+ * aarch64's foreign architecture is AArch32 (the kernel's compat mode): no
+ * instruction reaches it from a 64-bit process, so the probe becomes one.
+ * It execs, from a memfd, a 32-bit ARM ELF of eight instructions that
+ * write(1, "returned compat32\n") and exit(0) through svc: each is a
+ * system call of audit arch ARM. Exits 3 with "unsupported" when this CPU
+ * or kernel cannot run AArch32 code at all (ENOEXEC), so a test can tell
+ * "nothing to test" from "not killed".
+ */
+static int exec_compat32(void)
+{
+	static const char msg[] = "returned compat32\n";
+	const uint32_t code[] = {
+		0xe3a00001,                      /* mov r0, #1 */
+		0xe28f1014,                      /* add r1, pc, #20 (msg) */
+		0xe3a02000 | (sizeof msg - 1),   /* mov r2, #len */
+		0xe3a07004,                      /* mov r7, #4 (write) */
+		0xef000000,                      /* svc #0 */
+		0xe3a00000,                      /* mov r0, #0 */
+		0xe3a07001,                      /* mov r7, #1 (exit) */
+		0xef000000,                      /* svc #0 */
+	};
+	unsigned char img[52 + 32 + sizeof code + sizeof msg];
+	const uint32_t base = 0x10000, size = sizeof img;
+	memset(img, 0, sizeof img);
+	memcpy(img, "\x7f" "ELF\x01\x01\x01", 7); /* ELFCLASS32, little endian */
+	uint16_t h16[] = {2 /* ET_EXEC */, 40 /* EM_ARM */};
+	memcpy(img + 16, h16, sizeof h16);
+	uint32_t h32[] = {1, base + 52 + 32 /* entry */, 52 /* phoff */, 0, 0x05000000 /* EABI 5 */};
+	memcpy(img + 20, h32, sizeof h32);
+	uint16_t t16[] = {52, 32, 1, 40, 0, 0}; /* ehsize, phentsize, phnum, shentsize, shnum, shstrndx */
+	memcpy(img + 40, t16, sizeof t16);
+	uint32_t ph[] = {1 /* PT_LOAD */, 0, base, base, size, size, 5 /* R+X */, 0x1000};
+	memcpy(img + 52, ph, sizeof ph);
+	memcpy(img + 84, code, sizeof code);
+	memcpy(img + 84 + sizeof code, msg, sizeof msg);
+	int fd = (int)syscall(SYS_memfd_create, "probe-compat32", 0);
+	if (fd < 0 || write(fd, img, sizeof img) != (ssize_t)sizeof img)
+		return result(-1);
+	char *argv[] = {"compat32", NULL}, *envp[] = {NULL};
+	syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
+	if (errno == ENOEXEC) {
+		printf("unsupported\n");
+		return 3;
+	}
+	return result(-1);
+}
+#endif
 
 /* Run argv[0] as under a container's seccomp filter that answers ENOSYS to
  * clone3 (Docker's default profile without CAP_SYS_ADMIN). */
@@ -266,6 +316,7 @@ int main(int argc, char **argv)
 		char c = 'x';
 		return result(syscall(SYS_ioctl, 0, 0xdead000000000000UL | TIOCSTI, &c));
 	}
+#if defined(__x86_64__)
 	if (!strcmp(op, "int80")) {
 		long r = int80_getpid();
 		printf("returned %ld\n", r);
@@ -276,6 +327,14 @@ int main(int argc, char **argv)
 		printf("returned %ld\n", r);
 		return 0;
 	}
+#elif defined(__aarch64__)
+	if (!strcmp(op, "compat32")) {
+		fflush(stdout);
+		return exec_compat32();
+	}
+#else
+#error "the probe's foreign-architecture operations know x86_64 and aarch64 only"
+#endif
 
 	/* Network. */
 	if (!strcmp(op, "socket") && a) {

@@ -27,3 +27,16 @@ vm_sq() {
 # Seconds since the epoch with milliseconds, for timings.
 vm_now() { date +%s.%3N; }
 vm_elapsed() { awk -v a="$1" -v b="$(vm_now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# The guest's architecture: amd64 (this machine's, the default) or arm64
+# (qemu-system-aarch64 under TCG; arm64.sh holds what differs).
+VM_ARCH=${SE_VM_ARCH:-amd64}
+VM_SETUP=$VM_DIR/setup.sh
+case $VM_ARCH in
+amd64 | x86_64) ;;
+arm64 | aarch64)
+	# shellcheck source-path=SCRIPTDIR source=arm64.sh
+	. "$VM_DIR/arm64.sh"
+	;;
+*) vm_die "SE_VM_ARCH=$VM_ARCH: want amd64 or arm64" ;;
+esac

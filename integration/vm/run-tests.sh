@@ -16,14 +16,14 @@ set -euo pipefail
 cd "$REPO_ROOT"
 t0=$(vm_now)
 
-setup_out=$("$VM_DIR/setup.sh") || vm_die "setup.sh failed"
+setup_out=$("$VM_SETUP") || vm_die "${VM_SETUP##*/} failed"
 krel=$(sed -n 's/^KREL=//p' <<<"$setup_out")
 vm_log "guest kernel $krel ($(cat "$(sed -n 's/^KDIR=//p' <<<"$setup_out")/package")), setup $(vm_elapsed "$t0")s"
 
 mkdir -p "$VM_CACHE"
-go build -o "$VM_CACHE/probe" ./integration/vm/probe
+go build -o "$VM_CACHE/probe-$VM_ARCH" ./integration/vm/probe
 t1=$(vm_now)
-info=$("$VM_DIR/exec" "$VM_CACHE/probe") || vm_die "the guest does not work (probe failed, see above)"
+info=$("$VM_DIR/exec" "$VM_CACHE/probe-$VM_ARCH") || vm_die "the guest does not work (probe failed, see above)"
 vm_log "guest: $info ($(vm_elapsed "$t1")s)"
 field() { sed -n "s/.*\\b$1=\\(\"[^\"]*\"\\|[^ ]*\\).*/\\1/p" <<<"$info" | tr -d '"'; }
 [[ $(field cgroup) == unified ]] || vm_die "guest cgroup mode is $(field cgroup), want unified"

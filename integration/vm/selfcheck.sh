@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$REPO_ROOT"
 
 t0=$(vm_now)
-"$VM_DIR/setup.sh" >/dev/null
+"$VM_SETUP" >/dev/null
 tmp=$(mktemp -d "$VM_CACHE/selfcheck.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
