@@ -208,6 +208,7 @@ func TestContainerMatrix(t *testing.T) {
 			inside := filepath.Join(sub, "written")
 			script := `echo in > "$1" || exit 90; echo out > "$2" && exit 91; exit 7`
 			e := c.expect
+			refusal := ""
 			for _, degraded := range []bool{false, true} {
 				rep := filepath.Join(w.out, fmt.Sprintf("report-%v.json", degraded))
 				args := []string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root),
@@ -226,6 +227,7 @@ func TestContainerMatrix(t *testing.T) {
 					e = *e.alt
 				}
 				if !degraded && e.strict != "" {
+					refusal = strings.TrimSpace(r.stderr)
 					ctrCheckRefusal(t, r, e.strict)
 					if _, err := os.Stat(inside); err == nil {
 						t.Fatalf("refused, yet the program ran: %v", r)
@@ -241,6 +243,9 @@ func TestContainerMatrix(t *testing.T) {
 					continue
 				}
 				ctrCheckRun(t, r, rep, e, degraded)
+				if degraded {
+					logHostKind(t, "container: "+c.cond.String(), user, rep, refusal)
+				}
 			}
 		})
 	}

@@ -52,54 +52,62 @@ func TestHostKind(t *testing.T) {
 			if len(lines) != 3 || !denied(firstWord(lines[0])) || !secretDenied(firstWord(lines[1])) || firstWord(lines[2]) != "ok" {
 				t.Fatalf("the walls with --allow-degraded: %v", r)
 			}
-			var rep struct {
-				Enforcement struct {
-					Filesystem struct{ Mode string } `json:"filesystem"`
-					Landlock   *struct {
-						ABI int `json:"abi"`
-					} `json:"landlock"`
-					Seccomp *struct {
-						Rules int `json:"rules"`
-					} `json:"seccomp"`
-					Process *struct {
-						Namespaces []string `json:"namespaces"`
-					} `json:"process"`
-				} `json:"enforcement"`
-				Cgroup *struct {
-					Mode string `json:"mode"`
-				} `json:"cgroup"`
-				Degradations []string `json:"degradations"`
-			}
-			b, err := os.ReadFile(report)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &rep); err != nil {
-				t.Fatal(err)
-			}
-			var uts unix.Utsname
-			_ = unix.Uname(&uts)
-			row := map[string]any{
-				"kernel": unix.ByteSliceToString(uts.Release[:]), "arch": runtime.GOARCH, "user": u.name,
-				"fs_mode": rep.Enforcement.Filesystem.Mode, "refusal": refusal,
-			}
-			if l := rep.Enforcement.Landlock; l != nil {
-				row["landlock_abi"] = l.ABI
-			}
-			if s := rep.Enforcement.Seccomp; s != nil {
-				row["seccomp_rules"] = s.Rules
-			}
-			if p := rep.Enforcement.Process; p != nil {
-				row["namespaces"] = p.Namespaces
-			}
-			if c := rep.Cgroup; c != nil {
-				row["cgroup"] = c.Mode
-			}
-			row["degraded"] = rep.Degradations
-			line, _ := json.Marshal(row)
-			t.Logf("HOSTKIND %s", line)
+			logHostKind(t, "", u.name, report, refusal)
 		})
 	}
+}
+
+// logHostKind logs the HOSTKIND line of a run: kind names the host kind
+// ("" for this host as it is), user who ran it, report the run's report
+// (with --allow-degraded) and refusal the line the run without it refused
+// with ("" when it ran).
+func logHostKind(t *testing.T, kind, user, report, refusal string) {
+	t.Helper()
+	var rep struct {
+		Enforcement struct {
+			Filesystem struct{ Mode string } `json:"filesystem"`
+			Landlock   *struct {
+				ABI int `json:"abi"`
+			} `json:"landlock"`
+			Seccomp *struct {
+				Rules int `json:"rules"`
+			} `json:"seccomp"`
+			Process *struct {
+				Namespaces []string `json:"namespaces"`
+			} `json:"process"`
+		} `json:"enforcement"`
+		Cgroup *struct {
+			Mode string `json:"mode"`
+		} `json:"cgroup"`
+		Degradations []string `json:"degradations"`
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	row := map[string]any{
+		"kind": kind, "kernel": unix.ByteSliceToString(uts.Release[:]), "arch": runtime.GOARCH, "user": user,
+		"fs_mode": rep.Enforcement.Filesystem.Mode, "refusal": refusal, "degraded": rep.Degradations,
+	}
+	if l := rep.Enforcement.Landlock; l != nil {
+		row["landlock_abi"] = l.ABI
+	}
+	if s := rep.Enforcement.Seccomp; s != nil {
+		row["seccomp_rules"] = s.Rules
+	}
+	if p := rep.Enforcement.Process; p != nil {
+		row["namespaces"] = p.Namespaces
+	}
+	if c := rep.Cgroup; c != nil {
+		row["cgroup"] = c.Mode
+	}
+	line, _ := json.Marshal(row)
+	t.Logf("HOSTKIND %s", line)
 }
 
 func firstWord(s string) string {

@@ -97,7 +97,10 @@ func render(r row) string {
 // missing, the helper's own line says the rest.
 func short(s string) string {
 	s = strings.TrimPrefix(s, "refusing to run: ")
-	if i := strings.IndexAny(s, "(;"); i > 0 {
+	if i := strings.Index(s, "; "); i > 0 {
+		s = s[:i]
+	}
+	if i := strings.Index(s, " ("); i > 0 {
 		s = s[:i]
 	}
 	s = strings.TrimSpace(s)
