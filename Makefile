@@ -70,7 +70,7 @@ vm-test: build probe
 # signals (VM_ARM64_RUN= runs them all).
 BIN_ARM64 := bin/sandbox-executable-arm64
 VM_ARM64_PKGS ?= ./cgroups/ ./spawn/ ./integration/vm/selftest/
-VM_ARM64_RUN ?= ^Test(BlockedSyscalls|LogOnlyKeepsTheStrictModel|NoNetwork|ForeignArchitectureKilled|InheritedFDsClosed|ProcessState|WriteBoundary|ReadOnlyPolicyWritesNothing|SecretsStayUnreadable|LandlockOnlyAsUnprivilegedUser|NoCapabilities|RootCannotUsePrivilege|OwnNamespaces|HostProcessesInvisible|MinimalDev|HelperKilledLeavesNothing|ForkBombHitsPidsLimit|CgroupWithoutClone3|MemoryHogKilled|CPUBudgetForTheTree|NothingOutlivesARunAndNoCgroupLeaks|SupervisorKilledNothingRunsOn|ExitCodes|TimeoutEndsTheWholeTree|SignalsReachTheProgram|StdioPassThrough|ReportForEveryEnding)$$
+VM_ARM64_RUN ?= ^Test(BlockedSyscalls|LogOnlyKeepsTheStrictModel|NoNetwork|ForeignArchitectureKilled|InheritedFDsClosed|ProcessState|WriteBoundary|ReadOnlyPolicyWritesNothing|SecretsStayUnreadable|LandlockOnlyAsUnprivilegedUser|NoCapabilities|RootCannotUsePrivilege|OwnNamespaces|HostProcessesInvisible|MinimalDev|HelperKilledLeavesNothing|ForkBombHitsPidsLimit|CgroupWithoutClone3|MemoryHogKilled|CPUBudgetForTheTree|NothingOutlivesARunAndNoCgroupLeaks|SupervisorKilledNothingRunsOn|ExitCodes|TimeoutEndsTheWholeTree|SignalsReachTheProgram|StdioPassThrough|ReportForEveryEnding|HostKind)$$
 VM_ARM64_ENV = SE_VM_ARCH=arm64 SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN_ARM64) SANDBOX_PROBE=$(CURDIR)/$(PROBE_ARM64)
 build-arm64:
 	CGO_ENABLED=1 GOARCH=arm64 CC=aarch64-linux-gnu-gcc PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig \
