@@ -113,6 +113,61 @@ static __attribute__((noreturn)) void se_fail(struct se_req *r, int step, int in
 	se_exit(step == SE_STEP_EXEC ? (err == -ENOENT || err == -ENOTDIR ? 127 : 126) : 125);
 }
 
+/* se_cloexec_from marks every open fd from first on close-on-exec, for
+ * kernels without CLOSE_RANGE_CLOEXEC (5.11; close_range itself is 5.9):
+ * the fds are read from /proc/self/fd where it is mounted, else every
+ * number below the soft RLIMIT_NOFILE is tried (no fd can be above it
+ * but one inherited before a lower limit was set: a process that lowers
+ * its own limit under its open fds; /proc is there in every mode the
+ * helper runs). Returns 0 or -errno. */
+static long se_cloexec_from(int first)
+{
+	char buf[1024];
+	long dir = SYS4(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (dir >= 0) {
+		for (;;) {
+			long n = SYS3(SYS_getdents64, dir, buf, sizeof buf);
+			if (n < 0) {
+				SYS1(SYS_close, dir);
+				return n;
+			}
+			if (n == 0)
+				break;
+			for (long off = 0; off < n;) {
+				/* struct linux_dirent64: ino, off, reclen, type, name */
+				unsigned short reclen;
+				memcpy(&reclen, buf + off + 16, sizeof reclen);
+				const char *name = buf + off + 19;
+				off += reclen;
+				if (name[0] < '0' || name[0] > '9')
+					continue;
+				long fd = 0;
+				for (const char *c = name; *c >= '0' && *c <= '9'; c++)
+					fd = fd * 10 + (*c - '0');
+				if (fd < first || fd == dir)
+					continue;
+				long ret = SYS3(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
+				if (ret < 0 && ret != -EBADF) {
+					SYS1(SYS_close, dir);
+					return ret;
+				}
+			}
+		}
+		SYS1(SYS_close, dir);
+		return 0;
+	}
+	struct rlimit lim;
+	long ret = SYS4(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, &lim);
+	if (ret < 0)
+		return ret;
+	for (unsigned long fd = (unsigned long)first; fd < lim.rlim_cur && fd < (1UL << 30); fd++) {
+		ret = SYS3(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
+		if (ret < 0 && ret != -EBADF)
+			return ret;
+	}
+	return 0;
+}
+
 /* Exec like execvp: try every candidate; remember EACCES; on ENOEXEC let
  * /bin/sh run it. Returns only on failure, with the errno execvp would give. */
 static long se_exec(struct se_req *r, int *which)
@@ -387,6 +442,8 @@ static __attribute__((noreturn)) void se_program(struct se_req *r, int clone3, i
 	/* Every fd above 2 closes at exec, except the ones kept on purpose: an
 	 * fd opened before Landlock is not restricted by it. */
 	ret = SYS3(SE_NR_close_range, 3, ~0U, SE_CLOSE_RANGE_CLOEXEC);
+	if (ret == -EINVAL || ret == -ENOSYS)
+		ret = se_cloexec_from(3); /* before 5.11 */
 	if (ret < 0)
 		se_fail(r, SE_STEP_FDS, -1, ret);
 	for (i = 0; i < r->nkeep; i++) {
