@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
 	"sandbox-executable/netproxy"
 	"sandbox-executable/policy"
@@ -54,7 +55,10 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, sock
 	switch p.Network.Mode {
 	case policy.NetworkNone:
 		mech("seccomp: no sockets but AF_UNIX")
-		if abi >= 4 {
+		switch {
+		case landlock.Supports(abi, landlock.FeatUDP):
+			mech("Landlock: no TCP or UDP bind, connect or send")
+		case landlock.Supports(abi, landlock.FeatTCP):
 			mech("Landlock: no TCP bind or connect")
 		}
 		if exact {
@@ -76,11 +80,17 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, sock
 		if !allowDegraded {
 			return n, &RefusedError{Reason: "refusing to run: " + why + "; run as root or where user namespaces are allowed, or pass --allow-degraded to rely on Landlock's port rule alone"}
 		}
-		if abi < 4 {
+		if !landlock.Supports(abi, landlock.FeatTCP) {
 			return n, &RefusedError{Reason: "refusing to run: " + why + ", and Landlock ABI " + strconv.Itoa(abi) + " cannot restrict TCP at all: the allowlist would not be enforced even in part"}
 		}
 		n.hostProxy = true
 		n.Proxy = "127.0.0.1 (a port chosen at start)"
+		if landlock.Supports(abi, landlock.FeatUDP) {
+			mech("a filtering proxy on the host's loopback; Landlock: TCP connect only to its port, no UDP")
+			n.NotEnforced = append(n.NotEnforced, "any host's service on the proxy's port number is reachable directly")
+			n.degraded = "network allowlist without a network namespace: Landlock allows TCP connect to the proxy's port on any host"
+			break
+		}
 		mech("a filtering proxy on the host's loopback; Landlock: TCP connect only to its port")
 		n.NotEnforced = append(n.NotEnforced, "any host's service on the proxy's port number is reachable directly", "UDP is not restricted")
 		n.degraded = "network allowlist without a network namespace: Landlock allows TCP connect to the proxy's port on any host, and UDP is not restricted"
@@ -102,7 +112,7 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, sock
 			Args: []policy.ArgCondition{{Index: 0, Op: "eq", Value: unix.AF_UNIX}},
 			Why:  "no unix sockets, so no daemon's (D-Bus, docker.sock, ssh-agent) can be reached"})
 		n.NotEnforced = append(n.NotEnforced, "a socketpair(AF_UNIX, SOCK_DGRAM) socket can still send datagrams to a daemon's datagram socket by its path (sendto)")
-		if abi < 6 && !n.netns {
+		if !landlock.Supports(abi, landlock.FeatScoping) && !n.netns {
 			n.NotEnforced = append(n.NotEnforced, "abstract unix datagram sockets outside the sandbox are reachable from a socketpair socket (Landlock scoping needs ABI 6)")
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/landlock"
 	"sandbox-executable/policy"
 	"sandbox-executable/seccomp"
 	"sandbox-executable/sockmed"
@@ -39,7 +40,7 @@ type socketChoice struct {
 // has what mediation needs; else no unix sockets but socketpair's.
 func chooseSockets(abi int, isolated, netns bool) socketChoice {
 	switch {
-	case abi >= 9:
+	case landlock.Supports(abi, landlock.FeatUnixSocket):
 		return socketChoice{how: socketsByLandlock}
 	case isolated && mediationWorks():
 		c := socketChoice{how: socketsMediated, abstract: sockmed.AbstractOwned}
