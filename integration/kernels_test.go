@@ -8,10 +8,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestOutsideProcessSurvivesSIGKILL: a sandboxed program cannot SIGKILL a
@@ -80,5 +84,73 @@ echo done`, pid)
 				}
 			})
 		}
+	}
+}
+
+// kernelHasLandlock asks the kernel itself (landlock_create_ruleset's
+// version query), not the helper.
+func kernelHasLandlock() bool {
+	v, _, errno := syscall.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	return errno == 0 && v > 0
+}
+
+// degradedWithoutLandlock adds --allow-degraded to a run (args with "--") on
+// a kernel without Landlock, where every run is refused without it
+// (TestNoLandlockRefusedThenDegraded checks that refusal and what runs).
+// The tests that need Landlock itself skip by its name there (fsOpts).
+func degradedWithoutLandlock(args []string) []string {
+	if kernelHasLandlock() || slices.Contains(args, "--allow-degraded") {
+		return args
+	}
+	i := slices.Index(args, "--")
+	if i < 0 {
+		return args
+	}
+	return slices.Insert(slices.Clone(args), i, "--allow-degraded")
+}
+
+// TestNoLandlockRefusedThenDegraded: on a kernel without Landlock (Debian
+// 11's 5.10) the helper refuses with one line naming it, and with
+// --allow-degraded runs in exact mode with what exists: the mount view
+// still keeps writes outside the writable roots out, and the report says
+// Landlock is missing.
+func TestNoLandlockRefusedThenDegraded(t *testing.T) {
+	if kernelHasLandlock() {
+		t.Skip("needs a kernel without Landlock (the VM suite's 5.10)")
+	}
+	w := newWorkspace(t)
+	outside := filepath.Join(t.TempDir(), "outside")
+	base := []string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--fs-mode", "exact"}
+	for _, mode := range []string{"exact", "landlock"} {
+		args := []string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--fs-mode", mode, "--", "/bin/true"}
+		cmd := exec.Command(binary, args...)
+		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "LANG=C"}, w.env()...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 125 {
+			t.Fatalf("%s mode without Landlock and without --allow-degraded: %v, stderr %q; want exit 125", mode, err, stderr.String())
+		}
+		lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], "no Landlock") || !strings.Contains(lines[0], "--allow-degraded") {
+			t.Errorf("%s mode refusal is not one line naming Landlock and --allow-degraded: %q", mode, stderr.String())
+		}
+	}
+	report := filepath.Join(t.TempDir(), "report.json")
+	r := run(t, runOpts{env: w.env(), dir: w.root}, append(base, "--allow-degraded", "--report-file", report, "--",
+		"/bin/sh", "-c", "echo x > "+outside+" && echo wrote; echo y > inside && echo inside")...)
+	if r.code != 0 || !strings.Contains(r.stdout, "inside") || strings.Contains(r.stdout, "wrote") {
+		t.Fatalf("exact mode with --allow-degraded: %v; want the write inside the root only", r)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatalf("%s was written from the sandbox", outside)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"right": "landlock"`) && !strings.Contains(string(b), `"right":"landlock"`) {
+		t.Errorf("the report does not list the missing Landlock as a gap:\n%s", b)
 	}
 }

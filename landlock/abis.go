@@ -92,9 +92,13 @@ var abiTable = []ABIInfo{
 	{ABI: 1, Feature: FeatFilesystem, Kernel: "5.13", Missing: "no Landlock at all",
 		fs: Execute | WriteFile | ReadFile | ReadDir | RemoveDir | RemoveFile | MakeChar |
 			MakeDir | MakeReg | MakeSock | MakeFifo | MakeBlock | MakeSym,
-		gap: func(*policy.Plan, Options) *Gap {
+		gap: func(_ *policy.Plan, opt Options) *Gap {
+			if opt.Exact {
+				return &Gap{Right: "landlock", WriteBoundary: true,
+					Effect: "the kernel has no Landlock (Linux 5.13 or later with landlock in its LSM list): only the mount view stops writes outside the writable roots and reads of denied paths, so a denied path created outside the roots during the run, or a mount the program may change, is not covered"}
+			}
 			return &Gap{Right: "landlock", WriteBoundary: true,
-				Effect: "the kernel has no Landlock: writes outside the writable roots and reads of denied paths are not stopped"}
+				Effect: "the kernel has no Landlock (Linux 5.13 or later with landlock in its LSM list): writes outside the writable roots and reads of denied paths are not stopped"}
 		}},
 	{ABI: 2, Feature: FeatRefer, Kernel: "5.19", Missing: "renames and links across directories are always refused (EXDEV) inside the sandbox",
 		fs: Refer,

@@ -325,6 +325,127 @@ static void se_place(struct se_req *r, int join_v2)
 	}
 }
 
+#define SE_MOUNT_ATTR_RDONLY 0x1
+#define SE_MS_RDONLY 0x1
+#define SE_MS_NOSUID 0x2
+#define SE_MS_NODEV 0x4
+#define SE_MS_NOEXEC 0x8
+#define SE_MS_REMOUNT 0x20
+#define SE_MS_NOATIME 0x400
+#define SE_MS_NODIRATIME 0x800
+#define SE_MS_BIND 0x1000
+#define SE_MS_RELATIME 0x200000
+#define SE_MS_STRICTATIME 0x1000000
+
+/* se_beneath: path p is top or (recursive) beneath it. */
+static int se_beneath(const char *p, const char *top, int recursive)
+{
+	size_t n = strlen(top);
+	if (strcmp(p, top) == 0)
+		return 1;
+	if (!recursive)
+		return 0;
+	if (n == 1 && top[0] == '/')
+		return 1;
+	return strncmp(p, top, n) == 0 && p[n] == '/';
+}
+
+/* se_remount_ro makes the mount at top (and, recursive, every mount beneath
+ * it) read-only where mount_setattr is missing (before 5.12): each mount of
+ * /proc/self/mountinfo there is remounted MS_BIND|MS_REMOUNT|MS_RDONLY with
+ * its own nosuid, nodev, noexec and atime flags, which a user namespace
+ * may not clear (they are locked). Returns 0 or -errno. */
+static long se_remount_ro(const char *top, int recursive)
+{
+	const size_t cap = 4 << 20;
+	char *buf = (char *)se_sys(SYS_mmap, 0, (long)cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if ((long)buf < 0 && (long)buf > -4096)
+		return (long)buf;
+	long ret = SYS4(SYS_openat, AT_FDCWD, "/proc/self/mountinfo", O_RDONLY | O_CLOEXEC, 0);
+	if (ret < 0)
+		goto out;
+	long fd = ret;
+	size_t len = 0;
+	for (;;) {
+		ret = SYS3(SYS_read, fd, buf + len, cap - 1 - len);
+		if (ret <= 0)
+			break;
+		len += (size_t)ret;
+		if (len == cap - 1) {
+			ret = -E2BIG;
+			break;
+		}
+	}
+	SYS1(SYS_close, fd);
+	if (ret < 0)
+		goto out;
+	buf[len] = 0;
+	for (char *line = buf; *line;) {
+		char *end = strchr(line, '\n');
+		if (end)
+			*end = 0;
+		/* id parent major:minor root mountpoint options ... */
+		char *f[6] = {0};
+		char *c = line;
+		for (int i = 0; i < 6 && *c; i++) {
+			f[i] = c;
+			while (*c && *c != ' ')
+				c++;
+			if (*c)
+				*c++ = 0;
+		}
+		line = end ? end + 1 : line + strlen(line);
+		if (!f[5])
+			continue;
+		/* Undo mountinfo's octal escapes (\040 for a space). */
+		char *w = f[4];
+		for (char *r = f[4]; *r; w++) {
+			if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7') {
+				*w = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+				r += 4;
+			} else {
+				*w = *r++;
+			}
+		}
+		*w = 0;
+		if (!se_beneath(f[4], top, recursive))
+			continue;
+		unsigned long flags = SE_MS_BIND | SE_MS_REMOUNT | SE_MS_RDONLY;
+		for (char *o = f[5]; *o;) {
+			char *comma = strchr(o, ',');
+			size_t n = comma ? (size_t)(comma - o) : strlen(o);
+			if (n == 6 && !strncmp(o, "nosuid", n))
+				flags |= SE_MS_NOSUID;
+			else if (n == 5 && !strncmp(o, "nodev", n))
+				flags |= SE_MS_NODEV;
+			else if (n == 6 && !strncmp(o, "noexec", n))
+				flags |= SE_MS_NOEXEC;
+			else if (n == 7 && !strncmp(o, "noatime", n))
+				flags |= SE_MS_NOATIME;
+			else if (n == 10 && !strncmp(o, "nodiratime", n))
+				flags |= SE_MS_NODIRATIME;
+			else if (n == 8 && !strncmp(o, "relatime", n))
+				flags |= SE_MS_RELATIME;
+			else if (n == 11 && !strncmp(o, "strictatime", n))
+				flags |= SE_MS_STRICTATIME;
+			o += n + (comma ? 1 : 0);
+		}
+		ret = SYS5(SYS_mount, 0, f[4], 0, flags, 0);
+		/* A mount point another mount hides, or one gone since
+		 * mountinfo was read, cannot be reached by its path: what is
+		 * there (the mount on top) is remounted by its own line. */
+		if (ret == -ENOENT)
+			ret = 0;
+		if (ret < 0)
+			goto out;
+	}
+	ret = 0;
+out:
+	if (!((long)buf < 0 && (long)buf > -4096))
+		SYS2(SYS_munmap, buf, cap);
+	return ret;
+}
+
 /* se_setup runs the namespace and mount operations and sets the rlimits. */
 static void se_setup(struct se_req *r)
 {
@@ -356,6 +477,8 @@ static void se_setup(struct se_req *r)
 			struct se_mount_attr ma = {0};
 			ma.attr_set = op->flags;
 			ret = SYS5(SE_NR_mount_setattr, AT_FDCWD, op->a, op->fd ? SE_AT_RECURSIVE : 0, &ma, sizeof ma);
+			if (ret == -ENOSYS && op->flags == SE_MOUNT_ATTR_RDONLY)
+				ret = se_remount_ro(op->a, op->fd); /* before 5.12 */
 			break;
 		}
 		case SE_OP_OPEN_TREE:

@@ -347,6 +347,10 @@ func Prepare(cfg Config) (*Prepared, error) {
 	var boundary []string
 	for _, g := range spec.Gaps {
 		if g.WriteBoundary {
+			if g.Right == "landlock" { // the whole of Landlock: its effect says so
+				boundary = append(boundary, g.Effect)
+				continue
+			}
 			boundary = append(boundary, fmt.Sprintf("landlock %s: %s", g.Right, g.Effect))
 		}
 	}
