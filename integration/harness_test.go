@@ -91,6 +91,9 @@ func setup() (int, error) {
 		}
 		*p = c
 	}
+	if err := degradedWithoutLandlock(dir); err != nil {
+		return 0, err
+	}
 	return -1, nil
 }
 
@@ -125,7 +128,6 @@ func run(t *testing.T, o runOpts, args ...string) result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	args = degradedWithoutLandlock(args)
 	cmd := exec.CommandContext(ctx, binary, args...)
 	if len(o.via) > 0 {
 		cmd = exec.CommandContext(ctx, o.via[0], append(append(o.via[1:], binary), args...)...)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,19 +93,40 @@ func kernelHasLandlock() bool {
 	return errno == 0 && v > 0
 }
 
-// degradedWithoutLandlock adds --allow-degraded to a run (args with "--") on
-// a kernel without Landlock, where every run is refused without it
-// (TestNoLandlockRefusedThenDegraded checks that refusal and what runs).
-// The tests that need Landlock itself skip by its name there (fsOpts).
-func degradedWithoutLandlock(args []string) []string {
-	if kernelHasLandlock() || slices.Contains(args, "--allow-degraded") {
-		return args
+// realBinary is the helper itself; binary is a wrapper around it on a
+// kernel without Landlock (degradedWithoutLandlock).
+var realBinary string
+
+// degradedWithoutLandlock: on a kernel without Landlock every run is
+// refused unless degradation is allowed (TestNoLandlockRefusedThenDegraded
+// checks that refusal and what runs then), so binary becomes a wrapper in
+// dir that adds --allow-degraded before the first "--" and execs the helper
+// (same pid, same executable name); the tests that need Landlock itself skip
+// by its name there (fsOpts).
+func degradedWithoutLandlock(dir string) error {
+	realBinary = binary
+	if kernelHasLandlock() {
+		return nil
 	}
-	i := slices.Index(args, "--")
-	if i < 0 {
-		return args
+	real := filepath.Join(dir, "real", filepath.Base(binary))
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		return err
 	}
-	return slices.Insert(slices.Clone(args), i, "--allow-degraded")
+	if err := os.Rename(binary, real); err != nil {
+		return err
+	}
+	script := `#!/bin/sh
+# The integration tests' wrapper on a kernel without Landlock.
+added=0
+for a; do
+	if [ "$added" = 0 ]; then set --; added=1; fi
+	if [ "$a" = -- ] && [ "$added" = 1 ]; then set -- "$@" --allow-degraded; added=2; fi
+	set -- "$@" "$a"
+done
+exec '` + real + `' "$@"
+`
+	realBinary = real
+	return os.WriteFile(binary, []byte(script), 0o755)
 }
 
 // TestNoLandlockRefusedThenDegraded: on a kernel without Landlock (Debian
@@ -123,7 +143,7 @@ func TestNoLandlockRefusedThenDegraded(t *testing.T) {
 	base := []string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--fs-mode", "exact"}
 	for _, mode := range []string{"exact", "landlock"} {
 		args := []string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--fs-mode", mode, "--", "/bin/true"}
-		cmd := exec.Command(binary, args...)
+		cmd := exec.Command(realBinary, args...)
 		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "LANG=C"}, w.env()...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
