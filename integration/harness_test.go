@@ -170,7 +170,9 @@ func run(t *testing.T, o runOpts, args ...string) result {
 						l, _ := os.Readlink("/proc/" + e.Name() + "/fd/" + f.Name())
 						fl = append(fl, f.Name()+"="+l)
 					}
-					t.Logf("process %s %q %s fds %v", e.Name(), strings.ReplaceAll(string(cl), "\x00", " "), strings.Fields(string(st))[:5], fl)
+					if f := strings.Fields(string(st)); len(f) >= 5 { // gone meanwhile otherwise
+						t.Logf("process %s %q %s fds %v", e.Name(), strings.ReplaceAll(string(cl), "\x00", " "), f[:5], fl)
+					}
 				}
 			}
 			t.Fatalf("running %v: %v", args, err)

@@ -101,6 +101,9 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, sock
 		n.DaemonSockets = "Landlock (resolve_unix, ABI 9): a pathname unix socket is reached only beneath the writable roots, checked by the kernel at every connect and send"
 	case socketsMediated:
 		n.DaemonSockets = "mediated: connect, sendto with an address, sendmsg and sendmmsg are carried out by the supervisor on the program's own socket; a pathname unix socket is reached only when the file its name leads to, in the program's view and at the time of the call, lies beneath a writable root with no other name (refused with EACCES otherwise, and recorded), however it is named, whenever and in whatever network namespace it was bound"
+		if n.sockets.landlock {
+			n.DaemonSockets += "; Landlock's resolve_unix (ABI 9) underneath: a pathname socket outside the writable roots is refused to the program itself too"
+		}
 		if n.sockets.abstract == sockmed.AbstractDirect {
 			n.DaemonSockets += "; abstract sockets: only the program's network namespace's, its own"
 		} else {

@@ -338,7 +338,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 		late = pr.View.LateReadDenied
 	}
 	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts,
-		LogDenials: cfg.LogDenials, LateReadDenied: late, ResolveUnix: nw.sockets.how == socketsByLandlock, Errata: landlockErrata(abi)})
+		LogDenials: cfg.LogDenials, LateReadDenied: late, ResolveUnix: nw.sockets.landlock, Errata: landlockErrata(abi)})
 	if err != nil {
 		return nil, err
 	}

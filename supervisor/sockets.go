@@ -32,22 +32,30 @@ const (
 type socketChoice struct {
 	how      string
 	abstract sockmed.AbstractMode
+	// landlock: resolve_unix is handled too (ABI 9), under mediation a
+	// second layer should a call reach the kernel from the program itself.
+	landlock bool
 }
 
-// chooseSockets decides it: Landlock where the kernel can (ABI 9);
-// else mediation where the program has an init (the seccomp listener then
-// reaches the supervisor without the program's own sendmsg) and the kernel
-// has what mediation needs; else no unix sockets but socketpair's.
+// chooseSockets decides it: mediation where the program has an init (the
+// seccomp listener then reaches the supervisor without the program's own
+// sendmsg) and the kernel has what mediation needs, with Landlock's
+// resolve_unix (ABI 9) underneath where the kernel has it; else Landlock
+// alone (ABI 9); else no unix sockets but socketpair's. Mediation comes
+// first: Landlock grants a socket by where its name is, so a hard link to a
+// daemon's socket made inside a writable root would be reached, and its
+// refusals are not recorded.
 func chooseSockets(abi int, isolated, netns bool) socketChoice {
+	resolve := landlock.Supports(abi, landlock.FeatUnixSocket)
 	switch {
-	case landlock.Supports(abi, landlock.FeatUnixSocket):
-		return socketChoice{how: socketsByLandlock}
 	case isolated && mediationWorks():
-		c := socketChoice{how: socketsMediated, abstract: sockmed.AbstractOwned}
+		c := socketChoice{how: socketsMediated, abstract: sockmed.AbstractOwned, landlock: resolve}
 		if netns {
 			c.abstract = sockmed.AbstractDirect
 		}
 		return c
+	case resolve:
+		return socketChoice{how: socketsByLandlock, landlock: true}
 	}
 	return socketChoice{how: socketsDenied}
 }
