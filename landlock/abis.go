@@ -141,7 +141,8 @@ var abiTable = []ABIInfo{
 		optFS: ResolveUnx},
 	// ABI 10's quiet-logging flags (LANDLOCK_ADD_RULE_QUIET and the quiet_*
 	// fields) are not used: they only silence audit records.
-	{ABI: 10, Feature: FeatUDP, Missing: "no UDP bind/connect/send rules (seccomp's socket rules and the network namespace still apply)"},
+	{ABI: 10, Feature: FeatUDP, Missing: "no UDP bind/connect/send rules (seccomp's socket rules and the network namespace still apply)",
+		net: netBindUDP | netConnectSendUDP},
 	{ABI: 11, Feature: FeatNoNewPrivs, Missing: "no_new_privs is set with prctl(2) before the ruleset (what the helper does anyway)",
 		Unused: "not needed: the spawn stage sets no_new_privs itself before landlock_restrict_self"},
 }
