@@ -57,7 +57,7 @@ func TestLandlockItem(t *testing.T) {
 
 	it = landlockItem(landlockFacts{abi: 11, errata: 0xf}, Host{})
 	for _, want := range []string{"offers ABI 11; the helper uses up to 10 (not used: no_new_privs flag (11))",
-		"ABI 8 tsync: used", "ABI 9 unix sockets: used", "ABI 10 UDP: used", "ABI 11 no_new_privs flag: not used: not needed",
+		"ABI 8 tsync: used", "ABI 9 unix sockets: used", "ABI 10 UDP: used", "ABI 11 no_new_privs flag: not used: the spawn stage sets no_new_privs",
 		"errata fixed: 1 TCP socket identification, 2 scoped signal handling, 3 disconnected directory handling, 4 creation of whiteout objects"} {
 		if it.Status != StatusOK || !strings.Contains(notes(it), want) {
 			t.Errorf("ABI 11 lacks %q: %+v", want, it)

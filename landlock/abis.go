@@ -144,7 +144,7 @@ var abiTable = []ABIInfo{
 	{ABI: 10, Feature: FeatUDP, Missing: "no UDP bind/connect/send rules (seccomp's socket rules and the network namespace still apply)",
 		net: netBindUDP | netConnectSendUDP},
 	{ABI: 11, Feature: FeatNoNewPrivs, Missing: "no_new_privs is set with prctl(2) before the ruleset (what the helper does anyway)",
-		Unused: "not needed: the spawn stage sets no_new_privs itself before landlock_restrict_self"},
+		Unused: "the spawn stage sets no_new_privs itself before landlock_restrict_self"},
 }
 
 // KnownABI is the newest Landlock ABI this helper knows.
