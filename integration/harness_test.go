@@ -185,7 +185,7 @@ func run(t *testing.T, o runOpts, args ...string) result {
 	if ctx.Err() != nil {
 		t.Fatalf("helper did not finish within %s: %v", timeout, args)
 	}
-	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+	return result{stdout: stdout.String(), stderr: withoutNoLandlockNotice(stderr.String()), code: code}
 }
 
 // workspace is a writable root with a fake HOME beside it holding secrets.

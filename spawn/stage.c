@@ -411,6 +411,7 @@ static long se_remount_ro(const char *top, int recursive)
 		if (!se_beneath(f[4], top, recursive))
 			continue;
 		unsigned long flags = SE_MS_BIND | SE_MS_REMOUNT | SE_MS_RDONLY;
+		int atime = 0; /* mountinfo shows no atime option for strictatime */
 		for (char *o = f[5]; *o;) {
 			char *comma = strchr(o, ',');
 			size_t n = comma ? (size_t)(comma - o) : strlen(o);
@@ -421,15 +422,17 @@ static long se_remount_ro(const char *top, int recursive)
 			else if (n == 6 && !strncmp(o, "noexec", n))
 				flags |= SE_MS_NOEXEC;
 			else if (n == 7 && !strncmp(o, "noatime", n))
-				flags |= SE_MS_NOATIME;
+				flags |= SE_MS_NOATIME, atime = 1;
 			else if (n == 10 && !strncmp(o, "nodiratime", n))
 				flags |= SE_MS_NODIRATIME;
 			else if (n == 8 && !strncmp(o, "relatime", n))
-				flags |= SE_MS_RELATIME;
-			else if (n == 11 && !strncmp(o, "strictatime", n))
-				flags |= SE_MS_STRICTATIME;
+				flags |= SE_MS_RELATIME, atime = 1;
 			o += n + (comma ? 1 : 0);
 		}
+		/* A remount without an atime flag means relatime, which a user
+		 * namespace may not set on a strictatime mount (locked). */
+		if (!atime)
+			flags |= SE_MS_STRICTATIME;
 		ret = SYS5(SYS_mount, 0, f[4], 0, flags, 0);
 		/* A mount point another mount hides, or one gone since
 		 * mountinfo was read, cannot be reached by its path: what is
