@@ -201,3 +201,18 @@ func needLandlock(t *testing.T) {
 		t.Skip("needs Landlock: this kernel has none")
 	}
 }
+
+// kernelBefore reports whether the running kernel is older than
+// major.minor (a feature that came with a release and has no probe of its
+// own from outside).
+func kernelBefore(major, minor int) bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	var ma, mi int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma < major || (ma == major && mi < minor)
+}
