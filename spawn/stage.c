@@ -436,8 +436,12 @@ static long se_remount_ro(const char *top, int recursive)
 		ret = SYS5(SYS_mount, 0, f[4], 0, flags, 0);
 		/* A mount point another mount hides, or one gone since
 		 * mountinfo was read, cannot be reached by its path: what is
-		 * there (the mount on top) is remounted by its own line. */
-		if (ret == -ENOENT)
+		 * there (the mount on top) is remounted by its own line. One
+		 * beneath a directory this uid may not search (EACCES: a
+		 * root-owned 0700 directory, for an unprivileged user) cannot
+		 * be reached by the program either, which runs as the same uid
+		 * with no capability and cannot change that directory's mode. */
+		if (ret == -ENOENT || ret == -EACCES)
 			ret = 0;
 		if (ret < 0)
 			goto out;
