@@ -173,5 +173,6 @@ func (s *session) mediatorConfig(tmp string) sockmed.Config {
 	if s.spec.HandledNet&unix.LANDLOCK_ACCESS_NET_CONNECT_TCP != 0 {
 		c.TCPRestricted, c.TCPPorts = true, s.spec.Ports
 	}
+	c.UDPDenied = s.spec.HandledNet&unix.LANDLOCK_ACCESS_NET_CONNECT_SEND_UDP != 0
 	return c
 }
