@@ -39,7 +39,7 @@ func TestLandlockItem(t *testing.T) {
 	if it.Status != StatusOK || !strings.HasPrefix(it.Detail, "ABI 3 (errata n/a): filesystem, refer, truncate") {
 		t.Errorf("ABI 3: %+v", it)
 	}
-	for _, want := range []string{"not reported by this kernel (EINVAL", "uses up to ABI 7 (Linux 6.15)", "ABI 4 TCP (Linux 6.7)", "ABI 7 audit logging (Linux 6.15): --log-denials"} {
+	for _, want := range []string{"not reported by this kernel (EINVAL", "uses up to ABI 10;", "ABI 4 TCP (Linux 6.7)", "ABI 7 audit logging (Linux 6.15): --log-denials"} {
 		if !strings.Contains(notes(it), want) {
 			t.Errorf("ABI 3 notes lack %q:\n%s", want, notes(it))
 		}
@@ -56,9 +56,20 @@ func TestLandlockItem(t *testing.T) {
 		t.Errorf("ABI 2 must say what truncate costs:\n%s", notes(it))
 	}
 
-	it = landlockItem(landlockFacts{abi: 9, errata: 0x7}, Host{})
-	if it.Status != StatusOK || !strings.Contains(notes(it), "offers ABI 9; the helper uses up to 7 (not used: tsync (8), unix sockets (9))") {
-		t.Errorf("ABI 9: %+v", it)
+	it = landlockItem(landlockFacts{abi: 11, errata: 0xf}, Host{})
+	for _, want := range []string{"offers ABI 11; the helper uses up to 10 (not used: no_new_privs flag (11))",
+		"ABI 8 tsync: used", "ABI 9 unix sockets: used", "ABI 10 UDP: used", "ABI 11 no_new_privs flag: not used: the spawn stage sets no_new_privs",
+		"errata fixed: 1 TCP socket identification, 2 scoped signal handling, 3 disconnected directory handling, 4 creation of whiteout objects"} {
+		if it.Status != StatusOK || !strings.Contains(notes(it), want) {
+			t.Errorf("ABI 11 lacks %q: %+v", want, it)
+		}
+	}
+	if !strings.HasSuffix(it.Detail, "audit logging, tsync, unix sockets, UDP, no_new_privs flag") {
+		t.Errorf("ABI 11 detail: %s", it.Detail)
+	}
+	it = landlockItem(landlockFacts{abi: 12, errata: 0xf}, Host{})
+	if !strings.Contains(it.Detail, "and ABI 12-12 features unknown to this helper") {
+		t.Errorf("ABI 12: %+v", it)
 	}
 
 	it = landlockItem(landlockFacts{abiErr: unix.EOPNOTSUPP}, lsmHost)

@@ -11,49 +11,31 @@ import (
 	"sandbox-executable/landlock"
 )
 
-// helperABI is the newest Landlock ABI whose features the helper uses.
-const helperABI = 7
+// helperABI is the newest Landlock ABI whose features the helper uses
+// (landlock's ABI table: the newest row without an Unused reason).
+var helperABI = func() int {
+	n := 0
+	for _, r := range landlock.ABITable() {
+		if r.Unused == "" {
+			n = r.ABI
+		}
+	}
+	return n
+}()
 
-// strictABI is the oldest ABI the strict model accepts without a flag: ABI
-// 3 handles truncate.
-const strictABI = 3
+// strictABI is the oldest ABI the strict model accepts without a flag: the
+// one that handles truncate.
+var strictABI = landlock.FeatTruncate.Since()
 
-// abiFeature is what one Landlock ABI added.
-type abiFeature struct {
-	short  string // for the one-line summary
-	kernel string // first mainline release, "" when not recorded here
-	gap    string // what a sandbox lacks without it
-}
+// abiFeature is one row of landlock's ABI table.
+func abiFeature(v int) landlock.ABIInfo { return landlock.ABITable()[v-1] }
 
-// abiFeatures are indexed by ABI - 1.
-var abiFeatures = []abiFeature{
-	{"filesystem", "5.13", "no Landlock at all"},
-	{"refer", "5.19", "renames and links across directories are always refused (EXDEV) inside the sandbox"},
-	{"truncate", "6.2", "truncate(2) and O_TRUNC outside the writable roots are not stopped"},
-	{"TCP", "6.7", "no TCP bind/connect rules (the helper's network allowlist uses a network namespace instead)"},
-	{"ioctl_dev", "6.10", "ioctl(2) on device files is not restricted (seccomp still refuses TIOCSTI)"},
-	{"scoping", "6.12", "abstract UNIX sockets and signals to processes outside the sandbox are not scoped"},
-	{"audit logging", "6.15", "--log-denials has no effect (no Landlock audit records)"},
-	{"tsync", "", "restriction of all threads at once"},
-	{"unix sockets", "", "rules for pathname UNIX sockets"},
-	{"UDP", "", "UDP bind/send rules"},
-}
-
-// erratum is a Landlock fix reported by LANDLOCK_CREATE_RULESET_ERRATA:
-// bit N-1 of the mask set means erratum N is fixed in the running kernel.
-type erratum struct {
-	n      int
-	minABI int    // the erratum concerns kernels from this ABI on
-	name   string // the kernel's title
-	effect string // what an unfixed kernel does
-}
-
-// knownErrata are those documented in the kernel's
-// security/landlock/errata/abi-*.h.
-var knownErrata = []erratum{
-	{1, 4, "TCP socket identification", "TCP rules also restrict other IPv4/IPv6 stream protocols (SMC, MPTCP, SCTP)"},
-	{2, 6, "scoped signal handling", "signal scoping refuses signals between threads of one process in different domains"},
-	{3, 1, "disconnected directory handling", "rename or link through a directory moved out of a bind mount can widen access rights past refer restrictions"},
+// linux is " (Linux 6.15)", or "" when the table records no release.
+func linux(r landlock.ABIInfo) string {
+	if r.Kernel == "" {
+		return ""
+	}
+	return " (Linux " + r.Kernel + ")"
 }
 
 // landlockFacts are what the kernel said.
@@ -91,11 +73,12 @@ func landlockLive(st procStatus) landlockFacts {
 // landlockSummary is "filesystem, refer, ..." up to abi.
 func landlockSummary(abi int) string {
 	var names []string
-	for i := 0; i < abi && i < len(abiFeatures); i++ {
-		names = append(names, abiFeatures[i].short)
+	known := landlock.KnownABI()
+	for v := 1; v <= abi && v <= known; v++ {
+		names = append(names, string(abiFeature(v).Feature))
 	}
-	if abi > len(abiFeatures) {
-		names = append(names, fmt.Sprintf("and ABI %d-%d features unknown to this helper", len(abiFeatures)+1, abi))
+	if abi > known {
+		names = append(names, fmt.Sprintf("and ABI %d-%d features unknown to this helper", known+1, abi))
 	}
 	return strings.Join(names, ", ")
 }
@@ -128,17 +111,27 @@ func landlockItem(f landlockFacts, h Host) Item {
 	it.Notes = append(it.Notes, errataNotes(f)...)
 	switch {
 	case f.abi < helperABI:
-		it.Notes = append(it.Notes, fmt.Sprintf("the helper uses up to ABI %d (Linux %s); missing here:", helperABI, abiFeatures[helperABI-1].kernel))
+		it.Notes = append(it.Notes, fmt.Sprintf("the helper uses up to ABI %d%s; missing here:", helperABI, linux(abiFeature(helperABI))))
 		for v := f.abi + 1; v <= helperABI; v++ {
-			ft := abiFeatures[v-1]
-			it.Notes = append(it.Notes, fmt.Sprintf("  ABI %d %s (Linux %s): %s", v, ft.short, ft.kernel, ft.gap))
+			ft := abiFeature(v)
+			it.Notes = append(it.Notes, fmt.Sprintf("  ABI %d %s%s: %s", v, ft.Feature, linux(ft), ft.Missing))
 		}
 	case f.abi > helperABI:
 		var unused []string
-		for v := helperABI + 1; v <= f.abi && v <= len(abiFeatures); v++ {
-			unused = append(unused, fmt.Sprintf("%s (%d)", abiFeatures[v-1].short, v))
+		for v := helperABI + 1; v <= f.abi && v <= landlock.KnownABI(); v++ {
+			unused = append(unused, fmt.Sprintf("%s (%d)", abiFeature(v).Feature, v))
 		}
 		it.Notes = append(it.Notes, fmt.Sprintf("the kernel offers ABI %d; the helper uses up to %d (not used: %s)", f.abi, helperABI, strings.Join(unused, ", ")))
+	}
+	// What the helper does with each feature the kernel has that it knows,
+	// from ABI 8 on (the older ones are the model itself).
+	for v := 8; v <= f.abi && v <= landlock.KnownABI(); v++ {
+		ft := abiFeature(v)
+		use := "used"
+		if ft.Unused != "" {
+			use = "not used: " + ft.Unused
+		}
+		it.Notes = append(it.Notes, fmt.Sprintf("ABI %d %s: %s", v, ft.Feature, use))
 	}
 	it.Notes = append(it.Notes, lsmNote(h))
 	return it
@@ -151,19 +144,19 @@ func errataNotes(f landlockFacts) []string {
 	}
 	var fixed []string
 	var notes []string
-	for _, e := range knownErrata {
-		if f.abi < e.minABI {
+	for _, e := range landlock.KnownErrata() {
+		if f.abi < e.MinABI {
 			continue
 		}
-		if f.errata&(1<<(e.n-1)) != 0 {
-			fixed = append(fixed, fmt.Sprintf("%d %s", e.n, e.name))
+		if f.errata&(1<<(e.N-1)) != 0 {
+			fixed = append(fixed, fmt.Sprintf("%d %s", e.N, e.Name))
 		} else {
-			notes = append(notes, fmt.Sprintf("erratum %d (%s) NOT fixed: %s; update to a kernel release that carries the fix", e.n, e.name, e.effect))
+			notes = append(notes, fmt.Sprintf("erratum %d (%s) NOT fixed: %s; update to a kernel release that carries the fix", e.N, e.Name, e.Effect))
 		}
 	}
 	known := uint64(0)
-	for _, e := range knownErrata {
-		known |= 1 << (e.n - 1)
+	for _, e := range landlock.KnownErrata() {
+		known |= 1 << (e.N - 1)
 	}
 	var unknown []string
 	for b := range 64 {

@@ -95,6 +95,9 @@ func setup() (int, error) {
 		}
 		*p = c
 	}
+	if err := degradedWithoutLandlock(dir); err != nil {
+		return 0, err
+	}
 	return -1, nil
 }
 
@@ -171,11 +174,9 @@ func run(t *testing.T, o runOpts, args ...string) result {
 						l, _ := os.Readlink("/proc/" + e.Name() + "/fd/" + f.Name())
 						fl = append(fl, f.Name()+"="+l)
 					}
-					stat := strings.Fields(string(st))
-					if len(stat) > 5 { // empty when the process is gone meanwhile
-						stat = stat[:5]
+					if f := strings.Fields(string(st)); len(f) >= 5 { // gone meanwhile otherwise
+						t.Logf("process %s %q %s fds %v", e.Name(), strings.ReplaceAll(string(cl), "\x00", " "), f[:5], fl)
 					}
-					t.Logf("process %s %q %s fds %v", e.Name(), strings.ReplaceAll(string(cl), "\x00", " "), stat, fl)
 				}
 			}
 			t.Fatalf("running %v: %v", args, err)
@@ -188,7 +189,7 @@ func run(t *testing.T, o runOpts, args ...string) result {
 	if ctx.Err() != nil {
 		t.Fatalf("helper did not finish within %s: %v", timeout, args)
 	}
-	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+	return result{stdout: stdout.String(), stderr: withoutNoLandlockNotice(stderr.String()), code: code}
 }
 
 // workspace is a writable root with a fake HOME beside it holding secrets.
@@ -320,6 +321,9 @@ func truncateStopped(t *testing.T, mode string) bool {
 func fsOpts(t *testing.T, mode string) []string {
 	t.Helper()
 	opts := []string{"--fs-mode", mode}
+	if mode == "landlock" && !kernelHasLandlock() {
+		t.Skip("Landlock-only mode needs Landlock: this kernel has none")
+	}
 	if truncateStopped(t, mode) {
 		return opts
 	}

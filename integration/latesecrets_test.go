@@ -26,6 +26,7 @@ func chownPaths(t *testing.T, uid, gid int, paths ...string) {
 // the program started, is never readable by it, in exact and Landlock-only
 // mode, as root and as nobody; the rest of HOME stays readable.
 func TestLateSecretsStayUnreadable(t *testing.T) {
+	needLandlock(t)
 	for _, u := range isoAnyUser(t) {
 		for _, mode := range fsModes {
 			t.Run(u.name+"/"+mode, func(t *testing.T) {
@@ -87,6 +88,7 @@ cat "$1" "$2" 2>&1; "$4" read "$1"; "$4" read "$2"; cat "$3"`
 // TestLateSecretsNarrowingReported: exact mode reports the directories it
 // narrows for denied paths that do not exist yet.
 func TestLateSecretsNarrowingReported(t *testing.T) {
+	needLandlock(t)
 	w := newWorkspace(t)
 	if err := os.Remove(filepath.Join(w.home, ".netrc")); err != nil {
 		t.Fatal(err)

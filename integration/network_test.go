@@ -248,6 +248,19 @@ func TestNetworkAllowlistWithoutNamespace(t *testing.T) {
 	if !strings.Contains(out.stderr, "degraded") {
 		t.Errorf("the degradation was not reported: %q", out.stderr)
 	}
+	// UDP: from Landlock ABI 10 on, refused (no UDP rule is granted);
+	// before, it leaves (the gap the report names), which shows this check
+	// can see a datagram arrive.
+	out = r.sandbox(t, w, pol, opts, `"$PROBE" udpsend "$REMOTE" 5353`)
+	time.Sleep(200 * time.Millisecond)
+	got, _ := os.ReadFile(r.udpLog)
+	if landlockABI(t) >= 10 {
+		if probeResult(result{stdout: out.stdout}) != "EACCES" || len(got) > 0 {
+			t.Errorf("Landlock ABI %d: a UDP datagram was not refused with EACCES: %v, the sink got %q", landlockABI(t), out, got)
+		}
+	} else if probeResult(result{stdout: out.stdout}) != "ok" || len(got) == 0 {
+		t.Errorf("Landlock ABI %d (no UDP rules): the datagram should leave, as reported: %v, the sink got %q", landlockABI(t), out, got)
+	}
 }
 
 // TestDaemonSocketsOutOfReach: a daemon's unix socket outside the writable

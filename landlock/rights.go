@@ -79,32 +79,13 @@ const (
 	deviceRights = ReadFile | WriteFile | Truncate | IoctlDev
 )
 
-// fsRightsAt is every filesystem right a kernel of the given ABI handles.
-func fsRightsAt(abi int) AccessFS {
-	var a AccessFS
-	if abi >= 1 {
-		a |= Execute | WriteFile | ReadFile | ReadDir | RemoveDir | RemoveFile | MakeChar |
-			MakeDir | MakeReg | MakeSock | MakeFifo | MakeBlock | MakeSym
-	}
-	if abi >= 2 {
-		a |= Refer
-	}
-	if abi >= 3 {
-		a |= Truncate
-	}
-	if abi >= 5 {
-		a |= IoctlDev
-	}
-	// ResolveUnx (ABI 9) is handled only on request (Options.ResolveUnix),
-	// with its grants: handling it without them would break every local
-	// socket.
-	return a
-}
-
 // Network rights.
 const (
 	netBindTCP    = unix.LANDLOCK_ACCESS_NET_BIND_TCP
 	netConnectTCP = unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+	// ABI 10.
+	netBindUDP        = unix.LANDLOCK_ACCESS_NET_BIND_UDP
+	netConnectSendUDP = unix.LANDLOCK_ACCESS_NET_CONNECT_SEND_UDP
 )
 
 // Scopes.
@@ -120,7 +101,7 @@ type bitName struct {
 }
 
 var (
-	netNames   = []bitName{{netBindTCP, "bind_tcp"}, {netConnectTCP, "connect_tcp"}}
+	netNames   = []bitName{{netBindTCP, "bind_tcp"}, {netConnectTCP, "connect_tcp"}, {netBindUDP, "bind_udp"}, {netConnectSendUDP, "connect_send_udp"}}
 	scopeNames = []bitName{{scopeAbstractUnix, "abstract_unix_socket"}, {scopeSignal, "signal"}}
 )
 

@@ -49,6 +49,9 @@ type Options struct {
 	// Listing them stays allowed (names only: the masks keep the existing
 	// denied directories unlistable).
 	LateReadDenied []string
+	// Errata is the kernel's errata mask (Errata), nil when the kernel did
+	// not answer the query: unfixed errata that widen access become gaps.
+	Errata *uint64
 	// ResolveUnix (ABI 9) handles LANDLOCK_ACCESS_FS_RESOLVE_UNIX and
 	// grants it where writing is granted: a pathname unix socket can then
 	// be connected to, or sent to, only beneath the writable roots.
@@ -110,11 +113,18 @@ func (s *Spec) WithRule(r Rule) *Spec {
 
 // WithPort returns a copy of s that restricts TCP connect to the ports
 // allowed so far and port (on ABI 4 and later).
+//
+// From ABI 10 it also handles UDP bind and connect/send with no rule: with
+// the proxy on the host's loopback (no network namespace), UDP would
+// otherwise reach any host.
 func (s *Spec) WithPort(port uint16) *Spec {
 	c := *s
-	if s.ABI >= 4 {
+	if Supports(s.ABI, FeatTCP) {
 		c.HandledNet |= netConnectTCP
 		c.Ports = append(append([]uint16(nil), s.Ports...), port)
+	}
+	if Supports(s.ABI, FeatUDP) {
+		c.HandledNet |= netBindUDP | netConnectSendUDP
 	}
 	return &c
 }
@@ -129,8 +139,8 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		return s, nil
 	}
 	s.HandledFS = fsRightsAt(opt.ABI)
-	if opt.ResolveUnix && opt.ABI >= 9 {
-		s.HandledFS |= ResolveUnx
+	if opt.ResolveUnix {
+		s.HandledFS |= optionalFSAt(opt.ABI) & ResolveUnx
 	}
 	late := opt.Exact && len(opt.LateReadDenied) > 0
 	if opt.Exact && opt.ReadsByMounts {
@@ -182,58 +192,23 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		s.Rules = append(s.Rules, Rule{Path: dev, Access: deviceRights & s.HandledFS})
 	}
 
-	if opt.ABI >= 4 {
-		switch p.Network.Mode {
-		case policy.NetworkNone:
-			s.HandledNet = netBindTCP | netConnectTCP
-		case policy.NetworkAllowlist:
-			// In a namespace with only loopback, connect reaches nothing
-			// but the proxy and the program's own servers: restricting it
-			// there would only break the latter. Without one, the caller
-			// confines connect to the proxy's port (WithPort).
-		}
+	switch p.Network.Mode {
+	case policy.NetworkNone:
+		// TCP (ABI 4) and UDP (ABI 10) rights handled with no rule: no
+		// bind, connect or send at all (seccomp refuses the sockets too).
+		s.HandledNet = netRightsAt(opt.ABI)
+	case policy.NetworkAllowlist:
+		// In a namespace with only loopback, connect reaches nothing
+		// but the proxy and the program's own servers: restricting it
+		// there would only break the latter. Without one, the caller
+		// confines connect to the proxy's port (WithPort).
 	}
-	if opt.ABI >= 6 {
-		s.Scoped = scopeAbstractUnix | scopeSignal
-	}
-	if opt.LogDenials && opt.ABI >= 7 {
+	s.Scoped = scopesAt(opt.ABI)
+	s.RestrictFlags = flagsAt(opt.ABI)
+	if opt.LogDenials && Supports(opt.ABI, FeatAudit) {
 		s.RestrictFlags |= logNewExecOn
 	}
 	return s, nil
-}
-
-// LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON.
-const logNewExecOn = 0x2
-
-// gaps lists what the kernel cannot enforce of p.
-func gaps(p *policy.Plan, opt Options) []Gap {
-	var g []Gap
-	if opt.ABI < 1 {
-		return append(g, Gap{Right: "landlock", WriteBoundary: true,
-			Effect: "the kernel has no Landlock: writes outside the writable roots and reads of denied paths are not stopped"})
-	}
-	if opt.ABI < 2 {
-		g = append(g, Gap{Right: "refer", Effect: "renaming or linking a file into another directory is always denied (Landlock ABI 1)"})
-	}
-	if opt.ABI < 3 {
-		gap := Gap{Right: "truncate", Effect: "truncate(2) can shorten files outside the writable roots"}
-		if opt.ReadOnlyOutsideRoots {
-			gap.Effect += " only where a read-only mount does not stop it (everything outside the roots is read-only here)"
-		} else {
-			gap.WriteBoundary = true
-		}
-		g = append(g, gap)
-	}
-	if opt.ABI < 4 && p.Network.Mode != policy.NetworkFull {
-		g = append(g, Gap{Right: "net", Effect: "TCP bind and connect are not restricted by Landlock; the seccomp filter's socket rules still apply"})
-	}
-	if opt.ABI < 5 {
-		g = append(g, Gap{Right: "ioctl_dev", Effect: "ioctl on device files the program opens is not restricted"})
-	}
-	if opt.ABI < 6 {
-		g = append(g, Gap{Right: "scope", Effect: "abstract unix sockets and signals to processes outside the sandbox are not restricted"})
-	}
-	return g
 }
 
 // walker grants access on subtrees, except on denied paths: a directory with

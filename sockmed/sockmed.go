@@ -68,6 +68,10 @@ type Config struct {
 	// which the supervisor's own connect would not be subject to.
 	TCPRestricted bool
 	TCPPorts      []uint16
+	// UDPDenied: Landlock refuses the program every UDP connect and send
+	// to an address (ABI 10 with no UDP rule: the degraded allowlist),
+	// which the supervisor's own calls would not be subject to.
+	UDPDenied bool
 	// CheckMode is set when the supervisor has privileges the program
 	// lacks (root with capabilities, a capability-less program): a socket
 	// file is then connected only when its mode bits let UID or one of
@@ -219,6 +223,10 @@ func (m *Mediator) destination(c *seccomp.Call, t *task, addr []byte, connects b
 		}
 		// Landlock's answer for a TCP port the ruleset does not allow.
 		return nil, m.deny(c, "port "+strconv.Itoa(int(port)), "", unix.EACCES, "TCP connect to a port the network mode does not allow")
+	case m.cfg.UDPDenied && t.udp() && (family == unix.AF_INET || family == unix.AF_INET6) && len(addr) >= 4:
+		port := binary.BigEndian.Uint16(addr[2:4])
+		// Landlock's answer for UDP the ruleset does not allow.
+		return nil, m.deny(c, "udp port "+strconv.Itoa(int(port)), "", unix.EACCES, "UDP, which the network mode does not allow")
 	}
 	return d, 0
 }

@@ -84,6 +84,13 @@ func (t *task) tcp() bool {
 	return (t.domain == unix.AF_INET || t.domain == unix.AF_INET6) && t.typ == unix.SOCK_STREAM && t.proto == unix.IPPROTO_TCP
 }
 
+// udp reports whether the socket is one Landlock's UDP rules (ABI 10) apply
+// to.
+func (t *task) udp() bool {
+	return (t.domain == unix.AF_INET || t.domain == unix.AF_INET6) && t.typ == unix.SOCK_DGRAM &&
+		(t.proto == unix.IPPROTO_UDP || t.proto == 0)
+}
+
 // read copies n bytes at addr out of the thread's memory (nil for none).
 func (t *task) read(addr uint64, n int) ([]byte, unix.Errno) {
 	if n == 0 {

@@ -143,6 +143,61 @@ static __attribute__((noreturn)) void se_fail(struct se_req *r, int step, int in
 	se_exit(step == SE_STEP_EXEC ? (err == -ENOENT || err == -ENOTDIR ? 127 : 126) : 125);
 }
 
+/* se_cloexec_from marks every open fd from first on close-on-exec, for
+ * kernels without CLOSE_RANGE_CLOEXEC (5.11; close_range itself is 5.9):
+ * the fds are read from /proc/self/fd where it is mounted, else every
+ * number below the soft RLIMIT_NOFILE is tried (no fd can be above it
+ * but one inherited before a lower limit was set: a process that lowers
+ * its own limit under its open fds; /proc is there in every mode the
+ * helper runs). Returns 0 or -errno. */
+static long se_cloexec_from(int first)
+{
+	char buf[1024];
+	long dir = SYS4(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (dir >= 0) {
+		for (;;) {
+			long n = SYS3(SYS_getdents64, dir, buf, sizeof buf);
+			if (n < 0) {
+				SYS1(SYS_close, dir);
+				return n;
+			}
+			if (n == 0)
+				break;
+			for (long off = 0; off < n;) {
+				/* struct linux_dirent64: ino, off, reclen, type, name */
+				unsigned short reclen;
+				memcpy(&reclen, buf + off + 16, sizeof reclen);
+				const char *name = buf + off + 19;
+				off += reclen;
+				if (name[0] < '0' || name[0] > '9')
+					continue;
+				long fd = 0;
+				for (const char *c = name; *c >= '0' && *c <= '9'; c++)
+					fd = fd * 10 + (*c - '0');
+				if (fd < first || fd == dir)
+					continue;
+				long ret = SYS3(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
+				if (ret < 0 && ret != -EBADF) {
+					SYS1(SYS_close, dir);
+					return ret;
+				}
+			}
+		}
+		SYS1(SYS_close, dir);
+		return 0;
+	}
+	struct rlimit lim;
+	long ret = SYS4(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, &lim);
+	if (ret < 0)
+		return ret;
+	for (unsigned long fd = (unsigned long)first; fd < lim.rlim_cur && fd < (1UL << 30); fd++) {
+		ret = SYS3(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
+		if (ret < 0 && ret != -EBADF)
+			return ret;
+	}
+	return 0;
+}
+
 /* Exec like execvp: try every candidate; remember EACCES; on ENOEXEC let
  * /bin/sh run it. Returns only on failure, with the errno execvp would give. */
 static long se_exec(struct se_req *r, int *which)
@@ -311,6 +366,134 @@ static void se_place(struct se_req *r, int join_v2)
 	}
 }
 
+#define SE_MOUNT_ATTR_RDONLY 0x1
+#define SE_MS_RDONLY 0x1
+#define SE_MS_NOSUID 0x2
+#define SE_MS_NODEV 0x4
+#define SE_MS_NOEXEC 0x8
+#define SE_MS_REMOUNT 0x20
+#define SE_MS_NOATIME 0x400
+#define SE_MS_NODIRATIME 0x800
+#define SE_MS_BIND 0x1000
+#define SE_MS_RELATIME 0x200000
+#define SE_MS_STRICTATIME 0x1000000
+
+/* se_beneath: path p is top or (recursive) beneath it. */
+static int se_beneath(const char *p, const char *top, int recursive)
+{
+	size_t n = strlen(top);
+	if (strcmp(p, top) == 0)
+		return 1;
+	if (!recursive)
+		return 0;
+	if (n == 1 && top[0] == '/')
+		return 1;
+	return strncmp(p, top, n) == 0 && p[n] == '/';
+}
+
+/* se_remount_ro makes the mount at top (and, recursive, every mount beneath
+ * it) read-only where mount_setattr is missing (before 5.12): each mount of
+ * /proc/self/mountinfo there is remounted MS_BIND|MS_REMOUNT|MS_RDONLY with
+ * its own nosuid, nodev, noexec and atime flags, which a user namespace
+ * may not clear (they are locked). Returns 0 or -errno. */
+static long se_remount_ro(const char *top, int recursive)
+{
+	const size_t cap = 4 << 20;
+	char *buf = (char *)se_sys(SYS_mmap, 0, (long)cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if ((long)buf < 0 && (long)buf > -4096)
+		return (long)buf;
+	long ret = SYS4(SYS_openat, AT_FDCWD, "/proc/self/mountinfo", O_RDONLY | O_CLOEXEC, 0);
+	if (ret < 0)
+		goto out;
+	long fd = ret;
+	size_t len = 0;
+	for (;;) {
+		ret = SYS3(SYS_read, fd, buf + len, cap - 1 - len);
+		if (ret <= 0)
+			break;
+		len += (size_t)ret;
+		if (len == cap - 1) {
+			ret = -E2BIG;
+			break;
+		}
+	}
+	SYS1(SYS_close, fd);
+	if (ret < 0)
+		goto out;
+	buf[len] = 0;
+	for (char *line = buf; *line;) {
+		char *end = strchr(line, '\n');
+		if (end)
+			*end = 0;
+		/* id parent major:minor root mountpoint options ... */
+		char *f[6] = {0};
+		char *c = line;
+		for (int i = 0; i < 6 && *c; i++) {
+			f[i] = c;
+			while (*c && *c != ' ')
+				c++;
+			if (*c)
+				*c++ = 0;
+		}
+		line = end ? end + 1 : line + strlen(line);
+		if (!f[5])
+			continue;
+		/* Undo mountinfo's octal escapes (\040 for a space). */
+		char *w = f[4];
+		for (char *r = f[4]; *r; w++) {
+			if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7') {
+				*w = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+				r += 4;
+			} else {
+				*w = *r++;
+			}
+		}
+		*w = 0;
+		if (!se_beneath(f[4], top, recursive))
+			continue;
+		unsigned long flags = SE_MS_BIND | SE_MS_REMOUNT | SE_MS_RDONLY;
+		int atime = 0; /* mountinfo shows no atime option for strictatime */
+		for (char *o = f[5]; *o;) {
+			char *comma = strchr(o, ',');
+			size_t n = comma ? (size_t)(comma - o) : strlen(o);
+			if (n == 6 && !strncmp(o, "nosuid", n))
+				flags |= SE_MS_NOSUID;
+			else if (n == 5 && !strncmp(o, "nodev", n))
+				flags |= SE_MS_NODEV;
+			else if (n == 6 && !strncmp(o, "noexec", n))
+				flags |= SE_MS_NOEXEC;
+			else if (n == 7 && !strncmp(o, "noatime", n))
+				flags |= SE_MS_NOATIME, atime = 1;
+			else if (n == 10 && !strncmp(o, "nodiratime", n))
+				flags |= SE_MS_NODIRATIME;
+			else if (n == 8 && !strncmp(o, "relatime", n))
+				flags |= SE_MS_RELATIME, atime = 1;
+			o += n + (comma ? 1 : 0);
+		}
+		/* A remount without an atime flag means relatime, which a user
+		 * namespace may not set on a strictatime mount (locked). */
+		if (!atime)
+			flags |= SE_MS_STRICTATIME;
+		ret = SYS5(SYS_mount, 0, f[4], 0, flags, 0);
+		/* A mount point another mount hides, or one gone since
+		 * mountinfo was read, cannot be reached by its path: what is
+		 * there (the mount on top) is remounted by its own line. One
+		 * beneath a directory this uid may not search (EACCES: a
+		 * root-owned 0700 directory, for an unprivileged user) cannot
+		 * be reached by the program either, which runs as the same uid
+		 * with no capability and cannot change that directory's mode. */
+		if (ret == -ENOENT || ret == -EACCES)
+			ret = 0;
+		if (ret < 0)
+			goto out;
+	}
+	ret = 0;
+out:
+	if (!((long)buf < 0 && (long)buf > -4096))
+		SYS2(SYS_munmap, buf, cap);
+	return ret;
+}
+
 /* se_setup runs the namespace and mount operations and sets the rlimits. */
 static void se_setup(struct se_req *r)
 {
@@ -342,6 +525,8 @@ static void se_setup(struct se_req *r)
 			struct se_mount_attr ma = {0};
 			ma.attr_set = op->flags;
 			ret = SYS5(SE_NR_mount_setattr, AT_FDCWD, op->a, op->fd ? SE_AT_RECURSIVE : 0, &ma, sizeof ma);
+			if (ret == -ENOSYS && op->flags == SE_MOUNT_ATTR_RDONLY)
+				ret = se_remount_ro(op->a, op->fd); /* before 5.12 */
 			break;
 		}
 		case SE_OP_OPEN_TREE:
@@ -428,6 +613,8 @@ static __attribute__((noreturn)) void se_program(struct se_req *r, int clone3, i
 	/* Every fd above 2 closes at exec, except the ones kept on purpose: an
 	 * fd opened before Landlock is not restricted by it. */
 	ret = SYS3(SE_NR_close_range, 3, ~0U, SE_CLOSE_RANGE_CLOEXEC);
+	if (ret == -EINVAL || ret == -ENOSYS)
+		ret = se_cloexec_from(3); /* before 5.11 */
 	if (ret < 0)
 		se_fail(r, SE_STEP_FDS, -1, ret);
 	for (i = 0; i < r->nkeep; i++) {

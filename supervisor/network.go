@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
 	"sandbox-executable/netproxy"
 	"sandbox-executable/policy"
@@ -56,7 +57,10 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, noNa
 	switch p.Network.Mode {
 	case policy.NetworkNone:
 		mech("seccomp: no sockets but AF_UNIX")
-		if abi >= 4 {
+		switch {
+		case landlock.Supports(abi, landlock.FeatUDP):
+			mech("Landlock: no TCP or UDP bind, connect or send")
+		case landlock.Supports(abi, landlock.FeatTCP):
 			mech("Landlock: no TCP bind or connect")
 		}
 		if exact {
@@ -78,11 +82,17 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, noNa
 		if !allowDegraded {
 			return n, &RefusedError{Reason: "refusing to run: " + why + "; run as root or where user namespaces are allowed, or pass " + words.Say(remedy.AllowDegraded) + " to rely on Landlock's port rule alone"}
 		}
-		if abi < 4 {
+		if !landlock.Supports(abi, landlock.FeatTCP) {
 			return n, &RefusedError{Reason: "refusing to run: " + why + ", and Landlock ABI " + strconv.Itoa(abi) + " cannot restrict TCP at all: the allowlist would not be enforced even in part"}
 		}
 		n.hostProxy = true
 		n.Proxy = "127.0.0.1 (a port chosen at start)"
+		if landlock.Supports(abi, landlock.FeatUDP) {
+			mech("a filtering proxy on the host's loopback; Landlock: TCP connect only to its port, no UDP")
+			n.NotEnforced = append(n.NotEnforced, "any host's service on the proxy's port number is reachable directly")
+			n.degraded = "network allowlist without a network namespace: Landlock allows TCP connect to the proxy's port on any host"
+			break
+		}
 		mech("a filtering proxy on the host's loopback; Landlock: TCP connect only to its port")
 		n.NotEnforced = append(n.NotEnforced, "any host's service on the proxy's port number is reachable directly", "UDP is not restricted")
 		n.degraded = "network allowlist without a network namespace: Landlock allows TCP connect to the proxy's port on any host, and UDP is not restricted"
@@ -93,6 +103,9 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, noNa
 		n.DaemonSockets = "Landlock (resolve_unix, ABI 9): a pathname unix socket is reached only beneath the writable roots, checked by the kernel at every connect and send"
 	case socketsMediated:
 		n.DaemonSockets = "mediated: connect, sendto with an address, sendmsg and sendmmsg are carried out by the supervisor on the program's own socket; a pathname unix socket is reached only when the file its name leads to, in the program's view and at the time of the call, lies beneath a writable root with no other name (refused with EACCES otherwise, and recorded), however it is named, whenever and in whatever network namespace it was bound"
+		if n.sockets.landlock {
+			n.DaemonSockets += "; Landlock's resolve_unix (ABI 9) underneath: a pathname socket outside the writable roots is refused to the program itself too"
+		}
 		if n.sockets.abstract == sockmed.AbstractDirect {
 			n.DaemonSockets += "; abstract sockets: only the program's network namespace's, its own"
 		} else {
@@ -102,7 +115,7 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, noNa
 		n.DaemonSockets = "socket(AF_UNIX) denied by seccomp (socketpair still works): without a process namespace of its own or the kernel calls mediation needs, the supervisor cannot tell a daemon's socket from the program's own"
 		n.denyUnix = true
 		n.NotEnforced = append(n.NotEnforced, "a socketpair(AF_UNIX, SOCK_DGRAM) socket can still send datagrams to a daemon's datagram socket by its path (sendto)")
-		if abi < 6 && !n.netns {
+		if !landlock.Supports(abi, landlock.FeatScoping) && !n.netns {
 			n.NotEnforced = append(n.NotEnforced, "abstract unix datagram sockets outside the sandbox are reachable from a socketpair socket (Landlock scoping needs ABI 6)")
 		}
 	}

@@ -380,7 +380,7 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 		late = pr.View.LateReadDenied
 	}
 	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts,
-		LogDenials: cfg.LogDenials, LateReadDenied: late, ResolveUnix: nw.sockets.how == socketsByLandlock})
+		LogDenials: cfg.LogDenials, LateReadDenied: late, ResolveUnix: nw.sockets.landlock, Errata: landlockErrata(abi)})
 	if err != nil {
 		return nil, err
 	}
@@ -394,6 +394,10 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 	var boundary []string
 	for _, g := range spec.Gaps {
 		if g.WriteBoundary {
+			if g.Right == "landlock" { // the whole of Landlock: its effect says so
+				boundary = append(boundary, g.Effect)
+				continue
+			}
 			boundary = append(boundary, fmt.Sprintf("landlock %s: %s", g.Right, g.Effect))
 		}
 	}
@@ -483,6 +487,19 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 		Timeout: fmt.Sprintf("%d s wall clock for the whole tree (SIGTERM, %s grace, SIGKILL; exit 124)", p.Limits.TimeoutSeconds, grace(cfg)),
 	}
 	return pr, nil
+}
+
+// landlockErrata is the kernel's Landlock errata mask, nil when it does not
+// answer the query (before 6.15 without backports) or has no Landlock.
+func landlockErrata(abi int) *uint64 {
+	if abi < 1 {
+		return nil
+	}
+	v, err := landlock.Errata()
+	if err != nil {
+		return nil
+	}
+	return &v
 }
 
 // coveredGaps returns Landlock's gaps with what another layer covers said

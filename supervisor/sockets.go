@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/landlock"
 	"sandbox-executable/sockmed"
 )
 
@@ -25,22 +26,30 @@ const (
 type socketChoice struct {
 	how      string
 	abstract sockmed.AbstractMode
+	// landlock: resolve_unix is handled too (ABI 9), under mediation a
+	// second layer should a call reach the kernel from the program itself.
+	landlock bool
 }
 
-// chooseSockets decides it: Landlock where the kernel can (ABI 9);
-// else mediation where the program has an init (the seccomp listener then
-// reaches the supervisor without the program's own sendmsg) and the kernel
-// has what mediation needs; else no unix sockets but socketpair's.
+// chooseSockets decides it: mediation where the program has an init (the
+// seccomp listener then reaches the supervisor without the program's own
+// sendmsg) and the kernel has what mediation needs, with Landlock's
+// resolve_unix (ABI 9) underneath where the kernel has it; else Landlock
+// alone (ABI 9); else no unix sockets but socketpair's. Mediation comes
+// first: Landlock grants a socket by where its name is, so a hard link to a
+// daemon's socket made inside a writable root would be reached, and its
+// refusals are not recorded.
 func chooseSockets(abi int, isolated, netns, mediation bool) socketChoice {
+	resolve := landlock.Supports(abi, landlock.FeatUnixSocket)
 	switch {
-	case abi >= 9:
-		return socketChoice{how: socketsByLandlock}
 	case isolated && mediation:
-		c := socketChoice{how: socketsMediated, abstract: sockmed.AbstractOwned}
+		c := socketChoice{how: socketsMediated, abstract: sockmed.AbstractOwned, landlock: resolve}
 		if netns {
 			c.abstract = sockmed.AbstractDirect
 		}
 		return c
+	case resolve:
+		return socketChoice{how: socketsByLandlock, landlock: true}
 	}
 	return socketChoice{how: socketsDenied}
 }
@@ -73,5 +82,6 @@ func (s *session) mediatorConfig(tmp string) sockmed.Config {
 	if s.spec.HandledNet&unix.LANDLOCK_ACCESS_NET_CONNECT_TCP != 0 {
 		c.TCPRestricted, c.TCPPorts = true, s.spec.Ports
 	}
+	c.UDPDenied = s.spec.HandledNet&unix.LANDLOCK_ACCESS_NET_CONNECT_SEND_UDP != 0
 	return c
 }

@@ -86,25 +86,27 @@ install_packages() {
 }
 
 # apt configuration for the kernel: the machine's own sources for the default,
-# a private state directory for backports. The private state never touches
-# /etc/apt nor the machine's lists: its own sources.list, lists and caches.
+# a private state directory per other suite (vm_kernel_suite). The private
+# state never touches /etc/apt nor the machine's lists: its own sources.list,
+# lists and caches under $VM_CACHE/apt-<suite>/.
 APT_OPTS=()
-apt_private_backports() {
-	local d=$VM_CACHE/apt-backports codename mirror
+apt_private() {
+	local suite=$1 d=$VM_CACHE/apt-$1 codename mirror
 	# shellcheck disable=SC1091
 	codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
 	# Reuse the mirror the machine already uses for its main suite.
 	# shellcheck disable=SC2016 # $(...) is apt's own format syntax
 	mirror=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null |
 		awk -v s="$codename" '$2 == s { print $1; exit }')
-	[[ -n $mirror ]] || vm_die "no apt source for suite $codename found to derive a backports mirror from"
+	[[ -n $mirror ]] || vm_die "no apt source for suite $codename found to derive a $suite mirror from"
 	mkdir -p "$d/lists/partial" "$d/cache/archives/partial" "$d/parts"
-	printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s-backports main\n' \
-		"$mirror" "$codename" >"$d/sources.list"
+	# The archive keyring holds the keys of every current release.
+	printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' \
+		"$mirror" "$suite" >"$d/sources.list"
 	APT_OPTS=(-o "Dir::Etc::SourceList=$d/sources.list" -o "Dir::Etc::SourceParts=$d/parts"
 		-o "Dir::State::Lists=$d/lists" -o "Dir::Cache=$d/cache" -o Acquire::Languages=none)
 	if ! compgen -G "$d/lists/*Packages*" >/dev/null; then
-		vm_log "fetching the $codename-backports package lists into a private apt state"
+		vm_log "fetching the $suite package lists into a private apt state"
 		apt-get "${APT_OPTS[@]}" update -qq >&2
 	fi
 }
@@ -163,14 +165,27 @@ fetch_kernel() {
 		apt_update # stale lists point at a file the mirror no longer has
 		(cd "$tmp" && apt-get "${APT_OPTS[@]}" -o APT::Sandbox::User=root -qq download "$pkg=$ver" >&2)
 	fi
-	deb=$(echo "$tmp"/*.deb)
+	# Newer kernels (trixie-backports' 7.x) split the image package: it only
+	# depends on linux-binary-* (the vmlinuz), linux-base-* (the config) and
+	# linux-modules-* of the same version. Fetch those too.
+	local parts
+	parts=$(apt-cache "${APT_OPTS[@]}" show "$pkg=$ver" 2>/dev/null | sed -n 's/^Depends: //p' | head -n1 |
+		grep -oE "linux-(binary|base|modules)-[^ ,]+ \(= [^)]+\)" | sed 's/ (= /=/; s/)$//') || true
+	if [[ -n $parts ]]; then
+		vm_log "downloading its parts: $(tr '\n' ' ' <<<"$parts")"
+		# shellcheck disable=SC2086 # one word per package
+		(cd "$tmp" && apt-get "${APT_OPTS[@]}" -o APT::Sandbox::User=root -qq download $parts >&2)
+	fi
 	mkdir -p "$tmp/x" "$tmp/k/modules"
 	# Decompress the payload once (3 s here): the listing and the one tar pass
 	# per dependency level below then read a plain tar instead of
-	# decompressing 70 MB of xz each time.
-	dpkg-deb --fsys-tarfile "$deb" >"$tmp/data.tar"
-	rm -f "$deb"
-	tar -tf "$tmp/data.tar" >"$tmp/list"
+	# decompressing 70 MB of xz each time. Several packages' payloads are
+	# concatenated: tar reads them with --ignore-zeros.
+	for deb in "$tmp"/*.deb; do
+		dpkg-deb --fsys-tarfile "$deb" >>"$tmp/data.tar"
+		rm -f "$deb"
+	done
+	tar -itf "$tmp/data.tar" >"$tmp/list"
 
 	# Extract the boot files and the root modules together, then one pass per
 	# dependency level (usually two or three more).
@@ -181,7 +196,7 @@ fetch_kernel() {
 		name=${BASH_REMATCH[1]//-/_}
 		path_of[$name]=$line
 	done <"$tmp/list"
-	mapfile -t pass < <(grep -E '^\./boot/(vmlinuz|config)-' "$tmp/list")
+	mapfile -t pass < <(grep -E '^\./(boot/(vmlinuz|config)-|usr/lib/modules/[^/]+/(vmlinuz|config)$)' "$tmp/list")
 	want=("${ROOT_MODULES[@]}")
 	while :; do
 		local next=()
@@ -197,7 +212,7 @@ fetch_kernel() {
 			next+=("$m")
 		done
 		((${#pass[@]} == 0)) && break
-		tar -x -f "$tmp/data.tar" -C "$tmp/x" "${pass[@]}"
+		tar -i -x -f "$tmp/data.tar" -C "$tmp/x" "${pass[@]}"
 		pass=()
 		want=()
 		for m in "${next[@]}"; do
@@ -226,11 +241,19 @@ fetch_kernel() {
 	: >"$tmp/k/load.order"
 	for m in "${ROOT_MODULES[@]}"; do place "$m"; done
 
-	local bz
+	local bz rel
 	bz=$(echo "$tmp"/x/boot/vmlinuz-*)
-	[[ -f $bz ]] || vm_die "$pkg has no /boot/vmlinuz-*"
-	cp "$tmp"/x/boot/config-* "$tmp/k/config"
-	echo "${bz##*/vmlinuz-}" >"$tmp/k/release"
+	if [[ -f $bz ]]; then
+		cp "$tmp"/x/boot/config-* "$tmp/k/config"
+		rel=${bz##*/vmlinuz-}
+	else
+		bz=$(echo "$tmp"/x/usr/lib/modules/*/vmlinuz)
+		[[ -f $bz ]] || vm_die "$pkg has no /boot/vmlinuz-* nor /usr/lib/modules/*/vmlinuz"
+		rel=${bz%/vmlinuz}
+		rel=${rel##*/}
+		cp "$tmp/x/usr/lib/modules/$rel/config" "$tmp/k/config"
+	fi
+	echo "$rel" >"$tmp/k/release"
 	if extract_vmlinux "$bz" "$tmp/k/vmlinux"; then
 		echo vmlinux >"$tmp/k/kernel.name"
 	else
@@ -278,11 +301,9 @@ kdir=
 if [[ $refresh != 1 && -r $pointer ]] && ready "$KROOT/$(cat "$pointer")"; then
 	kdir=$KROOT/$(cat "$pointer")
 else
-	case $VM_KERNEL in
-	bookworm | stable | default | linux-image-*) ;;
-	backports) apt_private_backports ;;
-	*) vm_die "SE_VM_KERNEL=$VM_KERNEL: want bookworm, backports or a linux-image-* package name" ;;
-	esac
+	suite=$(vm_kernel_suite "$VM_KERNEL") ||
+		vm_die "SE_VM_KERNEL=$VM_KERNEL: want 5.10, 6.1, 6.12, 7.3 (or bookworm, backports, a linux-image-* package name)"
+	[[ -z $suite ]] || apt_private "$suite"
 	read -r pkg ver < <(resolve_kernel)
 	[[ -n ${pkg:-} ]] || exit 125
 	kdir=$KROOT/${pkg}_$ver
