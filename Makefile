@@ -1,7 +1,9 @@
 # sandbox-executable: build, test and release entry points.
 #   make build         the binary, bin/sandbox-executable
 #   make test          what CI runs: lint, unit tests (race), integration
-#                      tests on this kernel, a short fuzz run, the VM suite
+#                      tests on this kernel, a short fuzz run, the VM suites
+#                      (6.1; 5.10, 6.12, 7.3; arm64; a systemd guest)
+#   make host-kinds    the README's table of host kinds, from the tests
 #   make bench         one table: start-up and real work under bare,
 #                      bubblewrap and the helper (make vm-bench: in the VM)
 GO       ?= go
@@ -16,7 +18,7 @@ DIST     ?= dist
 # The architectures make release builds (packaging/release.sh).
 RELEASE_ARCHES ?= amd64 arm64
 
-.PHONY: all build build-arm64 probe probe-arm64 test lint lint-packaging unit integration fuzz-short vm-test vm-test-kernels vm-test-arm64 vm-test-systemd vm-selfcheck bench vm-bench release test-release manpage clean
+.PHONY: all build build-arm64 probe probe-arm64 test lint lint-packaging unit integration fuzz-short vm-test vm-test-kernels vm-test-arm64 vm-test-systemd vm-selfcheck host-kinds bench vm-bench release test-release manpage clean
 
 all: build
 
@@ -101,13 +103,18 @@ vm-test-kernels: build probe
 vm-selfcheck:
 	integration/vm/selfcheck.sh
 
+# What the helper enforces on each kind of host, from TestHostKind and the
+# container matrix run here and in every guest: the README's table.
+host-kinds: build probe build-arm64 probe-arm64
+	integration/vm/hostkinds.sh
+
 # Rootless on systemd: a Debian bookworm guest with systemd as PID 1 and a
 # user manager; the helper as that user from a root-owned login scope
 # (integration/vm/systemd/). BASE=path also runs an older build there.
 vm-test-systemd: build probe
 	integration/vm/systemd/run.sh $(CURDIR)/$(BIN) $(BASE)
 
-test: lint lint-packaging unit integration fuzz-short vm-test
+test: lint lint-packaging unit integration fuzz-short vm-test vm-test-kernels vm-test-arm64 vm-test-systemd
 
 # The static "install anywhere" binaries (linux-amd64, linux-arm64) and their
 # .sha256 in $(DIST), checked by the script (statically linked, no dynamic
