@@ -121,6 +121,9 @@ type runOpts struct {
 	cred    *syscall.Credential
 	// via runs the helper through a launcher: via[0] via[1:]... HELPER ARGS.
 	via []string
+	// bin is the helper to run instead of binary (realBinary: without the
+	// wrapper a kernel without Landlock gets).
+	bin string
 }
 
 // run runs the helper with args and waits for it.
@@ -132,9 +135,13 @@ func run(t *testing.T, o runOpts, args ...string) result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	helper := binary
+	if o.bin != "" {
+		helper = o.bin
+	}
+	cmd := exec.CommandContext(ctx, helper, args...)
 	if len(o.via) > 0 {
-		cmd = exec.CommandContext(ctx, o.via[0], append(append(o.via[1:], binary), args...)...)
+		cmd = exec.CommandContext(ctx, o.via[0], append(append(o.via[1:], helper), args...)...)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -319,6 +320,23 @@ func (s *session) noCgroup(why, fix string) error {
 		return nil // nothing needs one; the subreaper tracks the tree
 	}
 	msg := "no cgroup for the memory, pids and CPU limits of the whole tree (" + why + ")"
+	// The cgroups this process is already in (a container's own) bound the
+	// whole tree too: where they meet every limit asked for, nothing is lost.
+	if enc := cgroups.EnclosingLimits(s.pr.cgroupPlan.host); l.CPUSeconds == 0 && s.cfg.CPUQuota == 0 &&
+		(l.MemoryBytes == 0 || (enc.MemoryAt != "" && enc.MemoryBytes <= l.MemoryBytes)) &&
+		(l.Pids == 0 || (enc.PidsAt != "" && enc.Pids <= uint64(l.Pids))) {
+		var held []string
+		if l.MemoryBytes > 0 {
+			held = append(held, fmt.Sprintf("memory.max %d in %s", enc.MemoryBytes, enc.MemoryAt))
+		}
+		if l.Pids > 0 {
+			held = append(held, fmt.Sprintf("pids.max %d in %s", enc.Pids, enc.PidsAt))
+		}
+		s.pr.Enforcement.Cgroup.Why = "no cgroup of the run's own (" + why + "); the limits are held, at least as tight, by the cgroup the helper is in: " +
+			strings.Join(held, ", ") + " (it bounds everything in it, the program included)"
+		s.log().Info("limits held by the enclosing cgroup", "memory_max", enc.MemoryBytes, "pids_max", enc.Pids)
+		return nil
+	}
 	if !s.cfg.AllowDegraded {
 		return &RefusedError{Reason: "refusing to run: " + msg + "; " + fix + ", or pass " + s.cfg.Words.Say(remedy.AllowDegraded) + " to fall back to per-process rlimits"}
 	}
