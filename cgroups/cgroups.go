@@ -139,6 +139,14 @@ type Options struct {
 	// Name is the group's directory name; empty generates a unique one with
 	// the prefix NamePrefix.
 	Name string
+	// MoveSelf lets New move the calling process into a leaf of its own
+	// cgroup (SupervisorLeaf) when that cgroup must enable controllers for
+	// the group and cannot while it holds a process (cgroup2's
+	// no-internal-processes rule). The caller decides: a process that is
+	// the helper alone may be moved; a library's host process may not, and
+	// New then fails with the advice to give the supervisor a cgroup of its
+	// own.
+	MoveSelf bool
 }
 
 // NamePrefix starts the name of every cgroup this package creates, so stale

@@ -203,7 +203,19 @@ func delegatedHelper(args []string) int {
 	if h.Mode == Unified {
 		lim = Limits{MemoryBytes: 64 << 20, Pids: 16}
 	}
-	g, err := New(h, lim, Options{})
+	if h.Mode == Unified {
+		// Without MoveSelf the caller's process stays where it is: the
+		// delegated cgroup cannot enable controllers while it holds it.
+		before, _ := os.ReadFile("/proc/self/cgroup")
+		_, err := New(h, lim, Options{})
+		after, _ := os.ReadFile("/proc/self/cgroup")
+		var ue *UnavailableError
+		if !errors.As(err, &ue) || ue.Advice != AdviseAlone || string(before) != string(after) {
+			return fail("New without MoveSelf: %v, moved from %q to %q", err, before, after)
+		}
+		fmt.Println("ok not moved without MoveSelf")
+	}
+	g, err := New(h, lim, Options{MoveSelf: true})
 	if err != nil {
 		return fail("New(%+v): %v", lim, err)
 	}
@@ -226,7 +238,7 @@ func delegatedHelper(args []string) int {
 		// A second group reuses the leaf (a later Detect sees the leaf as
 		// its own cgroup).
 		h2, _ := Detect()
-		g2, err := New(h2, lim, Options{})
+		g2, err := New(h2, lim, Options{MoveSelf: true})
 		if err != nil {
 			return fail("second New: %v", err)
 		}

@@ -205,7 +205,7 @@ func (g *group) createV2(h *Host, lim Limits, opt Options, ctrls []string, name 
 				return g.permErr(h, parent, err, advice)
 			}
 		}
-		if err := enableControllers(hier, top, parent, ctrls, h.Mode); err != nil {
+		if err := enableControllers(hier, top, parent, ctrls, h.Mode, opt.MoveSelf); err != nil {
 			return g.permErr(h, parent, err, advice)
 		}
 	}

@@ -53,6 +53,7 @@ func dirs(g Group) []string {
 
 func newGroup(t *testing.T, h *Host, lim Limits, opt Options) Group {
 	t.Helper()
+	opt.MoveSelf = true // the test binary is the supervisor alone
 	g, err := New(h, lim, opt)
 	var ue *UnavailableError
 	if errors.As(err, &ue) {
@@ -817,7 +818,7 @@ func TestParallelGroups(t *testing.T) {
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		wg.Go(func() {
-			g, err := New(h, Limits{MemoryBytes: 64 << 20, Pids: 32}, Options{})
+			g, err := New(h, Limits{MemoryBytes: 64 << 20, Pids: 32}, Options{MoveSelf: true})
 			if err != nil {
 				errs <- err
 				return
@@ -1042,7 +1043,7 @@ func BenchmarkNewRemove(b *testing.B) {
 	}
 	defer reportCPU(b)()
 	for b.Loop() {
-		g, err := New(h, lim, Options{})
+		g, err := New(h, lim, Options{MoveSelf: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -1062,7 +1063,7 @@ func BenchmarkNewOOMKilledRemove(b *testing.B) {
 	}
 	defer reportCPU(b)()
 	for b.Loop() {
-		g, err := New(h, lim, Options{})
+		g, err := New(h, lim, Options{MoveSelf: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -1077,7 +1078,7 @@ func BenchmarkNewOOMKilledRemove(b *testing.B) {
 
 func BenchmarkStats(b *testing.B) {
 	h := realHost(b)
-	g, err := New(h, Limits{MemoryBytes: 64 << 20, Pids: 32}, Options{})
+	g, err := New(h, Limits{MemoryBytes: 64 << 20, Pids: 32}, Options{MoveSelf: true})
 	if err != nil {
 		b.Skip(err)
 	}

@@ -52,9 +52,9 @@ func setV2Limits(dir string, lim Limits, ctrls []string) error {
 // in dir's cgroup.subtree_control and, where dir itself lacks them, in its
 // ancestors up to top (never above). A cgroup that has processes cannot
 // enable controllers (no-internal-processes rule); when that cgroup is this
-// process's own, the process moves itself into a leaf child first (see
-// moveSelfToLeaf).
-func enableControllers(hier *Hierarchy, top, dir string, ctrls []string, mode Mode) error {
+// process's own and moveSelf allows it, the process moves itself into a
+// leaf child first (see moveSelfToLeaf).
+func enableControllers(hier *Hierarchy, top, dir string, ctrls []string, mode Mode, moveSelf bool) error {
 	if len(ctrls) == 0 {
 		return nil
 	}
@@ -81,7 +81,7 @@ func enableControllers(hier *Hierarchy, top, dir string, ctrls []string, mode Mo
 		chain = append(chain, cur)
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
-		if err := enableIn(hier, chain[i], ctrls, mode); err != nil {
+		if err := enableIn(hier, chain[i], ctrls, mode, moveSelf); err != nil {
 			return err
 		}
 	}
@@ -89,7 +89,7 @@ func enableControllers(hier *Hierarchy, top, dir string, ctrls []string, mode Mo
 }
 
 // enableIn enables ctrls in dir's cgroup.subtree_control.
-func enableIn(hier *Hierarchy, dir string, ctrls []string, mode Mode) error {
+func enableIn(hier *Hierarchy, dir string, ctrls []string, mode Mode, moveSelf bool) error {
 	en, err := readList(dir + "/cgroup.subtree_control")
 	if err != nil {
 		return err
@@ -103,9 +103,9 @@ func enableIn(hier *Hierarchy, dir string, ctrls []string, mode Mode) error {
 	if !errors.Is(err, unix.EBUSY) {
 		return err
 	}
-	// dir has processes of its own. If one of them is this process, move
-	// it into a leaf and try again.
-	if ownV2Dir(hier, dir) {
+	// dir has processes of its own. If one of them is this process, and
+	// the caller lets it be moved, move it into a leaf and try again.
+	if moveSelf && ownV2Dir(hier, dir) {
 		if merr := moveSelfToLeaf(dir); merr != nil {
 			return merr
 		}

@@ -61,6 +61,11 @@ type Config struct {
 	// CgroupParent is where the run's cgroup goes (see cgroups.Options);
 	// empty picks the host's default.
 	CgroupParent string
+	// MoveSelf lets the cgroup code move this process into a leaf of its
+	// own cgroup to enable controllers there (cgroups.Options.MoveSelf):
+	// the command line, which is the supervisor alone, allows it; a
+	// library caller decides for its own process.
+	MoveSelf bool
 	// CPUQuota, in CPUs, caps the tree's CPU bandwidth (cpu.max); 0 sets
 	// no cap.
 	CPUQuota float64

@@ -270,7 +270,7 @@ func (s *session) makeCgroup() error {
 	if c.host == nil {
 		return s.noCgroup(c.why, defaultCgroupFix(s.cfg.Words))
 	}
-	g, err := cgroups.New(c.host, c.limits, cgroups.Options{Parent: s.cfg.CgroupParent})
+	g, err := cgroups.New(c.host, c.limits, cgroups.Options{Parent: s.cfg.CgroupParent, MoveSelf: s.cfg.MoveSelf})
 	if err != nil {
 		var un *cgroups.UnavailableError
 		if !errors.As(err, &un) {

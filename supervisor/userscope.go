@@ -39,7 +39,7 @@ func (s *session) cgroupInUserScope(host *cgroups.Host, lim cgroups.Limits) (cgr
 	if err != nil {
 		return nil, "; " + sc.Unit + " from the systemd user manager did not help: " + err.Error()
 	}
-	g, err := cgroups.New(h, lim, cgroups.Options{})
+	g, err := cgroups.New(h, lim, cgroups.Options{MoveSelf: s.cfg.MoveSelf})
 	if err != nil {
 		return nil, "; " + sc.Unit + " from the systemd user manager did not help: " + err.Error()
 	}

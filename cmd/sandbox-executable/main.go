@@ -114,10 +114,13 @@ func run(args []string) int {
 		return refuse(supervisor.ExitSetup, err, nil)
 	}
 	cfg := supervisor.Config{
-		Plan:          plan,
-		Cwd:           cwd,
-		Words:         say,
-		CgroupParent:  o.cgroupParent,
+		Plan:         plan,
+		Cwd:          cwd,
+		Words:        say,
+		CgroupParent: o.cgroupParent,
+		// This process is the supervisor and nothing else: it may move
+		// into a leaf of its own delegated cgroup.
+		MoveSelf:      true,
 		CPUQuota:      quota,
 		Warn:          func(msg string) { fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, msg) },
 		Argv:          o.argv,
