@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -88,11 +90,34 @@ type CgroupResult struct {
 // forwarded are the signals passed on to the program.
 var forwarded = []syscall.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
 
+// CaughtSignals are the signals the caller of Run catches for it (see
+// Signals): the ones passed on to the program, and SIGCHLD.
+func CaughtSignals() []syscall.Signal {
+	return append(forwarded[:len(forwarded):len(forwarded)], unix.SIGCHLD)
+}
+
+// Signals is how the caller hands Run the signals it caught
+// (spawn.CatchSignals(CaughtSignals()) gives all three): C, each signal to
+// pass on to the program; Child, a value after SIGCHLDs; Stopped, closed
+// when the caller stops catching. Signals that arrive while the run is
+// set up are passed on once the program runs; a terminating one (SIGTERM,
+// SIGINT, SIGHUP, SIGQUIT) keeps it from starting at all.
+type Signals struct {
+	C       <-chan syscall.Signal
+	Child   <-chan struct{}
+	Stopped <-chan struct{}
+}
+
 // Run builds the kernel objects for pr, starts the program and supervises
-// it until it and everything it started are gone.
-func Run(pr *Prepared) Result {
+// it until it and everything it started are gone. The caller owns the
+// process-wide state a run needs: it catches the signals (sig) and makes
+// this process a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so that
+// no orphan of the sandbox outlives the run unseen; Run refuses to start
+// without either. Cancelling ctx ends the run as a timeout does (SIGTERM,
+// the grace, SIGKILL), with the program's own ending.
+func Run(ctx context.Context, pr *Prepared, sig Signals) Result {
 	start := time.Now()
-	s := &session{pr: pr, cfg: pr.cfg, rulesetFD: -1, proxySock: -1, proxyChild: -1, notifySock: -1}
+	s := &session{pr: pr, cfg: pr.cfg, ctx: ctx, sig: sig, rulesetFD: -1, proxySock: -1, proxyChild: -1, notifySock: -1}
 	s.denials.out = pr.cfg.OnDenial
 	res := s.run()
 	s.timed("cleanup", func() { s.cleanup(&res) })
@@ -107,6 +132,8 @@ func Run(pr *Prepared) Result {
 type session struct {
 	pr  *Prepared
 	cfg Config
+	ctx context.Context
+	sig Signals
 
 	env       []string
 	spec      *landlock.Spec
@@ -430,21 +457,33 @@ func (s *session) supervise() Result {
 	cfg := s.cfg
 	p := s.pr.Plan
 
-	// Signals that arrive from here on are queued and forwarded once the
-	// program exists (caught without os/signal's thread: spawn.CatchSignals).
-	// SIGCHLD too: the reaper waits for it through the same pipe instead
-	// of blocking a thread in wait4.
-	caught, err := spawn.CatchSignals(append(forwarded[:len(forwarded):len(forwarded)], unix.SIGCHLD))
-	if err != nil {
-		return setupFailed(err)
+	// The caller catches the signals (SIGCHLD among them: the reaper waits
+	// for it instead of blocking a thread in wait4) and makes this process
+	// a child subreaper, so that orphans of the sandbox become its
+	// children and none outlives the run unseen.
+	sigs := s.sig.C
+	if sigs == nil || s.sig.Child == nil || s.sig.Stopped == nil {
+		return setupFailed(errors.New("supervisor: Run needs the caller's caught signals (Signals.C, Child and Stopped)"))
 	}
-	defer caught.Release()
-	sigs := caught.C
-
-	// Orphans of the sandbox become our children, so none of them outlives
-	// the run unseen.
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return setupFailed(fmt.Errorf("child subreaper: %w", err))
+	var reaping uintptr
+	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&reaping)), 0, 0, 0); err != nil || reaping == 0 {
+		return setupFailed(errors.New("supervisor: the caller must make this process a child subreaper (prctl PR_SET_CHILD_SUBREAPER) before Run"))
+	}
+	// Signals that came while the run was set up: a terminating one keeps
+	// the program from starting; the others are passed on once it runs.
+	var early []syscall.Signal
+	for drained := false; !drained; {
+		select {
+		case sg := <-sigs:
+			switch sg {
+			case unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT:
+				s.log().Info("signal before the start: not started", "signal", sg.String())
+				return Result{Ending: Signaled, Signal: sg, ExitCode: 128 + int(sg)}
+			}
+			early = append(early, sg)
+		default:
+			drained = true
+		}
 	}
 
 	req := &spawn.Request{
@@ -489,6 +528,7 @@ func (s *session) supervise() Result {
 	}
 
 	var proc *spawn.Process
+	var err error
 	s.timed("spawn", func() { proc, err = spawn.Start(req) })
 	if proc == nil {
 		return setupFailed(err)
@@ -498,7 +538,7 @@ func (s *session) supervise() Result {
 	}
 	s.log().Info("started", "pid", proc.Pid, "program", s.pr.Argv)
 	reaper := newReaper(proc.Pid)
-	go reaper.loop(caught.Child, caught.Stopped)
+	go reaper.loop(s.sig.Child, s.sig.Stopped)
 	t := &tree{self: os.Getpid(), group: s.group, reaped: reaper.done}
 	if req.Init {
 		t.init, t.initFD = proc.Pid, proc.PidFD
@@ -546,6 +586,10 @@ func (s *session) supervise() Result {
 	var killTimer <-chan time.Time
 	var ending Ending
 	var status unix.WaitStatus
+	for _, sg := range early {
+		s.log().Info("signal", "signal", sg.String(), "forwarded", forward(proc.Pid, sg))
+	}
+	canceled := s.ctx.Done()
 
 	for mainDone := false; !mainDone; {
 		select {
@@ -573,6 +617,13 @@ func (s *session) supervise() Result {
 				s.log().Warn("out of memory: ending the tree")
 				ending = OOM
 				t.kill()
+			}
+		case <-canceled:
+			canceled = nil
+			if ending == "" && killTimer == nil {
+				s.log().Warn("canceled by the caller")
+				t.signal(unix.SIGTERM)
+				killTimer = time.After(grace(cfg))
 			}
 		case <-killTimer:
 			t.kill()

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -31,6 +32,7 @@ import (
 	"sandbox-executable/policy"
 	"sandbox-executable/report"
 	"sandbox-executable/seccomp"
+	"sandbox-executable/spawn"
 	"sandbox-executable/supervisor"
 )
 
@@ -171,7 +173,18 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, strings.Join(pr.Degradations, "; "))
 	}
 
-	res := supervisor.Run(pr)
+	// This process's signals and orphans are the run's: it catches the
+	// signals the run passes on (without os/signal's thread) and becomes a
+	// child subreaper, as supervisor.Run asks of its caller.
+	caught, err := spawn.CatchSignals(supervisor.CaughtSignals())
+	if err != nil {
+		return refuse(supervisor.ExitSetup, err, pr)
+	}
+	defer caught.Release()
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return refuse(supervisor.ExitSetup, fmt.Errorf("child subreaper: %w", err), pr)
+	}
+	res := supervisor.Run(context.Background(), pr, supervisor.Signals{C: caught.C, Child: caught.Child, Stopped: caught.Stopped})
 	out.log.Info("ended", "ending", string(res.Ending), "exit_code", res.ExitCode, "wall", res.Wall)
 	out.writeReport(report.Input{ToolVersion: version, StartedAt: startedAt, Program: o.argv, Prepared: pr, Result: res,
 		DenialLog: o.logDenials, ObservedSeccomp: pr.Seccomp.Notify})
