@@ -26,7 +26,7 @@ func TestExplainIsWhatRuns(t *testing.T) {
 		{"read_only", []string{"--sandbox-policy", roPolicy}},
 		{"workspace_write with limits", []string{"--sandbox-policy", wsPolicy(t, w.root), "--resource-limits", `{"max_memory_mb":512,"max_pids":64,"max_disk_mb":16}`}},
 		{"allowlist", []string{"--sandbox-policy", allow}},
-		{"landlock mode", []string{"--sandbox-policy", wsPolicy(t, w.root), "--fs-mode", "landlock"}},
+		{"landlock mode", append([]string{"--sandbox-policy", wsPolicy(t, w.root)}, fsOpts(t, "landlock")...)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"--sandbox-policy-cwd", w.root}, c.args...)

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"time"
@@ -24,13 +25,17 @@ const scopeTimeout = 30 * time.Second
 // to the refusal). Nothing here runs as root, with --cgroup-parent, or on a
 // host New had no trouble with.
 func (s *session) cgroupInUserScope(host *cgroups.Host, lim cgroups.Limits) (cgroups.Group, string) {
-	if os.Geteuid() == 0 || s.cfg.CgroupParent != "" || host.Mode != cgroups.Unified || !v2HasAll(host, lim) {
+	// A read-only cgroupfs (a container's) stays read-only in any scope.
+	if os.Geteuid() == 0 || s.cfg.CgroupParent != "" || host.Mode != cgroups.Unified || !v2HasAll(host, lim) || cgroupfsReadOnly() {
 		return nil, ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), scopeTimeout)
 	defer cancel()
 	t := time.Now()
 	sc, err := userscope.Join(ctx, userscope.Options{Prefix: "sandbox-executable-", Description: "sandbox-executable run"})
+	if errors.Is(err, userscope.ErrNoManager) {
+		return nil, "; no systemd user manager answered to give it a delegated scope"
+	}
 	if err != nil {
 		return nil, "; no delegated scope from the systemd user manager: " + strings.TrimPrefix(err.Error(), "userscope: ")
 	}

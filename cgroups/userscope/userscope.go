@@ -132,8 +132,12 @@ func Join(ctx context.Context, opt Options) (Scope, error) {
 		}
 		return Scope{Unit: name, Via: a.Addr}, nil
 	}
-	return Scope{}, errors.New("no systemd user manager answered at " + strings.Join(tried, " or ") + " (" + strings.Join(why, "; ") + ")")
+	return Scope{}, fmt.Errorf("%w at %s (%s)", ErrNoManager, strings.Join(tried, " or "), strings.Join(why, "; "))
 }
+
+// ErrNoManager is Join's error when no user manager answered at any address
+// (none runs for this user): the caller's plain refusal stands.
+var ErrNoManager = errors.New("no systemd user manager answered")
 
 // reason is what is left of a connection's error once the address it names
 // is taken away ("connect: no such file or directory").
