@@ -271,7 +271,7 @@ func ctrCheckRefusal(t *testing.T, r result, pattern string) {
 			t.Errorf("the refusal names %q, which does not help in a container: %q", bad, line)
 		}
 	}
-	if len(line) > 480 {
+	if len(line) > 440 {
 		t.Errorf("the refusal is %d characters long: %q", len(line), line)
 	}
 }

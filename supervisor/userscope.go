@@ -34,7 +34,7 @@ func (s *session) cgroupInUserScope(host *cgroups.Host, lim cgroups.Limits) (cgr
 	t := time.Now()
 	sc, err := userscope.Join(ctx, userscope.Options{Prefix: "sandbox-executable-", Description: "sandbox-executable run"})
 	if errors.Is(err, userscope.ErrNoManager) {
-		return nil, "; no systemd user manager answered to give it a delegated scope"
+		return nil, "; no systemd user manager answered"
 	}
 	if err != nil {
 		return nil, "; no delegated scope from the systemd user manager: " + strings.TrimPrefix(err.Error(), "userscope: ")
