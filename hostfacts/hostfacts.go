@@ -8,10 +8,14 @@
 package hostfacts
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -35,6 +39,10 @@ type Facts struct {
 	// Namespaces says whether the program can have namespaces of its own,
 	// and whether a user namespace is needed for them.
 	Namespaces mountns.Availability
+	// NamespacesAssumed says Namespaces was assumed, not tried
+	// (Options.AssumeNamespaces): a run whose child fails before its
+	// program starts is decided again from Retry's facts.
+	NamespacesAssumed bool
 	// OverlayOK says whether the scratch caches' overlays can be mounted,
 	// and OverlayWhy why not; probed only when Options.Overlay asks.
 	OverlayOK  bool
@@ -52,6 +60,13 @@ type Facts struct {
 	// StateDirs are the helper's state directories, which every sandbox is
 	// denied (runstate.Protected; runstate.Locations when ReadOnly).
 	StateDirs []string
+	// SharedTmp is the mount point every run of this user with a mount
+	// namespace mounts its private temp dir's tmpfs on (see
+	// SharedTmpPath), when it is fit for that or can be made there; ""
+	// when it is not (SharedTmpWhy says why), and each run then makes a
+	// directory of its own.
+	SharedTmp    string
+	SharedTmpWhy string
 	// FilterCache is the compiled-filter cache, or nil when the state
 	// directory or its key cannot be had (FilterCacheWhy says why).
 	FilterCache    *seccomp.Cache
@@ -66,13 +81,27 @@ type Options struct {
 	ReadOnly bool
 	// Overlay probes for overlayfs (only runs with scratch caches use it).
 	Overlay bool
+	// TempDir is where a private temp dir goes (see SharedTmp); "" probes
+	// no shared mount point.
+	TempDir string
+	// AssumeNamespaces takes the namespaces as available where nothing
+	// suggests otherwise (mountns.Assume) instead of trying them first: the
+	// run's own child is then the trial, and the caller that sees it fail
+	// before the program starts asks Retry. It saves a run the trial's
+	// clone (about a millisecond); --explain and doctor try.
+	AssumeNamespaces bool
 }
 
 // Probe looks at this host once.
 func Probe(o Options) *Facts {
 	f := &Facts{UID: os.Getuid(), GID: os.Getgid(), EUID: os.Geteuid()}
 	f.LandlockABI = landlock.ABI()
-	f.Namespaces = mountns.Probe()
+	if o.AssumeNamespaces {
+		f.Namespaces, f.NamespacesAssumed = mountns.Assume()
+	}
+	if !f.NamespacesAssumed {
+		f.Namespaces = mountns.Probe()
+	}
 	if o.Overlay {
 		f.OverlayOK, f.OverlayWhy = mountns.OverlayAvailable(f.Namespaces.Privileged)
 	}
@@ -85,8 +114,70 @@ func Probe(o Options) *Facts {
 	}
 	f.SocketMediation = MediationWorks()
 	_, _, f.Nofile = spawn.InitialState()
+	if o.TempDir != "" {
+		f.SharedTmp = SharedTmpPath(o.TempDir, f.EUID)
+		if err := CheckSharedTmp(f.SharedTmp, f.EUID, true); err != nil {
+			f.SharedTmp, f.SharedTmpWhy = "", err.Error()
+		}
+	}
 	f.StateDirs, f.FilterCache, f.FilterCacheWhy = stateDirs(o.ReadOnly)
 	return f
+}
+
+// SharedTmpPath is the shared mount point of uid's private temp dirs in
+// tempDir: a directory that stays, empty on the host, for the runs that
+// mount a tmpfs of their own on it in their mount namespace. One
+// directory for every run instead of one each saves every run a mkdir and
+// an rmdir on the host's filesystem (and their journal writes), which is
+// most of what a private temp dir costs at start-up.
+func SharedTmpPath(tempDir string, uid int) string {
+	return filepath.Join(tempDir, "sandbox-executable-tmp-uid"+strconv.Itoa(uid))
+}
+
+// CheckSharedTmp checks that dir is fit to be the shared mount point of
+// uid's private temp dirs: a directory (not a link) of uid's, mode 0700,
+// in a parent no one else can rename it in (owned by root or uid, and
+// sticky if others can write it). A name that is not there yet is fit when
+// missing is (the run makes it). Mounted over in every run's view, its
+// host side is never written, but a directory another user planted (to
+// see what a run leaves, or to swap it) must not be used.
+func CheckSharedTmp(dir string, uid int, missing bool) error {
+	parent, err := os.Stat(filepath.Dir(dir))
+	if err != nil {
+		return fmt.Errorf("shared temp dir mount point %s: %w", dir, err)
+	}
+	pst, _ := parent.Sys().(*syscall.Stat_t)
+	if pst == nil || (pst.Uid != 0 && int(pst.Uid) != uid) || (parent.Mode().Perm()&0o022 != 0 && parent.Mode()&os.ModeSticky == 0) {
+		return fmt.Errorf("shared temp dir mount point %s: its parent is not root's or uid %d's, or others can rename in it", dir, uid)
+	}
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) && missing {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("shared temp dir mount point %s: %w", dir, err)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || st == nil || int(st.Uid) != uid || fi.Mode().Perm() != 0o700 {
+		return fmt.Errorf("shared temp dir mount point %s: not a directory of uid %d with mode 0700 (%v)", dir, uid, fi.Mode())
+	}
+	return nil
+}
+
+// Retry is f with its namespaces tried, for a run whose child failed
+// before its program started while its namespaces were assumed
+// (NamespacesAssumed), and whether trying changed them: when it did, the
+// run is to be decided again from the facts Retry returns; when it did
+// not, the failure was not the namespaces' and stands.
+func (f *Facts) Retry() (*Facts, bool) {
+	if !f.NamespacesAssumed {
+		return f, false
+	}
+	tried := *f
+	tried.Namespaces, tried.NamespacesAssumed = mountns.Probe(), false
+	changed := tried.Namespaces.OK != f.Namespaces.OK || tried.Namespaces.Network != f.Namespaces.Network ||
+		tried.Namespaces.Privileged != f.Namespaces.Privileged
+	return &tried, changed
 }
 
 // stateDirs are the protected state directories, as canonical paths, and

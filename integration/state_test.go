@@ -297,9 +297,7 @@ func TestPrivateTmpIsBounded(t *testing.T) {
 				if !strings.Contains(r.stdout, "No space left on device") || total < 0 || total > 1<<20 {
 					t.Errorf("6 x 900 KiB into a TMPDIR of max_disk_mb 1: %d bytes written, no ENOSPC:\n%s", total, r.stdout)
 				}
-				if _, err := os.Lstat(tmp); !os.IsNotExist(err) {
-					t.Errorf("private TMPDIR %s left on the host: %v", tmp, err)
-				}
+				checkTmpLeftNothing(t, mode, u, tmp)
 				b, err := os.ReadFile(rep)
 				if err != nil {
 					t.Fatal(err)
@@ -321,5 +319,106 @@ func TestPrivateTmpIsBounded(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// checkTmpLeftNothing checks that a run's private TMPDIR tmp left nothing
+// on the host: in exact mode it is the user's shared mount point, which
+// stays and must be empty, a directory of the user's with mode 0700 (the
+// run's tmpfs was on it, in its own mount namespace); in Landlock-only
+// mode it is the run's own directory, which must be gone.
+func checkTmpLeftNothing(t *testing.T, mode string, u isoUser, tmp string) {
+	t.Helper()
+	if mode != "exact" {
+		if _, err := os.Lstat(tmp); !os.IsNotExist(err) {
+			t.Errorf("private TMPDIR %s left on the host: %v", tmp, err)
+		}
+		return
+	}
+	uid := 0
+	if u.cred != nil {
+		uid = int(u.cred.Uid)
+	}
+	if want := "sandbox-executable-tmp-uid" + strconv.Itoa(uid); filepath.Base(tmp) != want {
+		t.Errorf("exact mode's private TMPDIR is %s, want the shared mount point .../%s", tmp, want)
+	}
+	fi, err := os.Lstat(tmp)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 || fi.Sys().(*syscall.Stat_t).Uid != uint32(uid) {
+		t.Fatalf("the shared mount point %s: %v %v", tmp, fi, err)
+	}
+	if ents, err := os.ReadDir(tmp); err != nil || len(ents) != 0 {
+		t.Errorf("the shared mount point %s holds %v on the host (%v): the run's files reached the host", tmp, ents, err)
+	}
+}
+
+// TestSharedTmpPlantedIsNotUsed: exact mode mounts every run's private
+// TMPDIR on one directory per user, which stays between runs; a directory
+// of that name that is not the user's own (planted: a link elsewhere,
+// another user's directory, one others can write) is never used: the run
+// gets a directory of its own, the planted one is not written, and a link
+// is not followed.
+func TestSharedTmpPlantedIsNotUsed(t *testing.T) {
+	isoNeedRoot(t)
+	// A temp dir of the test's own ($TMPDIR): the shared mount point of
+	// other tests' runs is not touched.
+	tmpRoot := t.TempDir()
+	w := isoWorkspace(t, isoRoot)
+	shared := filepath.Join(tmpRoot, "sandbox-executable-tmp-uid0")
+	elsewhere := filepath.Join(w.out, "elsewhere")
+	mustMkdir(t, elsewhere)
+	pol := policyJSON(t, map[string]any{"type": "workspace_write", "writable_roots": []any{}, "exclude_slash_tmp": true, "exclude_tmpdir_env_var": true})
+	tmpdir := func() string {
+		t.Helper()
+		r := run(t, runOpts{env: isoEnv(w, "TMPDIR="+tmpRoot), dir: w.root}, append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", pol},
+			append(fsOpts(t, "exact"), "--", "/bin/sh", "-c", `echo data > "$TMPDIR/f" && echo "$TMPDIR"`)...)...)
+		if r.code != 0 {
+			t.Fatalf("run: %v", r)
+		}
+		return strings.TrimSpace(r.stdout)
+	}
+	if got := tmpdir(); got != shared {
+		t.Fatalf("TMPDIR %s, want the shared mount point %s", got, shared)
+	}
+	checkTmpLeftNothing(t, "exact", isoRoot, shared)
+	plants := []struct {
+		name  string
+		plant func() error
+	}{
+		{"a link elsewhere", func() error { return os.Symlink(elsewhere, shared) }},
+		{"another user's directory", func() error {
+			if err := os.Mkdir(shared, 0o700); err != nil {
+				return err
+			}
+			return os.Chown(shared, 65534, 65534)
+		}},
+		{"a directory others can write", func() error {
+			if err := os.Mkdir(shared, 0o700); err != nil {
+				return err
+			}
+			return os.Chmod(shared, 0o777)
+		}},
+	}
+	for _, p := range plants {
+		t.Run(p.name, func(t *testing.T) {
+			if err := os.RemoveAll(shared); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.plant(); err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(shared)
+			got := tmpdir()
+			if got == shared || !strings.HasPrefix(filepath.Base(got), "sandbox-executable-tmp-") || filepath.Dir(got) != tmpRoot {
+				t.Errorf("TMPDIR %s: want a directory of the run's own in %s, not the planted %s", got, tmpRoot, shared)
+			}
+			if _, err := os.Lstat(got); !os.IsNotExist(err) {
+				t.Errorf("the run's own temp dir %s was left: %v", got, err)
+			}
+			for _, d := range []string{elsewhere, shared} {
+				if ents, err := os.ReadDir(d); err == nil && len(ents) != 0 {
+					t.Errorf("%s holds %v: the planted mount point was written", d, ents)
+				}
+			}
+		})
 	}
 }

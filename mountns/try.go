@@ -153,6 +153,32 @@ func Probe() Availability {
 	return probe.av
 }
 
+// Assume is the Availability Probe finds on a host where nothing stands in
+// the way of a run's namespaces, for a caller that lets the run's own child
+// be the trial: that child makes the same namespaces, in the same order,
+// as Try's, so where they are refused the run fails before its program
+// starts, and the caller then tries (Probe) and decides again. ok is false
+// where a refusal is likely and assuming would only add a failed start:
+// under a seccomp filter (a container's), or, without CAP_SYS_ADMIN, where
+// a sysctl or AppArmor keeps unprivileged user namespaces off.
+func Assume() (av Availability, ok bool) {
+	if seccompFiltered() {
+		return Availability{}, false
+	}
+	priv := hasCap(capSysAdmin)
+	if !priv {
+		for _, s := range []struct {
+			name string
+			bad  int
+		}{{"user/max_user_namespaces", 0}, {"kernel/unprivileged_userns_clone", 0}, {"kernel/apparmor_restrict_unprivileged_userns", 1}} {
+			if v, set := readInt("/proc/sys/" + s.name); set && v == s.bad {
+				return Availability{}, false
+			}
+		}
+	}
+	return available(priv, true), true
+}
+
 func probeNow() Availability {
 	priv := hasCap(capSysAdmin)
 	full := Try(runFlags|unix.CLONE_NEWNET, !priv, 0)

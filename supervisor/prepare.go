@@ -121,6 +121,9 @@ type Prepared struct {
 	facts  *hostfacts.Facts
 	env    []string // the program's environment
 	tmpDir string   // the private temp dir the run makes, or ""
+	// tmpShared: tmpDir is the shared mount point (hostfacts.SharedTmp),
+	// which stays, not a directory of the run's own.
+	tmpShared bool
 	// freshRules are the Landlock rules the child gives again to the
 	// mounts it makes new (their inodes are not the host's).
 	freshRules []spawn.Op
@@ -324,7 +327,13 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 	pr.sockets = nw.sockets
 	pr.env = p.Env.Vars
 	if fs.PrivateTmp {
-		pr.tmpDir = filepath.Join(cfg.TempDir, tmpPrefix+cfg.RunID)
+		// With a mount namespace the host directory is only where the
+		// run's tmpfs is mounted: every run can use the same one.
+		if exact && f.SharedTmp != "" {
+			pr.tmpDir, pr.tmpShared = f.SharedTmp, true
+		} else {
+			pr.tmpDir = filepath.Join(cfg.TempDir, tmpPrefix+cfg.RunID)
+		}
 		pr.env = withEnv(pr.env, "TMPDIR", pr.tmpDir)
 	}
 	if nw.proxy && !nw.hostProxy {
@@ -389,8 +398,10 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pr.tmpDir != "" {
+	if pr.tmpDir != "" && !pr.tmpShared {
 		// A fresh private directory: reading it is as safe as writing it.
+		// (The shared mount point's rule is given only to the tmpfs on it,
+		// in the child: freshRules.)
 		spec = spec.WithRule(landlock.Rule{Path: pr.tmpDir, Access: landlock.ReadWrite, Required: true})
 	}
 	pr.Landlock = spec

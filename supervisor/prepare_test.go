@@ -157,6 +157,47 @@ func TestPrepareDecides(t *testing.T) {
 	}
 }
 
+// TestPrepareSharedTmp: with a mount namespace the private temp dir is a
+// tmpfs on the user's shared mount point, given its Landlock rule only in
+// the child (on the tmpfs, never on the host's directory); without one, or
+// when the host facts found the shared one unfit, it is a directory of
+// the run's own.
+func TestPrepareSharedTmp(t *testing.T) {
+	const ws = `{"type":"workspace_write","writable_roots":[],"network_access":false}`
+	shared := "/tmp/sandbox-executable-tmp-uid0"
+	own := "/tmp/" + tmpPrefix + "test"
+	for _, c := range []struct {
+		name      string
+		sharedTmp string
+		fsMode    string
+		want      string
+	}{
+		{"exact mode", shared, FSExact, shared},
+		{"exact mode, shared mount point unfit", "", FSExact, own},
+		{"landlock mode", shared, FSLandlock, own},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := rootHost
+			f.SharedTmp = c.sharedTmp
+			cfg := Config{FSMode: c.fsMode, Plan: planFor(t, ws), Argv: []string{"/bin/true"}, Cwd: "/", TempDir: "/tmp", RunID: "test"}
+			pr, err := Prepare(cfg, &f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pr.tmpDir != c.want || !slices.Contains(pr.env, "TMPDIR="+c.want) || pr.tmpShared != (c.want == shared) {
+				t.Errorf("temp dir %q (shared %v), env %v; want %s", pr.tmpDir, pr.tmpShared, pr.env, c.want)
+			}
+			hostRule := slices.ContainsFunc(pr.Landlock.Rules, func(r landlock.Rule) bool { return r.Path == c.want })
+			if hostRule == (c.want == shared) {
+				t.Errorf("a Landlock rule on the host's %s: %v", c.want, hostRule)
+			}
+			if c.fsMode == FSExact && !slices.ContainsFunc(pr.freshRules, func(o spawn.Op) bool { return o.Target() == c.want }) {
+				t.Errorf("no Landlock rule for the temp dir's tmpfs in the child")
+			}
+		})
+	}
+}
+
 // TestPrepareProtectsTheStateDirectories: whatever the policy, the state
 // directories the facts name are denied, existing or not.
 func TestPrepareProtectsTheStateDirectories(t *testing.T) {

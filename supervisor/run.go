@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/cgroups"
+	"sandbox-executable/hostfacts"
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
 	"sandbox-executable/netproxy"
@@ -210,7 +211,12 @@ func (s *session) setup() error {
 	if err := createRoots(p); err != nil {
 		return err
 	}
-	if dir := s.pr.tmpDir; dir != "" {
+	if dir := s.pr.tmpDir; dir != "" && s.pr.tmpShared {
+		if err := makeSharedTmp(dir); err != nil {
+			return err
+		}
+		s.tmp = dir
+	} else if dir != "" {
 		lock, rec, err := makePrivateTmp(dir)
 		if err != nil {
 			return err
@@ -324,7 +330,7 @@ func (s *session) startGuardian() error {
 		spec.KillFile, spec.Procs, spec.CgroupDirs = cl.KillFile, cl.ProcsFiles, cl.Dirs
 	}
 	spec.Locks = s.claims.Guarded()
-	if s.tmp != "" {
+	if s.tmpLock != nil {
 		spec.EmptyDirs = []spawn.EmptyDir{{Path: s.tmp, Record: s.tmpRecord}}
 		spec.KeepFDs = []int{int(s.tmpLock.Fd())}
 	}
@@ -723,6 +729,19 @@ func makePrivateTmp(dir string) (lock *os.File, record string, err error) {
 	}
 	os.Remove(dir)
 	return nil, "", fmt.Errorf("private temp dir: %w", err)
+}
+
+// makeSharedTmp makes the shared mount point of the user's private temp
+// dirs where it is not there yet, and checks the one that is: Prepare
+// chose it from what the host facts saw, and it may have changed since.
+func makeSharedTmp(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("private temp dir: %w", err)
+	}
+	if err := hostfacts.CheckSharedTmp(dir, os.Geteuid(), false); err != nil {
+		return fmt.Errorf("private temp dir: %w", err)
+	}
+	return nil
 }
 
 // forward passes a signal the supervisor received on to the program, and

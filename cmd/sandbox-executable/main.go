@@ -146,7 +146,10 @@ func run(args []string) int {
 	t0 = time.Now()
 	// --explain writes nothing: the state directory and its key are
 	// looked up, not made, and the filter cache is only read.
-	facts := hostfacts.Probe(hostfacts.Options{ReadOnly: o.explain, Overlay: len(plan.Filesystem.ScratchCaches) > 0})
+	// A run's own child tries its namespaces (see run below); --explain
+	// tries them first, as it prints the decision without running.
+	facts := hostfacts.Probe(hostfacts.Options{ReadOnly: o.explain, Overlay: len(plan.Filesystem.ScratchCaches) > 0,
+		AssumeNamespaces: !o.explain, TempDir: cfg.TempDir})
 	out.log.Debug("probed the host", "took", time.Since(t0))
 	t0 = time.Now()
 	pr, err := supervisor.Prepare(cfg, facts)
@@ -184,7 +187,23 @@ func run(args []string) int {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return refuse(supervisor.ExitSetup, fmt.Errorf("child subreaper: %w", err), pr)
 	}
-	res := supervisor.Run(context.Background(), pr, supervisor.Signals{C: caught.C, Child: caught.Child, Stopped: caught.Stopped})
+	sigs := supervisor.Signals{C: caught.C, Child: caught.Child, Stopped: caught.Stopped}
+	res := supervisor.Run(context.Background(), pr, sigs)
+	if redo, ok := facts.Retry(); ok && failedBeforeExec(res) {
+		// The namespaces were assumed and the run ended before its
+		// program started (nothing ran; the run's objects are gone):
+		// trying them says otherwise, so decide again, as a run that had
+		// tried first would have (and refuse as it would have: for the
+		// namespaces before anything setup found).
+		out.log.Debug("namespaces refused to the run's child: deciding again", "error", res.Err)
+		if pr, err = supervisor.Prepare(cfg, redo); err != nil {
+			return refuse(supervisor.ExitSetup, err, nil)
+		}
+		if len(pr.Degradations) > 0 {
+			fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, strings.Join(pr.Degradations, "; "))
+		}
+		res = supervisor.Run(context.Background(), pr, sigs)
+	}
 	out.log.Info("ended", "ending", string(res.Ending), "exit_code", res.ExitCode, "wall", res.Wall)
 	out.writeReport(report.Input{ToolVersion: version, StartedAt: startedAt, Program: o.argv, Prepared: pr, Result: res,
 		DenialLog: o.logDenials, ObservedSeccomp: pr.Seccomp.Notify})
@@ -192,6 +211,17 @@ func run(args []string) int {
 		fail(res.ExitCode, res.Err)
 	}
 	return res.ExitCode
+}
+
+// failedBeforeExec says the run ended before its program started: refused
+// by setup, or its child failed before its exec, at a step a namespace
+// refusal would fail (its clone, its id maps, its mounts).
+func failedBeforeExec(res supervisor.Result) bool {
+	if res.Started {
+		return false
+	}
+	var se *spawn.Error
+	return res.Ending == supervisor.Refused || res.Ending == supervisor.SetupFailed && errors.As(res.Err, &se) && se.Step != spawn.StepExec
 }
 
 // tempDirAndRunID are where a private temp dir would go (the helper's own
