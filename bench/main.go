@@ -133,12 +133,26 @@ func oursWith(ws, sensitive string, opts []string, argv ...string) []string {
 	}
 	pol := fmt.Sprintf(`{"type":"workspace_write","writable_roots":[{"root":%q}],"sensitive_paths":%s,"exclude_slash_tmp":true,"exclude_tmpdir_env_var":true}`, ws, sensitive)
 	args := []string{*bin, "--sandbox-policy-cwd", ws, "--sandbox-policy", pol}
+	if readOnlyLaunch {
+		args = append(args[:3], readOnlyArgs...)
+	}
 	if *extra != "" {
 		args = append(args, strings.Fields(*extra)...)
 	}
 	args = append(args, opts...)
 	return append(append(args, "--"), argv...)
 }
+
+// readOnlyLaunch makes oursWith VT Code's read_only launch (its policy,
+// seccomp profile and conservative limits, as the caller serializes them:
+// ../shared/contract/fixtures/invocation-read_only-pipe.json), the launch
+// the issue's first figures were measured with; the table's start-up rows
+// give both. Set by measure for an item's rounds.
+var readOnlyLaunch bool
+
+var readOnlyArgs = []string{"--sandbox-policy", `{"type":"read_only","network_access":false,"network_allowlist":[]}`,
+	"--seccomp-profile", `{"blocked_syscalls":["ptrace","mount","umount","umount2","init_module","finit_module","delete_module","kexec_load","kexec_file_load","bpf","perf_event_open","userfaultfd","process_vm_readv","process_vm_writev","reboot","swapon","swapoff","settimeofday","clock_settime","adjtimex","add_key","request_key","keyctl","ioperm","iopl","iopl","acct","quotactl","unshare","setns","personality"],"allow_namespaces":false,"allow_network_sockets":false,"log_only":false}`,
+	"--resource-limits", `{"max_memory_mb":512,"max_pids":64,"max_disk_mb":1024,"cpu_time_secs":60,"timeout_secs":120}`}
 
 // item is one row of the table: argv run under each contender.
 type item struct {
@@ -147,6 +161,9 @@ type item struct {
 	dir    string
 	env    []string
 	rounds int
+	// readOnly runs the helper with VT Code's read_only launch instead of
+	// its workspace_write one (see readOnlyLaunch).
+	readOnly bool
 	// net: the start-up (/bin/true under the same contender, in the same
 	// round) is taken away, so the ratio is the work's own.
 	net bool
@@ -179,6 +196,8 @@ func measure(cs []contender, it item) ([]sample, error) {
 	if it.rounds >= 50 {
 		warm = 5
 	}
+	readOnlyLaunch = it.readOnly
+	defer func() { readOnlyLaunch = false }()
 	var out []sample
 	for r := 0; r < warm+it.rounds; r++ {
 		s := sample{work: make([]time.Duration, len(cs)), base: make([]time.Duration, len(cs))}
@@ -213,9 +232,14 @@ func summarize(xs []float64) stats {
 	return stats{s[0], s[len(s)/2], s[min(len(s)-1, (len(s)*9+9)/10-1)]}
 }
 
+// startupRows are the table's first rows, the start-ups, whose ratios
+// compare overheads over bare.
+const startupRows = 2
+
 func table(ws string) {
 	cs := contenders(ws)
-	items := []item{{name: "start-up of " + trueName(), argv: trueArgv(), rounds: *n}}
+	items := []item{{name: "start-up of " + trueName(), argv: trueArgv(), rounds: *n},
+		{name: "start-up, read_only launch", argv: trueArgv(), rounds: *n, readOnly: true}}
 	for _, w := range strings.Split(*work, ",") {
 		if w = strings.TrimSpace(w); w == "" {
 			continue
@@ -260,7 +284,7 @@ func table(ws string) {
 			var rs, rb []float64
 			for _, s := range ss {
 				var a, b, c float64
-				if i == 0 {
+				if i < startupRows {
 					a, b = ms(s.work[j]-s.work[0]), ms(s.work[0])
 					if !*noBw && j >= 2 {
 						c = ms(s.work[1] - s.work[0])
@@ -270,7 +294,7 @@ func table(ws string) {
 				} else {
 					a, b = ms(s.work[j]), ms(s.work[0])
 				}
-				if i == 0 {
+				if i < startupRows {
 					// overhead in ms, and over bubblewrap's
 					rs = append(rs, a)
 					if c > 0 {
@@ -281,7 +305,7 @@ func table(ws string) {
 				}
 			}
 			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "before": "before"}[cs[j].name]
-			if i == 0 {
+			if i < startupRows {
 				st := summarize(rs)
 				parts = append(parts, fmt.Sprintf("%s +%s ms", short, num(st.med)))
 				if len(rb) > 0 {

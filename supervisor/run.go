@@ -248,26 +248,21 @@ func (s *session) setup() error {
 		s.proxySock, s.proxyChild = parent, child
 		s.undo = append(s.undo, func() { unix.Close(parent); unix.Close(child) })
 	}
-	if s.view != nil {
-		// The placeholders are decided again under their claims, which
-		// are held until the program's whole tree is gone: another run
-		// may have made or removed one since Prepare looked.
-		var claims *mountns.Claims
+	// The cgroup is made while the placeholders are claimed: both are
+	// mostly waits on a filesystem (mkdir in cgroupfs, in the
+	// workspace), which overlap instead of adding up. Neither touches
+	// what the other sets.
+	cgroupMade := make(chan error, 1)
+	go func() {
 		var err error
-		v := s.view
-		s.timed("claim placeholders", func() { v, claims, err = mountns.Claim(v) })
-		if err != nil {
-			return err
-		}
-		s.view, s.claims = v, claims
-		s.undo = append(s.undo, func() { s.timed("release placeholders", claims.Release) })
-		if fs := &s.pr.Enforcement.Filesystem; s.pr.fs.Mode == FSExact {
-			fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = v.Masked, v.ReadOnly, v.Placeholders, v.Narrowed
-		}
+		s.timed("cgroup", func() { err = s.makeCgroup() })
+		cgroupMade <- err
+	}()
+	if err := s.claimPlaceholders(); err != nil {
+		<-cgroupMade
+		return err
 	}
-	var err error
-	s.timed("cgroup", func() { err = s.makeCgroup() })
-	if err != nil {
+	if err := <-cgroupMade; err != nil {
 		return err
 	}
 	if err := s.startGuardian(); err != nil {
@@ -292,6 +287,28 @@ func (s *session) setup() error {
 	s.rulesetFD = fd
 	if fd >= 0 {
 		s.undo = append(s.undo, func() { unix.Close(fd) })
+	}
+	return nil
+}
+
+// claimPlaceholders claims the view's placeholders, which are decided again
+// under their claims and held until the program's whole tree is gone:
+// another run may have made or removed one since Prepare looked.
+func (s *session) claimPlaceholders() error {
+	if s.view == nil {
+		return nil
+	}
+	var claims *mountns.Claims
+	var err error
+	v := s.view
+	s.timed("claim placeholders", func() { v, claims, err = mountns.Claim(v) })
+	if err != nil {
+		return err
+	}
+	s.view, s.claims = v, claims
+	s.undo = append(s.undo, func() { s.timed("release placeholders", claims.Release) })
+	if fs := &s.pr.Enforcement.Filesystem; s.pr.fs.Mode == FSExact {
+		fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = v.Masked, v.ReadOnly, v.Placeholders, v.Narrowed
 	}
 	return nil
 }
@@ -443,13 +460,22 @@ func (s *session) cleanup(res *Result) {
 				res.Cgroup = &CgroupResult{Mode: s.group.Mode(), Path: s.group.Path(), Stats: st}
 			}
 		}
-		if err := s.group.Remove(); err != nil {
-			// The guardian was not released: it takes over.
-			s.guardian = nil
-		}
+	}
+	// The cgroup's directories go while the rest is undone: each rmdir
+	// waits on its own filesystem (the cgroup's, the workspace's for the
+	// placeholders), so the two overlap instead of adding up.
+	removed := make(chan error, 1)
+	if g := s.group; g != nil {
+		go func() { removed <- g.Remove() }()
+	} else {
+		removed <- nil
 	}
 	for i := len(s.undo) - 1; i >= 0; i-- {
 		s.undo[i]()
+	}
+	if err := <-removed; err != nil {
+		// The guardian was not released: it takes over.
+		s.guardian = nil
 	}
 	// Last: should the supervisor be killed while it cleans up, the
 	// guardian finishes (what is removed already it finds gone).
