@@ -162,6 +162,17 @@ func Probe() Availability {
 // under a seccomp filter (a container's), or, without CAP_SYS_ADMIN, where
 // a sysctl or AppArmor keeps unprivileged user namespaces off.
 func Assume() (av Availability, ok bool) {
+	assumed.once.Do(func() { assumed.av, assumed.ok = assume() })
+	return assumed.av, assumed.ok
+}
+
+var assumed struct {
+	once sync.Once
+	av   Availability
+	ok   bool
+}
+
+func assume() (Availability, bool) {
 	if seccompFiltered() {
 		return Availability{}, false
 	}

@@ -98,9 +98,13 @@ func run(args []string) int {
 			return refuse(supervisor.ExitSetup, err, nil)
 		}
 	}
-	// The namespace trial (a clone into a run's namespaces, made once)
-	// overlaps resolving the policy; Prepare waits for its answer.
-	go mountns.Probe()
+	// The namespace trial (a clone into a run's namespaces, made once),
+	// where one is made before the run (--explain, or a host where they
+	// cannot be assumed: see hostfacts.Options.AssumeNamespaces), overlaps
+	// resolving the policy; Prepare waits for its answer.
+	if _, assumed := mountns.Assume(); o.explain || !assumed {
+		go mountns.Probe()
+	}
 	t0 := time.Now()
 	plan, err := resolvePlan(o)
 	if err != nil {
@@ -189,20 +193,22 @@ func run(args []string) int {
 	}
 	sigs := supervisor.Signals{C: caught.C, Child: caught.Child, Stopped: caught.Stopped}
 	res := supervisor.Run(context.Background(), pr, sigs)
-	if redo, ok := facts.Retry(); ok && failedBeforeExec(res) {
-		// The namespaces were assumed and the run ended before its
-		// program started (nothing ran; the run's objects are gone):
-		// trying them says otherwise, so decide again, as a run that had
+	if failedBeforeExec(res) {
+		// The run ended before its program started (nothing ran; the
+		// run's objects are gone). Where the namespaces were assumed and
+		// trying them says otherwise, decide again, as a run that had
 		// tried first would have (and refuse as it would have: for the
 		// namespaces before anything setup found).
-		out.log.Debug("namespaces refused to the run's child: deciding again", "error", res.Err)
-		if pr, err = supervisor.Prepare(cfg, redo); err != nil {
-			return refuse(supervisor.ExitSetup, err, nil)
+		if redo, changed := facts.Retry(); changed {
+			out.log.Debug("namespaces refused to the run's child: deciding again", "error", res.Err)
+			if pr, err = supervisor.Prepare(cfg, redo); err != nil {
+				return refuse(supervisor.ExitSetup, err, nil)
+			}
+			if len(pr.Degradations) > 0 {
+				fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, strings.Join(pr.Degradations, "; "))
+			}
+			res = supervisor.Run(context.Background(), pr, sigs)
 		}
-		if len(pr.Degradations) > 0 {
-			fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, strings.Join(pr.Degradations, "; "))
-		}
-		res = supervisor.Run(context.Background(), pr, sigs)
 	}
 	out.log.Info("ended", "ending", string(res.Ending), "exit_code", res.ExitCode, "wall", res.Wall)
 	out.writeReport(report.Input{ToolVersion: version, StartedAt: startedAt, Program: o.argv, Prepared: pr, Result: res,
