@@ -137,11 +137,10 @@ func TestParallelRunsInOneWorkspace(t *testing.T) {
 			if after := listing(t, w.root); !slices.Equal(after, before) {
 				t.Errorf("the workspace holds %v after the runs, %v before", after, before)
 			}
-			for i, r := range results {
+			for _, r := range results {
 				if tmp := strings.TrimSpace(r.out); strings.HasPrefix(tmp, "/") {
-					if _, err := os.Lstat(tmp); err == nil {
-						t.Errorf("run %d left its temp dir %s", i, tmp)
-					}
+					// Exact mode: the shared mount point, empty.
+					checkTmpLeftNothing(t, "exact", u, tmp)
 				}
 			}
 		})
@@ -201,8 +200,9 @@ func TestLaterRunCannotUncoverProtectedNames(t *testing.T) {
 
 // TestKilledHelperLeavesNoDebris: kill -9 of the helper, and SIGKILL of the
 // caller's process group (the helper under setsid, leading a group of its
-// own), leave the workspace as it was and remove the run's temp dir, for
-// any user, in both modes.
+// own), leave the workspace as it was and remove the run's temp dir (in
+// exact mode leave the shared mount point empty), for any user, in both
+// modes.
 func TestKilledHelperLeavesNoDebris(t *testing.T) {
 	users := isoAnyUser(t)
 	isoNeedTools(t, "setsid", "sleep")
@@ -250,6 +250,11 @@ func TestKilledHelperLeavesNoDebris(t *testing.T) {
 					}
 					<-done
 					clean := func() bool {
+						if mode == "exact" {
+							// The shared mount point stays (empty:
+							// checked below).
+							return slices.Equal(listing(t, w.root), before)
+						}
 						_, err := os.Lstat(tmp)
 						return os.IsNotExist(err) && slices.Equal(listing(t, w.root), before)
 					}
@@ -257,6 +262,9 @@ func TestKilledHelperLeavesNoDebris(t *testing.T) {
 					if !isoPoll(20*time.Second, clean) {
 						_, err := os.Lstat(tmp)
 						t.Errorf("after the kill the workspace holds %v (%v before), temp dir %s: %v", listing(t, w.root), before, tmp, err)
+					}
+					if mode == "exact" {
+						checkTmpLeftNothing(t, mode, u, tmp)
 					}
 				})
 			}
