@@ -131,7 +131,13 @@ type Prepared struct {
 	net        netChoice
 	sockets    socketChoice
 	cgroupPlan cgroupPlan
-	nofile     spawn.Rlimit
+	// proc is the process world the program gets, procDegraded what of
+	// it is lost (decideView); hostRules are the seccomp rules this
+	// host's mode added to the Plan's (decideSeccomp).
+	proc         ProcessReport
+	procDegraded string
+	hostRules    []policy.SyscallRule
+	nofile       spawn.Rlimit
 }
 
 // cgroupPlan is the decided cgroup of a run.
@@ -297,16 +303,40 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 	p := withStateProtected(cfg.Plan, f.StateDirs)
 	pr := &Prepared{Plan: p, Argv: cfg.Argv, cfg: cfg, facts: f}
 	pr.Candidates = execCandidates(cfg.Argv[0], p.Env.Vars)
+	// The decisions, in the order each depends on the ones before.
+	for _, decide := range []func() error{
+		pr.decideFilesystem, // exact or Landlock-only; namespaces; private temp dir
+		pr.decideNetwork,    // network mode's mechanism; unix sockets
+		pr.decideEnvironment,
+		pr.decideView,     // the mount table the child builds; the process world
+		pr.decideLandlock, // the ruleset, and its rules given again in the child
+		pr.decideBoundary, // what is not enforced: refused, or degraded when allowed
+		pr.decideSeccomp,  // the filter, compiled or taken from the cache
+		pr.decideLimits,   // rlimits and the cgroup's limits
+	} {
+		if err := decide(); err != nil {
+			return nil, err
+		}
+	}
+	pr.Enforcement = pr.enforcementReport()
+	return pr, nil
+}
 
-	abi := f.LandlockABI
+func (pr *Prepared) exact() bool    { return pr.fs.Mode == FSExact }
+func (pr *Prepared) isolated() bool { return pr.fs.namespaces.OK }
+
+// decideFilesystem chooses the filesystem mode from the namespaces the host
+// gives, refusing Landlock-only mode unless degradation is allowed, and
+// whether the program gets a private temp dir.
+func (pr *Prepared) decideFilesystem() error {
+	cfg, f, p := pr.cfg, pr.facts, pr.Plan
 	fs, err := chooseFS(cfg, f.Namespaces)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	isolated := fs.namespaces.OK
-	if !isolated && !cfg.AllowDegraded {
+	if !fs.namespaces.OK && !cfg.AllowDegraded {
 		// One line: what refused, and the setting that unlocks it.
-		return nil, &RefusedError{Reason: "refusing to run: " + fs.namespaces.Why + "; " + fs.namespaces.Fix +
+		return &RefusedError{Reason: "refusing to run: " + fs.namespaces.Why + "; " + fs.namespaces.Fix +
 			", or pass --allow-degraded for Landlock-only mode"}
 	}
 	fs.PrivateTmp = needsPrivateTmp(p)
@@ -317,32 +347,52 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 		}
 	}
 	pr.fs = fs
-	exact := fs.Mode == FSExact
-	nw, err := chooseNetwork(p, exact && fs.namespaces.Network, abi, cfg.AllowDegraded, netnsWhy(f.Namespaces), cfg.Words,
+	return nil
+}
+
+// decideNetwork chooses how the network mode is enforced, and with it how
+// unix sockets are.
+func (pr *Prepared) decideNetwork() error {
+	cfg, f, abi, isolated := pr.cfg, pr.facts, pr.facts.LandlockABI, pr.isolated()
+	nw, err := chooseNetwork(pr.Plan, pr.exact() && pr.fs.namespaces.Network, abi, cfg.AllowDegraded, netnsWhy(f.Namespaces), cfg.Words,
 		func(netns bool) socketChoice { return chooseSockets(abi, isolated, netns, f.SocketMediation) })
 	if err != nil {
-		return nil, err
+		return err
 	}
-	pr.net = nw
-	pr.sockets = nw.sockets
-	pr.env = p.Env.Vars
-	if fs.PrivateTmp {
+	pr.net, pr.sockets = nw, nw.sockets
+	return nil
+}
+
+// decideEnvironment names the private temp dir and gives the program its
+// environment: TMPDIR, and the proxy's address where it has one.
+func (pr *Prepared) decideEnvironment() error {
+	pr.env = pr.Plan.Env.Vars
+	if pr.fs.PrivateTmp {
 		// With a mount namespace the host directory is only where the
 		// run's tmpfs is mounted: every run can use the same one.
-		if exact && f.SharedTmp != "" {
-			pr.tmpDir, pr.tmpShared = f.SharedTmp, true
+		if pr.exact() && pr.facts.SharedTmp != "" {
+			pr.tmpDir, pr.tmpShared = pr.facts.SharedTmp, true
 		} else {
-			pr.tmpDir = filepath.Join(cfg.TempDir, tmpPrefix+cfg.RunID)
+			pr.tmpDir = filepath.Join(pr.cfg.TempDir, tmpPrefix+pr.cfg.RunID)
 		}
 		pr.env = withEnv(pr.env, "TMPDIR", pr.tmpDir)
 	}
-	if nw.proxy && !nw.hostProxy {
+	if pr.net.proxy && !pr.net.hostProxy {
 		pr.env = proxyEnv(pr.env, "127.0.0.1:"+strconv.Itoa(ProxyPort))
 	}
+	return nil
+}
+
+// decideView builds the mount table of the program's namespace (the whole
+// view in exact mode; only the process world's in Landlock-only mode with
+// namespaces), what becomes of the scratch caches, how the private temp
+// dir is bounded, and the process world the program gets.
+func (pr *Prepared) decideView() error {
+	p, fs, exact := pr.Plan, &pr.fs, pr.exact()
 	if exact {
 		view, err := mountns.Build(p, pr.viewOptions())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		pr.View = view
 		fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = view.Masked, view.ReadOnly, view.Placeholders, view.Narrowed
@@ -361,10 +411,10 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 			fs.ScratchCachesNote = "the build caches stay read-only: a throwaway overlay needs the exact filesystem mode (a mount namespace)"
 		}
 	}
-	if !exact && isolated {
+	if !exact && pr.isolated() {
 		view, err := mountns.Isolation(pr.viewOptions())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		pr.View = view
 	}
@@ -382,21 +432,28 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 			fs.NotEnforced = append(fs.NotEnforced, "the private TMPDIR's size: no mount namespace for a tmpfs (max_disk_mb limits each file only)")
 		}
 	}
-	proc, procDegraded := processReport(isolated, nsFlags, nw.netns, fs.namespaces.Why)
+	pr.proc, pr.procDegraded = processReport(pr.isolated(), nsFlags, pr.net.netns, fs.namespaces.Why)
+	return nil
+}
+
+// decideLandlock computes the Landlock ruleset, with the private temp
+// dir's rule, and the rules the child gives again to the mounts it makes.
+func (pr *Prepared) decideLandlock() error {
+	p, exact, abi := pr.Plan, pr.exact(), pr.facts.LandlockABI
 	// In exact mode the mounts enforce the read side; Landlock need only
 	// handle it where the program could clone a mount around a mask:
 	// as root with the mount system calls allowed (allow_namespaces).
 	// Read-denied paths that do not exist yet outside the roots have no
 	// mount: Landlock keeps them unreadable should they appear.
-	readsByMounts := exact && (!fs.namespaces.Privileged || !p.Seccomp.AllowNamespaces)
+	readsByMounts := exact && (!pr.fs.namespaces.Privileged || !p.Seccomp.AllowNamespaces)
 	var late []string
 	if exact {
 		late = pr.View.LateReadDenied
 	}
 	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts,
-		LogDenials: cfg.LogDenials, LateReadDenied: late, ResolveUnix: nw.sockets.landlock, Errata: landlockErrata(abi)})
+		LogDenials: pr.cfg.LogDenials, LateReadDenied: late, ResolveUnix: pr.net.sockets.landlock, Errata: landlockErrata(abi)})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if pr.tmpDir != "" && !pr.tmpShared {
 		// A fresh private directory: reading it is as safe as writing it.
@@ -406,9 +463,15 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 	}
 	pr.Landlock = spec
 	pr.freshRules = freshRules(spec, pr.View, pr.tmpDir)
-	gaps := coveredGaps(spec.Gaps, isolated, nw.netns, nw.sockets)
+	return nil
+}
+
+// decideBoundary gathers what of the write boundary and the process world
+// is not enforced here: a refusal, unless degradation is allowed, which
+// then lists each loss.
+func (pr *Prepared) decideBoundary() error {
 	var boundary []string
-	for _, g := range spec.Gaps {
+	for _, g := range pr.Landlock.Gaps {
 		if g.WriteBoundary {
 			if g.Right == "landlock" { // the whole of Landlock: its effect says so
 				boundary = append(boundary, g.Effect)
@@ -417,75 +480,90 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 			boundary = append(boundary, fmt.Sprintf("landlock %s: %s", g.Right, g.Effect))
 		}
 	}
-	if fs.degraded != "" {
-		boundary = append(boundary, fs.degraded)
+	if pr.fs.degraded != "" {
+		boundary = append(boundary, pr.fs.degraded)
 	}
-	if procDegraded != "" {
-		boundary = append(boundary, procDegraded)
+	if pr.procDegraded != "" {
+		boundary = append(boundary, pr.procDegraded)
 	}
 	if len(boundary) > 0 {
-		if !cfg.AllowDegraded {
-			return nil, &RefusedError{Reason: "refusing to run: " + strings.Join(boundary, "; ") +
-				" (Landlock ABI " + fmt.Sprint(abi) + "; " + cfg.Words.Say(remedy.AllowDegraded) + " runs anyway and reports it)"}
+		if !pr.cfg.AllowDegraded {
+			return &RefusedError{Reason: "refusing to run: " + strings.Join(boundary, "; ") +
+				" (Landlock ABI " + fmt.Sprint(pr.facts.LandlockABI) + "; " + pr.cfg.Words.Say(remedy.AllowDegraded) + " runs anyway and reports it)"}
 		}
 		pr.Degradations = append(pr.Degradations, boundary...)
 	}
-	if nw.degraded != "" {
-		pr.Degradations = append(pr.Degradations, nw.degraded)
+	if pr.net.degraded != "" {
+		pr.Degradations = append(pr.Degradations, pr.net.degraded)
 	}
+	return nil
+}
 
-	// The Plan's rules (the strict model carries out its intent), plus
-	// what this host's mode adds: with mediation, the socket calls go to
-	// the supervisor (where the Plan only logs one, it is mediated
-	// instead); without it or Landlock, no unix sockets at all.
+// decideSeccomp compiles the filter: the Plan's rules (the strict model
+// carries out its intent), plus what this host's mode adds: with
+// mediation, the socket calls go to the supervisor (where the Plan only
+// logs one, it is mediated instead); without it or Landlock, no unix
+// sockets at all.
+func (pr *Prepared) decideSeccomp() error {
+	p, cfg := pr.Plan, pr.cfg
 	if err := seccomp.StrictModel(&p.Seccomp, p.Network.Mode, seccomp.Table{}); err != nil {
-		return nil, err
+		return err
 	}
-	host := seccomp.Host{DenyUnixSockets: nw.denyUnix}
-	if nw.sockets.how == socketsMediated {
+	host := seccomp.Host{DenyUnixSockets: pr.net.denyUnix}
+	if pr.net.sockets.how == socketsMediated {
 		host.Mediate = sockmed.Syscalls
 	}
 	all, hostRules := seccomp.Assemble(p.Seccomp.Rules, host)
-	rules := &policy.Seccomp{Rules: all}
-	sopt := seccomp.Options{Notify: cfg.LogDenials, Cache: f.FilterCache}
-	prog, err := seccomp.Compile(rules, sopt)
+	prog, err := seccomp.Compile(&policy.Seccomp{Rules: all}, seccomp.Options{Notify: cfg.LogDenials, Cache: pr.facts.FilterCache})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	pr.Seccomp = prog
+	pr.Seccomp, pr.hostRules = prog, hostRules
 	if prog.Cache == seccomp.CacheRejected && cfg.Log != nil {
 		cfg.Log.Warn("seccomp cache entry rejected: compiled again and replaced", "why", prog.CacheRejection)
 	}
-	if f.FilterCache == nil && cfg.Log != nil {
-		cfg.Log.Warn("no seccomp cache", "error", f.FilterCacheWhy)
+	if pr.facts.FilterCache == nil && cfg.Log != nil {
+		cfg.Log.Warn("no seccomp cache", "error", pr.facts.FilterCacheWhy)
 	}
+	return nil
+}
 
+// decideLimits gives the program its rlimits and the cgroup its limits and
+// host.
+func (pr *Prepared) decideLimits() error {
+	l, f := pr.Plan.Limits, pr.facts
 	pr.nofile = f.Nofile
-	pr.Rlimits = rlimit.For(p.Limits, rlimit.Options{NofileCur: pr.nofile.Cur, NofileMax: pr.nofile.Max})
-
-	pr.cgroupPlan.limits = cgroups.Limits{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUQuotaCores: cfg.CPUQuota,
-		CPUAccounting: p.Limits.CPUSeconds > 0}
-	cgReport := CgroupReport{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUQuotaCores: cfg.CPUQuota,
-		CPUBudgetSeconds: p.Limits.CPUSeconds, Parent: cfg.CgroupParent, HostMode: cgroups.Unavailable}
+	pr.Rlimits = rlimit.For(l, rlimit.Options{NofileCur: pr.nofile.Cur, NofileMax: pr.nofile.Max})
+	pr.cgroupPlan.limits = cgroups.Limits{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUQuotaCores: pr.cfg.CPUQuota,
+		CPUAccounting: l.CPUSeconds > 0}
 	if f.Cgroups == nil {
 		pr.cgroupPlan.why = f.CgroupsWhy
 	} else {
 		pr.cgroupPlan.host = f.Cgroups
-		cgReport.HostMode = f.Cgroups.Mode
 	}
-	cgReport.Why = pr.cgroupPlan.why
+	return nil
+}
 
-	pr.Enforcement = Enforcement{
-		Filesystem: fs.FilesystemReport,
-		Network:    nw.NetworkReport,
+// enforcementReport is what the decisions enforce, as --explain and the
+// report print it.
+func (pr *Prepared) enforcementReport() Enforcement {
+	p, cfg, spec, prog := pr.Plan, pr.cfg, pr.Landlock, pr.Seccomp
+	cg := CgroupReport{MemoryBytes: p.Limits.MemoryBytes, Pids: p.Limits.Pids, CPUQuotaCores: cfg.CPUQuota,
+		CPUBudgetSeconds: p.Limits.CPUSeconds, Parent: cfg.CgroupParent, HostMode: cgroups.Unavailable, Why: pr.cgroupPlan.why}
+	if h := pr.cgroupPlan.host; h != nil {
+		cg.HostMode = h.Mode
+	}
+	return Enforcement{
+		Filesystem: pr.fs.FilesystemReport,
+		Network:    pr.net.NetworkReport,
 		Landlock: LandlockReport{
-			ABI:         abi,
+			ABI:         pr.facts.LandlockABI,
 			HandledFS:   spec.HandledFS.Names(),
 			HandledNet:  landlock.NetNames(spec.HandledNet),
 			Scoped:      landlock.ScopeNames(spec.Scoped),
 			Rules:       len(spec.Rules) + len(spec.Ports),
 			Narrowed:    spec.Narrowed,
-			NotEnforced: gaps,
+			NotEnforced: coveredGaps(spec.Gaps, pr.isolated(), pr.net.netns, pr.net.sockets),
 		},
 		Seccomp: SeccompReport{
 			Rules:           prog.Rules,
@@ -493,16 +571,15 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 			BadArch:         "kill_process",
 			Library:         seccomp.LibraryVersion(),
 			NoNewPrivileges: true,
-			HostRules:       hostRules,
+			HostRules:       pr.hostRules,
 			Observed:        prog.Notify,
 			Cache:           prog.Cache,
 			CacheRejected:   prog.CacheRejection,
 		},
-		Cgroup:  cgReport,
-		Process: proc,
+		Cgroup:  cg,
+		Process: pr.proc,
 		Timeout: fmt.Sprintf("%d s wall clock for the whole tree (SIGTERM, %s grace, SIGKILL; exit 124)", p.Limits.TimeoutSeconds, grace(cfg)),
 	}
-	return pr, nil
 }
 
 // landlockErrata is the kernel's Landlock errata mask, nil when it does not
