@@ -81,21 +81,28 @@ func run(args []string) int {
 		return fail(supervisor.ExitSetup, err)
 	}
 	defer out.close()
-	// refuse ends a run that never started: one stderr line, and the
-	// report says why.
-	refuse := func(code int, err error, pr *supervisor.Prepared) int {
-		out.log.Info("refused", "error", err.Error())
-		out.writeReport(report.Input{ToolVersion: version, StartedAt: startedAt, Program: o.argv, Prepared: pr,
-			Result: supervisor.Result{Ending: supervisor.Refused, ExitCode: code, Err: err, Wall: time.Since(startedAt)}})
-		return fail(code, err)
-	}
+	inv := &invocation{o: o, out: out, startedAt: startedAt}
+	return inv.run()
+}
 
+// invocation is one sandboxed run (or --explain) from its parsed command
+// line, with its outputs open.
+type invocation struct {
+	o         *options
+	out       *outputs
+	startedAt time.Time
+}
+
+// run decides the run from the policy and the host's facts, then prints
+// the decision (--explain) or carries it out.
+func (inv *invocation) run() int {
+	o := inv.o
 	if len(o.argv) == 0 && !o.explain {
-		return refuse(supervisor.ExitSetup, errors.New("no PROGRAM given (usage: sandbox-executable --sandbox-policy JSON [--] PROGRAM [ARGS...]; see --help)"), nil)
+		return inv.refuse(supervisor.ExitSetup, errors.New("no PROGRAM given (usage: sandbox-executable --sandbox-policy JSON [--] PROGRAM [ARGS...]; see --help)"), nil)
 	}
 	for _, fd := range o.keepFDs {
-		if err := checkKeepFD(fd, out.reportFD); err != nil {
-			return refuse(supervisor.ExitSetup, err, nil)
+		if err := checkKeepFD(fd, inv.out.reportFD); err != nil {
+			return inv.refuse(supervisor.ExitSetup, err, nil)
 		}
 	}
 	// The namespace trial (a clone into a run's namespaces, made once),
@@ -105,19 +112,59 @@ func run(args []string) int {
 	if _, assumed := mountns.Assume(); o.explain || !assumed {
 		go mountns.Probe()
 	}
+	cfg, err := inv.config()
+	if err != nil {
+		return inv.refuse(supervisor.ExitSetup, err, nil)
+	}
+	t0 := time.Now()
+	// --explain writes nothing: the state directory and its key are
+	// looked up, not made, and the filter cache is only read. A run's own
+	// child tries its namespaces (see execute); --explain tries them
+	// first, as it prints the decision without running.
+	facts := hostfacts.Probe(hostfacts.Options{ReadOnly: o.explain, Overlay: len(cfg.Plan.Filesystem.ScratchCaches) > 0,
+		AssumeNamespaces: !o.explain, TempDir: cfg.TempDir})
+	inv.out.log.Debug("probed the host", "took", time.Since(t0))
+	t0 = time.Now()
+	pr, err := supervisor.Prepare(cfg, facts)
+	if err != nil {
+		return inv.refuse(supervisor.ExitSetup, err, nil)
+	}
+	inv.out.log.Debug("prepared", "took", time.Since(t0))
+	if o.explain {
+		return inv.explain(pr)
+	}
+	if len(pr.Candidates) == 0 {
+		return inv.refuse(supervisor.ExitNotFound, fmt.Errorf("%s: command not found", quoteArg(o.argv[0])), pr)
+	}
+	return inv.execute(cfg, facts, pr)
+}
+
+// refuse ends a run that never started: one stderr line, and the report
+// says why.
+func (inv *invocation) refuse(code int, err error, pr *supervisor.Prepared) int {
+	inv.out.log.Info("refused", "error", err.Error())
+	inv.out.writeReport(report.Input{ToolVersion: version, StartedAt: inv.startedAt, Program: inv.o.argv, Prepared: pr,
+		Result: supervisor.Result{Ending: supervisor.Refused, ExitCode: code, Err: err, Wall: time.Since(inv.startedAt)}})
+	return fail(code, err)
+}
+
+// config resolves the policy and gathers what the supervisor is told: the
+// command line's choices, parsed here, and this process's own.
+func (inv *invocation) config() (supervisor.Config, error) {
+	o, out := inv.o, inv.out
 	t0 := time.Now()
 	plan, err := resolvePlan(o)
 	if err != nil {
-		return refuse(supervisor.ExitSetup, err, nil)
+		return supervisor.Config{}, err
 	}
-	out.log.Debug("resolved", "took", time.Since(t0), "since_start", time.Since(startedAt))
+	out.log.Debug("resolved", "took", time.Since(t0), "since_start", time.Since(inv.startedAt))
 	cwd, err := os.Getwd()
 	if err != nil {
-		return refuse(supervisor.ExitSetup, fmt.Errorf("working directory: %w", err), nil)
+		return supervisor.Config{}, fmt.Errorf("working directory: %w", err)
 	}
 	quota, err := parseCPUQuota(o)
 	if err != nil {
-		return refuse(supervisor.ExitSetup, err, nil)
+		return supervisor.Config{}, err
 	}
 	cfg := supervisor.Config{
 		Plan:         plan,
@@ -141,55 +188,41 @@ func run(args []string) int {
 		cfg.Argv = []string{""}
 	}
 	if cfg.FSMode, err = parseFSMode(o.fsMode); err != nil {
-		return refuse(supervisor.ExitSetup, err, nil)
+		return supervisor.Config{}, err
 	}
 	cfg.TempDir, cfg.RunID, err = tempDirAndRunID()
-	if err != nil {
-		return refuse(supervisor.ExitSetup, err, nil)
-	}
-	t0 = time.Now()
-	// --explain writes nothing: the state directory and its key are
-	// looked up, not made, and the filter cache is only read.
-	// A run's own child tries its namespaces (see run below); --explain
-	// tries them first, as it prints the decision without running.
-	facts := hostfacts.Probe(hostfacts.Options{ReadOnly: o.explain, Overlay: len(plan.Filesystem.ScratchCaches) > 0,
-		AssumeNamespaces: !o.explain, TempDir: cfg.TempDir})
-	out.log.Debug("probed the host", "took", time.Since(t0))
-	t0 = time.Now()
-	pr, err := supervisor.Prepare(cfg, facts)
-	if err != nil {
-		return refuse(supervisor.ExitSetup, err, nil)
-	}
-	out.log.Debug("prepared", "took", time.Since(t0))
-	if o.explain {
-		if len(o.argv) == 0 {
-			pr.Argv, pr.Candidates = nil, nil
-		}
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(report.NewExplain(pr)); err != nil {
-			return fail(supervisor.ExitSetup, err)
-		}
-		return 0
-	}
-	if len(pr.Candidates) == 0 {
-		return refuse(supervisor.ExitNotFound, fmt.Errorf("%s: command not found", quoteArg(o.argv[0])), pr)
-	}
-	if len(pr.Degradations) > 0 {
-		fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, strings.Join(pr.Degradations, "; "))
-	}
+	return cfg, err
+}
 
-	// This process's signals and orphans are the run's: it catches the
-	// signals the run passes on (without os/signal's thread) and becomes a
-	// child subreaper, as supervisor.Run asks of its caller.
+// explain prints the decision as JSON on stdout.
+func (inv *invocation) explain(pr *supervisor.Prepared) int {
+	if len(inv.o.argv) == 0 {
+		pr.Argv, pr.Candidates = nil, nil
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(report.NewExplain(pr)); err != nil {
+		return fail(supervisor.ExitSetup, err)
+	}
+	return 0
+}
+
+// execute carries out the run: this process's signals and orphans become
+// the run's, the supervisor runs it (deciding again, once, where the
+// namespaces were assumed and refused), and the report is written.
+func (inv *invocation) execute(cfg supervisor.Config, facts *hostfacts.Facts, pr *supervisor.Prepared) int {
+	reportDegraded(pr)
+	// It catches the signals the run passes on (without os/signal's
+	// thread) and becomes a child subreaper, as supervisor.Run asks of its
+	// caller.
 	caught, err := spawn.CatchSignals(supervisor.CaughtSignals())
 	if err != nil {
-		return refuse(supervisor.ExitSetup, err, pr)
+		return inv.refuse(supervisor.ExitSetup, err, pr)
 	}
 	defer caught.Release()
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return refuse(supervisor.ExitSetup, fmt.Errorf("child subreaper: %w", err), pr)
+		return inv.refuse(supervisor.ExitSetup, fmt.Errorf("child subreaper: %w", err), pr)
 	}
 	sigs := supervisor.Signals{C: caught.C, Child: caught.Child, Stopped: caught.Stopped}
 	res := supervisor.Run(context.Background(), pr, sigs)
@@ -200,23 +233,28 @@ func run(args []string) int {
 		// tried first would have (and refuse as it would have: for the
 		// namespaces before anything setup found).
 		if redo, changed := facts.Retry(); changed {
-			out.log.Debug("namespaces refused to the run's child: deciding again", "error", res.Err)
+			inv.out.log.Debug("namespaces refused to the run's child: deciding again", "error", res.Err)
 			if pr, err = supervisor.Prepare(cfg, redo); err != nil {
-				return refuse(supervisor.ExitSetup, err, nil)
+				return inv.refuse(supervisor.ExitSetup, err, nil)
 			}
-			if len(pr.Degradations) > 0 {
-				fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, strings.Join(pr.Degradations, "; "))
-			}
+			reportDegraded(pr)
 			res = supervisor.Run(context.Background(), pr, sigs)
 		}
 	}
-	out.log.Info("ended", "ending", string(res.Ending), "exit_code", res.ExitCode, "wall", res.Wall)
-	out.writeReport(report.Input{ToolVersion: version, StartedAt: startedAt, Program: o.argv, Prepared: pr, Result: res,
-		DenialLog: o.logDenials, ObservedSeccomp: pr.Seccomp.Notify})
+	inv.out.log.Info("ended", "ending", string(res.Ending), "exit_code", res.ExitCode, "wall", res.Wall)
+	inv.out.writeReport(report.Input{ToolVersion: version, StartedAt: inv.startedAt, Program: inv.o.argv, Prepared: pr, Result: res,
+		DenialLog: inv.o.logDenials, ObservedSeccomp: pr.Seccomp.Notify})
 	if res.Err != nil {
 		fail(res.ExitCode, res.Err)
 	}
 	return res.ExitCode
+}
+
+// reportDegraded says on stderr, in one line, what --allow-degraded let go.
+func reportDegraded(pr *supervisor.Prepared) {
+	if len(pr.Degradations) > 0 {
+		fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, strings.Join(pr.Degradations, "; "))
+	}
 }
 
 // failedBeforeExec says the run ended before its program started: refused
