@@ -486,38 +486,73 @@ func (s *session) cleanup(res *Result) {
 
 // supervise starts the program and waits until it and its tree are gone.
 func (s *session) supervise() Result {
-	cfg := s.cfg
-	p := s.pr.Plan
+	early, refused := s.callerReady()
+	if refused != nil {
+		return *refused
+	}
+	req := s.request()
+	if req.TakeForeground {
+		defer giveForegroundBack(req.TTY)
+	}
+	r, failed := s.start(req)
+	if failed != nil {
+		return *failed
+	}
+	if r.proc.PidFD >= 0 {
+		defer unix.Close(r.proc.PidFD)
+	}
+	// Groups of supervisors that died with their guardians (a reboot
+	// does not count: cgroups do not survive it), and the placeholders and
+	// temp dirs of such runs, are swept while the program runs, off its
+	// start-up path: now and then, or when a guardian had to clean up.
+	go sweepStale(s.pr.cgroupPlan.host)
 
+	ending, status := s.watch(r, early)
+	// The program is gone: nothing it started may run on.
+	s.timed("tree ended", r.tree.end)
+	if st, ok := r.proc.Status(); ok {
+		status = st // the init's program: its own status, not the init's
+	}
+	return s.result(ending, status)
+}
+
+// callerReady checks what Run asks of its caller and drains the signals
+// that came while the run was set up: a terminating one keeps the program
+// from starting (the Result says so); the others are passed on once it
+// runs.
+func (s *session) callerReady() (early []syscall.Signal, refused *Result) {
 	// The caller catches the signals (SIGCHLD among them: the reaper waits
 	// for it instead of blocking a thread in wait4) and makes this process
 	// a child subreaper, so that orphans of the sandbox become its
 	// children and none outlives the run unseen.
-	sigs := s.sig.C
-	if sigs == nil || s.sig.Child == nil || s.sig.Stopped == nil {
-		return setupFailed(errors.New("supervisor: Run needs the caller's caught signals (Signals.C, Child and Stopped)"))
+	if s.sig.C == nil || s.sig.Child == nil || s.sig.Stopped == nil {
+		r := setupFailed(errors.New("supervisor: Run needs the caller's caught signals (Signals.C, Child and Stopped)"))
+		return nil, &r
 	}
 	var reaping uintptr
 	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&reaping)), 0, 0, 0); err != nil || reaping == 0 {
-		return setupFailed(errors.New("supervisor: the caller must make this process a child subreaper (prctl PR_SET_CHILD_SUBREAPER) before Run"))
+		r := setupFailed(errors.New("supervisor: the caller must make this process a child subreaper (prctl PR_SET_CHILD_SUBREAPER) before Run"))
+		return nil, &r
 	}
-	// Signals that came while the run was set up: a terminating one keeps
-	// the program from starting; the others are passed on once it runs.
-	var early []syscall.Signal
-	for drained := false; !drained; {
+	for {
 		select {
-		case sg := <-sigs:
+		case sg := <-s.sig.C:
 			switch sg {
 			case unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT:
 				s.log().Info("signal before the start: not started", "signal", sg.String())
-				return Result{Ending: Signaled, Signal: sg, ExitCode: 128 + int(sg)}
+				return nil, &Result{Ending: Signaled, Signal: sg, ExitCode: 128 + int(sg)}
 			}
 			early = append(early, sg)
 		default:
-			drained = true
+			return early, nil
 		}
 	}
+}
 
+// request is what the child stage is to carry out: the program, its
+// environment and descriptors, its cgroup, namespaces and mounts, its
+// Landlock ruleset, seccomp filter and rlimits.
+func (s *session) request() *spawn.Request {
 	req := &spawn.Request{
 		Paths:         s.pr.Candidates,
 		Argv:          s.pr.Argv,
@@ -525,7 +560,7 @@ func (s *session) supervise() Result {
 		ShellFallback: true,
 		CgroupFD:      -1,
 		Pdeathsig:     unix.SIGKILL,
-		KeepFDs:       cfg.KeepFDs,
+		KeepFDs:       s.cfg.KeepFDs,
 		// Whatever the caller had, the program has none.
 		DropCapabilities: true,
 		RulesetFD:        s.rulesetFD,
@@ -552,56 +587,71 @@ func (s *session) supervise() Result {
 		req.ProxySock = s.proxyChild
 		if tty, ok := foregroundTTY(); ok && req.Init {
 			req.TakeForeground, req.TTY = true, tty
-			defer giveForegroundBack(tty)
 		}
 	}
 	for _, l := range s.rlimits {
 		req.Rlimits = append(req.Rlimits, spawn.Rlimit{Resource: l.Resource, Cur: l.Cur, Max: l.Max})
 	}
+	return req
+}
 
-	var proc *spawn.Process
+// running is a started program: its process, the reaper of this process's
+// children and the tree to end.
+type running struct {
+	proc   *spawn.Process
+	reaper *reaper
+	tree   *tree
+}
+
+// start starts the child and, once its program runs, what observes it;
+// failed is the Result of a child that exited before its program ran, or
+// of an observer that could not start (the program is then ended).
+func (s *session) start(req *spawn.Request) (r running, failed *Result) {
 	var err error
-	s.timed("spawn", func() { proc, err = spawn.Start(req) })
-	if proc == nil {
-		return setupFailed(err)
+	s.timed("spawn", func() { r.proc, err = spawn.Start(req) })
+	if r.proc == nil {
+		res := setupFailed(err)
+		return r, &res
 	}
-	if proc.PidFD >= 0 {
-		defer unix.Close(proc.PidFD)
-	}
-	s.log().Info("started", "pid", proc.Pid, "program", s.pr.Argv)
-	reaper := newReaper(proc.Pid)
-	go reaper.loop(s.sig.Child, s.sig.Stopped)
-	t := &tree{self: os.Getpid(), group: s.group, reaped: reaper.done}
+	s.log().Info("started", "pid", r.proc.Pid, "program", s.pr.Argv)
+	r.reaper = newReaper(r.proc.Pid)
+	go r.reaper.loop(s.sig.Child, s.sig.Stopped)
+	r.tree = &tree{self: os.Getpid(), group: s.group, reaped: r.reaper.done}
 	if req.Init {
-		t.init, t.initFD = proc.Pid, proc.PidFD
+		r.tree.init, r.tree.initFD = r.proc.Pid, r.proc.PidFD
 	}
-
 	if err == nil {
 		if err = s.observe(); err != nil {
 			// The program runs without its proxy or its observer: end it.
-			t.kill()
+			r.tree.kill()
 		}
 	}
-	if err != nil {
-		// The child exited before its program ran, or its proxy failed.
-		<-reaper.main
-		t.end()
-		var se *spawn.Error
-		if errors.As(err, &se) {
-			if se.Step == spawn.StepExec {
-				err = execError(s.pr.Argv[0], s.env, se)
-			}
-			return Result{Ending: SetupFailed, ExitCode: se.ExitCode(), Err: err}
-		}
-		return setupFailed(err)
+	if err == nil {
+		return r, nil
 	}
+	// The child exited before its program ran, or its proxy failed.
+	<-r.reaper.main
+	r.tree.end()
+	if r.proc.PidFD >= 0 {
+		unix.Close(r.proc.PidFD)
+	}
+	res := setupFailed(err)
+	var se *spawn.Error
+	if errors.As(err, &se) {
+		if se.Step == spawn.StepExec {
+			err = execError(s.pr.Argv[0], s.env, se)
+		}
+		res = Result{Ending: SetupFailed, ExitCode: se.ExitCode(), Err: err}
+	}
+	return r, &res
+}
 
-	// Groups of supervisors that died with their guardians (a reboot
-	// does not count: cgroups do not survive it), and the placeholders and
-	// temp dirs of such runs, are swept while the program runs, off its
-	// start-up path: now and then, or when a guardian had to clean up.
-	go sweepStale(s.pr.cgroupPlan.host)
-
+// watch waits for the program's end, passing signals on and ending the
+// tree on a timeout, a spent CPU budget, an OOM kill or the caller's
+// cancel; it returns how the run ended (by the supervisor's hand, or ""
+// for the program's own end) and the program's wait status.
+func (s *session) watch(r running, early []syscall.Signal) (Ending, unix.WaitStatus) {
+	p, t, pid := s.pr.Plan, r.tree, r.proc.Pid
 	timeout := time.NewTimer(time.Duration(p.Limits.TimeoutSeconds) * time.Second)
 	defer timeout.Stop()
 	budget := newCPUWatch(s.group, p.Limits.CPUSeconds)
@@ -617,24 +667,22 @@ func (s *session) supervise() Result {
 	}
 	var killTimer <-chan time.Time
 	var ending Ending
-	var status unix.WaitStatus
 	for _, sg := range early {
-		s.log().Info("signal", "signal", sg.String(), "forwarded", forward(proc.Pid, sg))
+		s.log().Info("signal", "signal", sg.String(), "forwarded", forward(pid, sg))
 	}
 	canceled := s.ctx.Done()
-
-	for mainDone := false; !mainDone; {
+	for {
 		select {
-		case status = <-reaper.main:
-			mainDone = true
-		case sig := <-sigs:
-			s.log().Info("signal", "signal", sig.String(), "forwarded", forward(proc.Pid, sig))
+		case status := <-r.reaper.main:
+			return ending, status
+		case sig := <-s.sig.C:
+			s.log().Info("signal", "signal", sig.String(), "forwarded", forward(pid, sig))
 		case <-timeout.C:
 			if ending == "" {
 				s.log().Warn("timeout", "seconds", p.Limits.TimeoutSeconds)
 				ending = Timeout
 				t.signal(unix.SIGTERM)
-				killTimer = time.After(grace(cfg))
+				killTimer = time.After(grace(s.cfg))
 			}
 		case <-budget.tick():
 			if budget.spent() && ending == "" {
@@ -655,20 +703,17 @@ func (s *session) supervise() Result {
 			if ending == "" && killTimer == nil {
 				s.log().Warn("canceled by the caller")
 				t.signal(unix.SIGTERM)
-				killTimer = time.After(grace(cfg))
+				killTimer = time.After(grace(s.cfg))
 			}
 		case <-killTimer:
 			t.kill()
 			killTimer = time.After(50 * time.Millisecond)
 		}
 	}
+}
 
-	// The program is gone: nothing it started may run on.
-	s.timed("tree ended", t.end)
-	if st, ok := proc.Status(); ok {
-		status = st // the init's program: its own status, not the init's
-	}
-
+// result is the run's Result from how it ended and the program's status.
+func (s *session) result(ending Ending, status unix.WaitStatus) Result {
 	res := Result{Started: true}
 	switch {
 	case ending == Timeout:
