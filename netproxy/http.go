@@ -415,15 +415,43 @@ func (cn *conn) exchange(req *request, up net.Conn, ev *Event) (bool, error) {
 	defer putWriter(cw)
 	defer func() { ev.BytesDown = downCount.n }()
 
-	var (
-		resp    *response
-		length  int64
-		chunked bool
-	)
+	resp, length, chunked, err := cn.finalResponse(upR, upLR, cw, http11, finish, &body, ev.Remote)
+	if err != nil {
+		return false, err
+	}
+	respNamed := removeHopHeaders(resp.header)
+	f := relayFraming(resp, req.method, length, chunked, http11)
+	clientClose = clientClose || f.close
+	writeResponseHead(cw, resp, f, clientClose)
+	readErr, writeErr := relayBody(cw, upR, upLR, f.mode, length, respNamed)
+	err = readErr
+	if err == nil {
+		err = writeErr
+	}
+	if err == nil {
+		err = cw.Flush()
+	}
+	werrV := finish()
+	switch {
+	case err != nil:
+		return false, errors.New("relaying the response: " + err.Error())
+	case werrV != nil:
+		return false, nil
+	}
+	return !clientClose, nil
+}
+
+// finalResponse reads the response head from upstream, relaying 1xx
+// interim responses to HTTP/1.1 clients, until the final one, and returns
+// it with its framing. An error has been answered to the client (400 for
+// its own malformed body, 502 otherwise); finish waits for the request
+// writer.
+func (cn *conn) finalResponse(upR *bufio.Reader, upLR *io.LimitedReader, cw *bufio.Writer, http11 bool, finish func() error, body *bodyState, remote string) (*response, int64, bool, error) {
 	for {
 		upLR.N = maxResponseHeaderBytes
-		var err error
-		resp, err = readResponseHead(upR)
+		resp, err := readResponseHead(upR)
+		var length int64
+		var chunked bool
 		switch {
 		case err != nil && upLR.N <= 0:
 			err = errors.New("response header section larger than " + strconv.Itoa(maxResponseHeaderBytes) + " bytes")
@@ -440,15 +468,15 @@ func (cn *conn) exchange(req *request, up net.Conn, ev *Event) (bool, error) {
 				// upstream connection, hence err.
 				msg := "malformed request body: " + fe.msg
 				cn.replyHTTP(statusBadRequest, msg)
-				return false, errors.New(msg)
+				return nil, 0, false, errors.New(msg)
 			}
-			msg := "reading the response from " + ev.Remote + ": " + err.Error()
+			msg := "reading the response from " + remote + ": " + err.Error()
 			cn.replyHTTP(statusBadGateway, msg)
-			return false, errors.New(msg)
+			return nil, 0, false, errors.New(msg)
 		}
 		upLR.N = unlimited
 		if resp.code >= 200 {
-			break
+			return resp, length, chunked, nil
 		}
 		if http11 { // 1xx: relay to HTTP/1.1 clients only
 			removeHopHeaders(resp.header)
@@ -459,34 +487,54 @@ func (cn *conn) exchange(req *request, up net.Conn, ev *Event) (bool, error) {
 			cw.WriteString("\r\n")
 			if err := cw.Flush(); err != nil {
 				finish()
-				return false, errors.New("client went away")
+				return nil, 0, false, errors.New("client went away")
 			}
 		}
 	}
+}
 
-	respNamed := removeHopHeaders(resp.header)
-	h := resp.header
-	delete(h, "Content-Length")
-	mode, outLength, outChunked := bodyNone, int64(-1), false
+// framing is how a response is relayed to the client: its body's way
+// (bodyNone...), the Content-Length or chunked encoding the client is told,
+// and whether the body can only end with the connection.
+type framing struct {
+	mode       int
+	outLength  int64 // -1: none
+	outChunked bool
+	close      bool
+}
+
+// relayFraming decides the framing of the response to a method request
+// whose upstream framing is length or chunked, for an HTTP/1.1 client or
+// not.
+func relayFraming(resp *response, method string, length int64, chunked, http11 bool) framing {
+	f := framing{mode: bodyNone, outLength: -1}
 	switch {
-	case !resp.bodyAllowed(req.method):
-		if req.method == "HEAD" { // the framing a GET's body would have
+	case !resp.bodyAllowed(method):
+		if method == "HEAD" { // the framing a GET's body would have
 			if chunked {
-				outChunked = http11
+				f.outChunked = http11
 			} else {
-				outLength = length
+				f.outLength = length
 			}
 		}
 	case chunked && http11:
-		mode, outChunked = bodyChunked, true
+		f.mode, f.outChunked = bodyChunked, true
 	case chunked:
-		mode, clientClose = bodyDechunked, true // HTTP/1.0: end the body by closing
+		f.mode, f.close = bodyDechunked, true // HTTP/1.0: end the body by closing
 	case length >= 0:
-		mode, outLength = bodyLength, length
+		f.mode, f.outLength = bodyLength, length
 	default:
-		mode, clientClose = bodyToClose, true // the body ends when the connection does
+		f.mode, f.close = bodyToClose, true // the body ends when the connection does
 	}
-	if !outChunked {
+	return f
+}
+
+// writeResponseHead writes the final response's status line and header
+// (hop-by-hop fields removed already) with the framing f.
+func writeResponseHead(cw *bufio.Writer, resp *response, f framing, clientClose bool) {
+	h := resp.header
+	delete(h, "Content-Length")
+	if !f.outChunked {
 		delete(h, "Trailer")
 	}
 	writeStatusLine(cw, resp)
@@ -494,20 +542,23 @@ func (cn *conn) exchange(req *request, up net.Conn, ev *Event) (bool, error) {
 		cw.WriteString("Connection: close\r\n")
 	}
 	switch {
-	case outChunked:
+	case f.outChunked:
 		cw.WriteString("Transfer-Encoding: chunked\r\n")
-	case outLength >= 0:
+	case f.outLength >= 0:
 		cw.WriteString("Content-Length: ")
-		cw.WriteString(strconv.FormatInt(outLength, 10))
+		cw.WriteString(strconv.FormatInt(f.outLength, 10))
 		cw.WriteString("\r\n")
 	}
 	writeFields(cw, h)
 	cw.WriteString("\r\n")
+}
 
-	var readErr, writeErr error
+// relayBody copies the response body from upstream to the client in mode,
+// a chunked body's trailer filtered of the fields respNamed names.
+func relayBody(cw *bufio.Writer, upR *bufio.Reader, upLR *io.LimitedReader, mode int, length int64, respNamed []string) (readErr, writeErr error) {
 	switch mode {
 	case bodyLength:
-		readErr, writeErr = copyBody(cw, cw, &fixedReader{upR, length}, upR)
+		return copyBody(cw, cw, &fixedReader{upR, length}, upR)
 	case bodyChunked:
 		cr := newChunkedReader(upR, upLR, maxResponseHeaderBytes)
 		readErr, writeErr = copyBody(cw, chunkWriter{cw}, cr, nil)
@@ -515,26 +566,13 @@ func (cn *conn) exchange(req *request, up net.Conn, ev *Event) (bool, error) {
 			filterTrailer(cr.trailer, respNamed)
 			writeLastChunk(cw, cr.trailer)
 		}
+		return readErr, writeErr
 	case bodyDechunked:
-		readErr, writeErr = copyBody(cw, cw, newChunkedReader(upR, upLR, maxResponseHeaderBytes), nil)
+		return copyBody(cw, cw, newChunkedReader(upR, upLR, maxResponseHeaderBytes), nil)
 	case bodyToClose:
-		readErr, writeErr = copyBody(cw, cw, upR, upR)
+		return copyBody(cw, cw, upR, upR)
 	}
-	err := readErr
-	if err == nil {
-		err = writeErr
-	}
-	if err == nil {
-		err = cw.Flush()
-	}
-	werrV := finish()
-	switch {
-	case err != nil:
-		return false, errors.New("relaying the response: " + err.Error())
-	case werrV != nil:
-		return false, nil
-	}
-	return !clientClose, nil
+	return nil, nil
 }
 
 // writeStatusLine writes "HTTP/1.1 code reason" (the origin's reason).
