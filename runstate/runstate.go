@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -145,9 +146,33 @@ func LookupKey() ([]byte, error) {
 	return readKey(filepath.Join(dir, keyName))
 }
 
+// ensured are the directories ensure made or checked already in this
+// process: their checks say nobody but this user (or root) can replace them
+// meanwhile, so a run checks each once, not at every use.
+var ensured struct {
+	sync.Mutex
+	dirs map[string]int // dir: euid
+}
+
 // ensure makes dir (mode 0700) unless it exists, and checks that it is this
 // user's private directory in a parent that nobody else can rename it out of.
 func ensure(dir string, euid int) error {
+	ensured.Lock()
+	defer ensured.Unlock()
+	if u, ok := ensured.dirs[dir]; ok && u == euid {
+		return nil
+	}
+	if err := ensureNow(dir, euid); err != nil {
+		return err
+	}
+	if ensured.dirs == nil {
+		ensured.dirs = map[string]int{}
+	}
+	ensured.dirs[dir] = euid
+	return nil
+}
+
+func ensureNow(dir string, euid int) error {
 	if err := unix.Mkdir(dir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("state directory %s: %w", dir, err)
 	}
