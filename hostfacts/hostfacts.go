@@ -8,10 +8,12 @@
 package hostfacts
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -30,8 +32,16 @@ import (
 type Facts struct {
 	// UID and GID are the helper's real ids, EUID its effective uid.
 	UID, GID, EUID int
-	// LandlockABI is the kernel's Landlock ABI version, 0 without Landlock.
-	LandlockABI int
+	// LandlockABI is the kernel's Landlock ABI version, 0 without Landlock;
+	// LandlockErrno is then the version query's error (which tells "not
+	// enabled at boot" from "not built" and "filtered").
+	LandlockABI   int
+	LandlockErrno unix.Errno
+	// LandlockErrata are the errata the kernel says it has fixed (bit N-1
+	// for erratum N), and LandlockErrataErrno the query's error when it
+	// has none to say (before 6.15).
+	LandlockErrata      uint64
+	LandlockErrataErrno unix.Errno
 	// Namespaces says whether the program can have namespaces of its own,
 	// and whether a user namespace is needed for them.
 	Namespaces mountns.Availability
@@ -56,6 +66,8 @@ type Facts struct {
 	// directory or its key cannot be had (FilterCacheWhy says why).
 	FilterCache    *seccomp.Cache
 	FilterCacheWhy string
+	// Doctor are the facts only `doctor` shows; nil unless Options.Doctor.
+	Doctor *Diagnosis
 }
 
 // Options say what to probe.
@@ -66,12 +78,40 @@ type Options struct {
 	ReadOnly bool
 	// Overlay probes for overlayfs (only runs with scratch caches use it).
 	Overlay bool
+	// Doctor probes also what `doctor` shows (Facts.Doctor): namespace
+	// trials of each kind, seccomp's actions, the cgroup permissions, the
+	// user's systemd manager. It makes nothing (no scope, no group).
+	Doctor bool
+	// TrialTimeout bounds each of doctor's namespace trials; 0 means
+	// DefaultTrialTimeout.
+	TrialTimeout time.Duration
 }
+
+// cgroupfsMissing is CgroupsWhy when no cgroup filesystem is mounted.
+const cgroupfsMissing = "no cgroup filesystem is mounted"
+
+// CgroupfsMissing reports whether f has no cgroups because none is
+// mounted (rather than because the layout could not be read).
+func (f *Facts) CgroupfsMissing() bool { return f.Cgroups == nil && f.CgroupsWhy == cgroupfsMissing }
 
 // Probe looks at this host once.
 func Probe(o Options) *Facts {
 	f := &Facts{UID: os.Getuid(), GID: os.Getgid(), EUID: os.Geteuid()}
+	var diagnose func(*Facts) *Diagnosis
+	if o.Doctor {
+		// Its forks first, in parallel with the rest.
+		diagnose = startDiagnosis(o)
+	}
 	f.LandlockABI = landlock.ABI()
+	if f.LandlockABI == 0 {
+		_, _, f.LandlockErrno = unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	} else if v, err := landlock.Errata(); err != nil {
+		if !errors.As(err, &f.LandlockErrataErrno) {
+			f.LandlockErrataErrno = unix.EINVAL
+		}
+	} else {
+		f.LandlockErrata = v
+	}
 	f.Namespaces = mountns.Probe()
 	if o.Overlay {
 		f.OverlayOK, f.OverlayWhy = mountns.OverlayAvailable(f.Namespaces.Privileged)
@@ -79,13 +119,16 @@ func Probe(o Options) *Facts {
 	if host, err := cgroups.Detect(); err != nil {
 		f.CgroupsWhy = err.Error()
 	} else if host.Mode == cgroups.Unavailable {
-		f.CgroupsWhy = "no cgroup filesystem is mounted"
+		f.CgroupsWhy = cgroupfsMissing
 	} else {
 		f.Cgroups = host
 	}
 	f.SocketMediation = MediationWorks()
 	_, _, f.Nofile = spawn.InitialState()
 	f.StateDirs, f.FilterCache, f.FilterCacheWhy = stateDirs(o.ReadOnly)
+	if diagnose != nil {
+		f.Doctor = diagnose(f)
+	}
 	return f
 }
 
