@@ -52,8 +52,16 @@ type landlockFacts struct {
 
 // landlockFactsOf is the Landlock part of the facts.
 func landlockFactsOf(f *hostfacts.Facts, d *hostfacts.Diagnosis) landlockFacts {
-	return landlockFacts{abi: f.LandlockABI, abiErr: f.LandlockErrno, errata: f.LandlockErrata, errataErr: f.LandlockErrataErrno,
-		filtered: d.Status.Seccomp == 2}
+	l := landlockFacts{abi: f.LandlockABI, abiErr: f.LandlockErrno, filtered: d.Status.Seccomp == 2}
+	switch {
+	case f.LandlockErrata != nil:
+		l.errata = *f.LandlockErrata
+	case f.LandlockErrataErrno != 0:
+		l.errataErr = f.LandlockErrataErrno
+	default:
+		l.errataErr = unix.EINVAL
+	}
+	return l
 }
 
 // landlockSummary is "filesystem, refer, ..." up to abi.

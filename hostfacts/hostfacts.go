@@ -38,9 +38,9 @@ type Facts struct {
 	LandlockABI   int
 	LandlockErrno unix.Errno
 	// LandlockErrata are the errata the kernel says it has fixed (bit N-1
-	// for erratum N), and LandlockErrataErrno the query's error when it
-	// has none to say (before 6.15).
-	LandlockErrata      uint64
+	// for erratum N), nil when it did not answer; LandlockErrataErrno is
+	// then the query's error (before 6.15: EINVAL).
+	LandlockErrata      *uint64
 	LandlockErrataErrno unix.Errno
 	// Namespaces says whether the program can have namespaces of its own,
 	// and whether a user namespace is needed for them.
@@ -110,7 +110,7 @@ func Probe(o Options) *Facts {
 			f.LandlockErrataErrno = unix.EINVAL
 		}
 	} else {
-		f.LandlockErrata = v
+		f.LandlockErrata = &v
 	}
 	f.Namespaces = mountns.Probe()
 	if o.Overlay {

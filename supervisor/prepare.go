@@ -385,7 +385,7 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 		late = pr.View.LateReadDenied
 	}
 	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts,
-		LogDenials: cfg.LogDenials, LateReadDenied: late, ResolveUnix: nw.sockets.landlock, Errata: landlockErrata(abi)})
+		LogDenials: cfg.LogDenials, LateReadDenied: late, ResolveUnix: nw.sockets.landlock, Errata: f.LandlockErrata})
 	if err != nil {
 		return nil, err
 	}
@@ -492,19 +492,6 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 		Timeout: fmt.Sprintf("%d s wall clock for the whole tree (SIGTERM, %s grace, SIGKILL; exit 124)", p.Limits.TimeoutSeconds, grace(cfg)),
 	}
 	return pr, nil
-}
-
-// landlockErrata is the kernel's Landlock errata mask, nil when it does not
-// answer the query (before 6.15 without backports) or has no Landlock.
-func landlockErrata(abi int) *uint64 {
-	if abi < 1 {
-		return nil
-	}
-	v, err := landlock.Errata()
-	if err != nil {
-		return nil
-	}
-	return &v
 }
 
 // coveredGaps returns Landlock's gaps with what another layer covers said
