@@ -4,7 +4,9 @@
 // limits the helper was started with, and the helper's state directory.
 // Everything the supervisor decides is decided from these Facts
 // (supervisor.Prepare), so that the decisions can be made, printed
-// (--explain) and tested without touching the host again.
+// (--explain) and tested without touching the host again. `doctor` renders
+// the same Facts, with a further part (Options.Doctor, Facts.Doctor) that
+// says why something is missing.
 package hostfacts
 
 import (
