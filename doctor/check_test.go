@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 }
 
 // check is what the doctor subcommand prints: this host's facts, rendered.
-func check() Report { return Render(hostfacts.Probe(ProbeOptions), Options{}) }
+func check() Report { return Render(hostfacts.Probe(ProbeOptions()), Options{}) }
 
 // kernelABI asks the kernel directly, as an oracle for the report.
 func kernelABI() int {
@@ -218,7 +218,7 @@ func TestCheckUnprivileged(t *testing.T) {
 	// Whether user namespaces work for nobody depends on the sysctls; the
 	// report must agree with them.
 	// (The sysctls are the same for root.)
-	facts := hostfacts.Probe(hostfacts.Options{ReadOnly: true, Doctor: true})
+	facts := hostfacts.Probe(ProbeOptions())
 	blocked, _ := usernsBlock(nsFactsOf(facts, facts.Doctor, Host{}))
 	for _, id := range []string{"userns", "mountns", "netns"} {
 		it := mustItem(t, r, id)

@@ -33,7 +33,7 @@ type Options struct {
 // ProbeOptions are the hostfacts options whose Facts Render wants: the
 // doctor's facts too, and nothing written (the state directory is looked
 // up, not made).
-var ProbeOptions = hostfacts.Options{ReadOnly: true, Doctor: true}
+func ProbeOptions() hostfacts.Options { return hostfacts.Options{ReadOnly: true, Doctor: true} }
 
 // Item is the answer for one part of the model.
 type Item struct {

@@ -268,7 +268,7 @@ func doctorCmd(args []string) int {
 		}
 	}
 	// The same probe a run decides from, with doctor's part.
-	r := doctor.Render(hostfacts.Probe(doctor.ProbeOptions), doctor.Options{})
+	r := doctor.Render(hostfacts.Probe(doctor.ProbeOptions()), doctor.Options{})
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
