@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/hostfacts"
 )
 
 // helperEnv selects the test binary's helper mode: print Check's report as
@@ -22,13 +24,16 @@ const helperEnv = "DOCTOR_TEST_HELPER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) == "check" {
-		if err := json.NewEncoder(os.Stdout).Encode(Check(Options{})); err != nil {
+		if err := json.NewEncoder(os.Stdout).Encode(check()); err != nil {
 			os.Exit(2)
 		}
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
+
+// check is what the doctor subcommand prints: this host's facts, rendered.
+func check() Report { return Render(hostfacts.Probe(ProbeOptions()), Options{}) }
 
 // kernelABI asks the kernel directly, as an oracle for the report.
 func kernelABI() int {
@@ -126,7 +131,7 @@ func checkConsistent(t *testing.T, r Report) {
 
 func TestCheckThisHost(t *testing.T) {
 	start := time.Now()
-	r := Check(Options{})
+	r := check()
 	took := time.Since(start)
 	t.Logf("Check took %v\n%s", took, r.Text())
 	if took > time.Second {
@@ -136,8 +141,12 @@ func TestCheckThisHost(t *testing.T) {
 	if r.Host.EUID != os.Geteuid() || r.Host.Kernel == "" || r.Host.Arch == "" {
 		t.Errorf("host facts: %+v", r.Host)
 	}
-	st := liveEnv().status()
-	if os.Geteuid() == 0 && st.hasCap(capSysAdmin) && st.Seccomp != 2 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := hostfacts.ParseStatus(string(b))
+	if os.Geteuid() == 0 && st.HasCap(capSysAdmin) && st.Seccomp != 2 {
 		for _, id := range []string{"mountns", "netns"} {
 			if it := mustItem(t, r, id); it.Status != StatusOK || !strings.Contains(it.Detail, "CAP_SYS_ADMIN") {
 				t.Errorf("as root: %+v", it)
@@ -148,7 +157,7 @@ func TestCheckThisHost(t *testing.T) {
 		}
 	}
 	var back Report
-	b, err := json.Marshal(r)
+	b, err = json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,8 +217,9 @@ func TestCheckUnprivileged(t *testing.T) {
 	}
 	// Whether user namespaces work for nobody depends on the sysctls; the
 	// report must agree with them.
-	f := liveEnv().nsFacts(nsProbes{}, procStatus{}, Host{})
-	blocked, _ := usernsBlock(f)
+	// (The sysctls are the same for root.)
+	facts := hostfacts.Probe(ProbeOptions())
+	blocked, _ := usernsBlock(nsFactsOf(facts, facts.Doctor, Host{}))
 	for _, id := range []string{"userns", "mountns", "netns"} {
 		it := mustItem(t, r, id)
 		if blocked == "" && (it.Status != StatusOK || !strings.Contains(it.Detail, "uid 65534 mapped to itself")) {

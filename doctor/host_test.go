@@ -1,35 +1,12 @@
 package doctor
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-)
 
-// fakeRoot writes files (path -> content) under a temporary root; a path
-// ending in "/" is made a directory.
-func fakeRoot(t *testing.T, files map[string]string) env {
-	t.Helper()
-	root := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(root, p)
-		if strings.HasSuffix(p, "/") {
-			if err := os.MkdirAll(full, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return env{root: root, getenv: func(string) string { return "" }}
-}
+	"sandbox-executable/hostfacts"
+)
 
 const statusRoot = `Name:	cat
 Umask:	0022
@@ -45,20 +22,6 @@ Seccomp_filters:	1
 Speculation_Store_Bypass:	thread vulnerable
 `
 
-func TestParseStatus(t *testing.T) {
-	s := parseStatus(statusRoot)
-	if !s.HaveCapEff || s.CapEff != 0x1fffeffffff || s.NoNewPrivs != 0 || s.Seccomp != 2 || s.SeccompFilters != 1 {
-		t.Fatalf("parseStatus = %+v", s)
-	}
-	if !s.hasCap(capSysAdmin) || !s.hasCap(capNetAdmin) || !s.hasCap(capSysPtrace) || s.hasCap(24) {
-		t.Errorf("capability bits wrong: %+v", s)
-	}
-	none := parseStatus("Name:\tx\nSeccomp_filters:\tnope\n")
-	if none.HaveCapEff || none.Seccomp != -1 || none.NoNewPrivs != -1 || none.SeccompFilters != -1 {
-		t.Errorf("absent fields: %+v", none)
-	}
-}
-
 func TestCapNames(t *testing.T) {
 	if got := capList(1<<capSysAdmin | 1<<capNetAdmin | 1<<capSysPtrace); !slices.Equal(got, []string{"NET_ADMIN", "SYS_PTRACE", "SYS_ADMIN"}) {
 		t.Errorf("capList = %v", got)
@@ -66,7 +29,7 @@ func TestCapNames(t *testing.T) {
 	if capName(40) != "CHECKPOINT_RESTORE" || capName(41) != "CAP_41" {
 		t.Errorf("capName(40), capName(41) = %s, %s", capName(40), capName(41))
 	}
-	it := privilegesItem(parseStatus(statusRoot), 40)
+	it := privilegesItem(hostfacts.ParseStatus(statusRoot), 40)
 	if it.Status != StatusOK || it.Strict {
 		t.Errorf("privileges item must be informational and ok: %+v", it)
 	}
@@ -75,99 +38,8 @@ func TestCapNames(t *testing.T) {
 			t.Errorf("detail %q lacks %q", it.Detail, want)
 		}
 	}
-	user := privilegesItem(parseStatus("CapEff:\t0000000000000000\nNoNewPrivs:\t1\n"), 40)
+	user := privilegesItem(hostfacts.ParseStatus("CapEff:\t0000000000000000\nNoNewPrivs:\t1\n"), 40)
 	if !strings.Contains(user.Detail, "-SYS_ADMIN -NET_ADMIN -SYS_PTRACE") || !strings.Contains(user.Detail, "no capabilities") || len(user.Notes) != 1 {
 		t.Errorf("unprivileged item: %+v", user)
-	}
-}
-
-func TestParseWSL(t *testing.T) {
-	for _, c := range []struct {
-		version, distro string
-		want            WSL
-	}{
-		{"Linux version 4.4.0-19041-Microsoft (Microsoft@Microsoft.com) (gcc version 5.4.0 (GCC) ) #1237-Microsoft", "", WSL{Detected: true, Version: 1}},
-		{"Linux version 5.15.153.1-microsoft-standard-WSL2 (root@941d701f84f1) (gcc (GCC) 11.2.0)", "Ubuntu", WSL{Detected: true, Version: 2, Distro: "Ubuntu"}},
-		{"Linux version 6.18.44 (builder@sandboxing) (gcc (GCC) 15.3.0)", "", WSL{}},
-		{"Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)", "Debian", WSL{Detected: true, Distro: "Debian"}},
-	} {
-		if got := parseWSL(c.version, c.distro); got != c.want {
-			t.Errorf("parseWSL(%q, %q) = %+v, want %+v", c.version, c.distro, got, c.want)
-		}
-	}
-}
-
-func TestContainerMarkers(t *testing.T) {
-	e := fakeRoot(t, map[string]string{
-		"/.dockerenv":                "",
-		"/run/.containerenv":         "engine=\"podman-4.3.1\"\n",
-		"/proc/1/environ":            "PATH=/usr/bin\x00container=podman\x00HOME=/\x00",
-		"/proc/1/cgroup":             "0::/machine.slice/libpod-4f2a.scope/container\n",
-		"/proc/self/mountinfo":       "1 0 0:40 / / rw,relatime - overlay overlay rw,lowerdir=/a,upperdir=/b\n2 1 0:5 / /proc rw - proc proc rw\n",
-		"/proc/sys/kernel/osrelease": "6.1.0-18-amd64\n",
-	})
-	h := e.host()
-	want := []string{
-		"/.dockerenv (Docker)",
-		"/run/.containerenv (Podman)",
-		"pid 1 environment container=podman",
-		"/proc/1/cgroup path /machine.slice/libpod-4f2a.scope/container",
-		"overlay root filesystem",
-	}
-	if !h.Container.Likely || !slices.Equal(h.Container.Markers, want) || len(h.Container.Unreadable) != 0 {
-		t.Errorf("container = %+v, want markers %q", h.Container, want)
-	}
-	if h.RootFS != "overlay" || h.Kernel != "6.1.0-18-amd64" {
-		t.Errorf("root fs %q, kernel %q", h.RootFS, h.Kernel)
-	}
-
-	bare := fakeRoot(t, map[string]string{
-		"/proc/self/cgroup":    "4:memory:/process_api/9dc8\n0::/\n",
-		"/proc/self/mountinfo": "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n",
-		"/run/systemd/system/": "",
-	})
-	h = bare.host()
-	if h.Container.Likely || len(h.Container.Markers) != 0 {
-		t.Errorf("bare root has markers: %+v", h.Container)
-	}
-	if !slices.Equal(h.Container.Unreadable, []string{"/proc/1/environ", "/proc/1/cgroup"}) {
-		t.Errorf("unreadable = %v", h.Container.Unreadable)
-	}
-	if !h.Systemd || h.RootFS != "ext4" {
-		t.Errorf("systemd %v, root fs %q", h.Systemd, h.RootFS)
-	}
-	for text, want := range map[string]string{
-		"12:pids:/kubepods/besteffort/pod1/abc\n": "/kubepods/besteffort/pod1/abc",
-		"0::/system.slice/docker-0123.scope\n":    "/system.slice/docker-0123.scope",
-		"0::/user.slice/user-1000.slice\n":        "",
-		"0::/\n":                                  "",
-	} {
-		if got := cgroupHint(text); got != want {
-			t.Errorf("cgroupHint(%q) = %q, want %q", text, got, want)
-		}
-	}
-}
-
-func TestHostFilesLSMAndWSL(t *testing.T) {
-	e := fakeRoot(t, map[string]string{
-		"/proc/version":            "Linux version 5.15.153.1-microsoft-standard-WSL2 (root@x)\n",
-		"/sys/kernel/security/lsm": "lockdown,capability,landlock,yama,apparmor\n",
-		"/proc/cmdline":            "BOOT_IMAGE=/vmlinuz lsm=yama lsm=landlock,yama ro -- --lsm=notme\n",
-	})
-	e.getenv = func(k string) string {
-		if k == "WSL_DISTRO_NAME" {
-			return "Debian"
-		}
-		return ""
-	}
-	h := e.host()
-	if h.WSL != (WSL{Detected: true, Version: 2, Distro: "Debian"}) {
-		t.Errorf("wsl = %+v", h.WSL)
-	}
-	if !slices.Equal(h.LSMs, []string{"lockdown", "capability", "landlock", "yama", "apparmor"}) || h.BootLSM != "landlock,yama" {
-		t.Errorf("lsms %v, boot lsm %q", h.LSMs, h.BootLSM)
-	}
-	if h.Systemd {
-		t.Error("systemd without /run/systemd/system")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/cgroups"
+	"sandbox-executable/hostfacts"
 	"sandbox-executable/mountns"
 )
 
@@ -90,28 +91,28 @@ func TestLandlockItem(t *testing.T) {
 }
 
 func TestSeccompItem(t *testing.T) {
-	f := seccompFacts{mode: 0, filters: 0, actions: seccompActions(), library: "2.5.4"}
+	f := seccompFacts{mode: 0, filters: 0, actions: hostfacts.SeccompActions(), library: "2.5.4"}
 	it := seccompItem(f)
 	if it.Status != StatusOK || it.Detail != "filter mode available (this process not filtered); actions: KILL_PROCESS, ERRNO, LOG, USER_NOTIF; libseccomp 2.5.4" {
 		t.Errorf("all available: %+v", it)
 	}
 
 	f.mode, f.filters = 2, 3
-	f.actions = seccompActions()
-	f.actions[3].err = unix.EOPNOTSUPP
+	f.actions = hostfacts.SeccompActions()
+	f.actions[3].Errno = unix.EOPNOTSUPP
 	it = seccompItem(f)
 	if it.Status != StatusOK || !strings.Contains(it.Detail, "lacking USER_NOTIF (EOPNOTSUPP)") || !strings.Contains(notes(it), "under 3 seccomp filter(s)") {
 		t.Errorf("filtered, no USER_NOTIF: %+v", it)
 	}
 
-	f.actions = seccompActions()
-	f.actions[0].err = unix.EOPNOTSUPP
+	f.actions = hostfacts.SeccompActions()
+	f.actions[0].Errno = unix.EOPNOTSUPP
 	if it = seccompItem(f); it.Status != StatusDegraded || !strings.Contains(it.Fix, "4.14") {
 		t.Errorf("no KILL_PROCESS: %+v", it)
 	}
-	f.actions = seccompActions()
+	f.actions = hostfacts.SeccompActions()
 	for i := range f.actions {
-		f.actions[i].err = unix.EPERM
+		f.actions[i].Errno = unix.EPERM
 	}
 	if it = seccompItem(f); it.Status != StatusDegraded || !strings.Contains(it.Fix, "allows seccomp(2)") {
 		t.Errorf("seccomp(2) refused: %+v", it)
@@ -133,6 +134,17 @@ func cgroupTree(t *testing.T, dirs ...string) string {
 	return root
 }
 
+// cgroupFactsOn are the facts of a hand-made host whose permissions access
+// decides.
+func cgroupFactsOn(h *cgroups.Host, euid int, access func(string) error) cgroupFacts {
+	a := hostfacts.CgroupAccessOf(h, euid, access)
+	f := &hostfacts.Facts{EUID: euid, Cgroups: h}
+	if h.Mode == cgroups.Unavailable {
+		f.Cgroups = nil
+	}
+	return cgroupFactsOf(f, &hostfacts.Diagnosis{CgroupAccess: &a})
+}
+
 func TestCgroupsUnified(t *testing.T) {
 	root := cgroupTree(t, "user.slice/app.scope/sandbox-executable-supervisor", "other")
 	own := filepath.Join(root, "user.slice/app.scope")
@@ -148,7 +160,7 @@ func TestCgroupsUnified(t *testing.T) {
 	}}
 	var asked []string
 	allow := func(p string) error { asked = append(asked, strings.TrimPrefix(p, root)); return nil }
-	f := cgroupFactsOf(h, 1000, allow)
+	f := cgroupFactsOn(h, 1000, allow)
 	it := cgroupsItem(f, Host{Systemd: true})
 	if it.Status != StatusOK || !strings.Contains(notes(it), "delegated to uid 1000") || !strings.Contains(notes(it), "kill: cgroup.kill") {
 		t.Errorf("delegated unified: %+v", it)
@@ -164,7 +176,7 @@ func TestCgroupsUnified(t *testing.T) {
 		}
 		return nil
 	}
-	it = cgroupsItem(cgroupFactsOf(h, 1000, deny), Host{})
+	it = cgroupsItem(cgroupFactsOn(h, 1000, deny), Host{})
 	if it.Status != StatusMissing || !strings.Contains(notes(it), "uid 1000 cannot create a group: not writable: "+own+"/cgroup.procs (EACCES)") {
 		t.Errorf("not delegated: %+v", it)
 	}
@@ -173,15 +185,15 @@ func TestCgroupsUnified(t *testing.T) {
 	}
 
 	rofs := func(string) error { return unix.EROFS }
-	if it = cgroupsItem(cgroupFactsOf(h, 0, rofs), Host{}); it.Status != StatusMissing || !strings.Contains(it.Fix, "read-only") {
+	if it = cgroupsItem(cgroupFactsOn(h, 0, rofs), Host{}); it.Status != StatusMissing || !strings.Contains(it.Fix, "read-only") {
 		t.Errorf("read-only cgroupfs: %+v", it)
 	}
 
 	h.V2.Controllers = []string{"cpu"}
-	if it = cgroupsItem(cgroupFactsOf(h, 0, allow), Host{}); it.Status != StatusMissing || !strings.Contains(notes(it), "memory and pids controller is in no mounted hierarchy") {
+	if it = cgroupsItem(cgroupFactsOn(h, 0, allow), Host{}); it.Status != StatusMissing || !strings.Contains(notes(it), "memory and pids controller is in no mounted hierarchy") {
 		t.Errorf("no memory/pids: %+v", it)
 	}
-	if it = cgroupsItem(cgroupFactsOf(&cgroups.Host{Mode: cgroups.Unavailable}, 0, allow), Host{}); it.Status != StatusMissing || !strings.Contains(it.Fix, "mount -t cgroup2") {
+	if it = cgroupsItem(cgroupFactsOn(&cgroups.Host{Mode: cgroups.Unavailable}, 0, allow), Host{}); it.Status != StatusMissing || !strings.Contains(it.Fix, "mount -t cgroup2") {
 		t.Errorf("unavailable: %+v", it)
 	}
 }
@@ -203,7 +215,7 @@ func TestCgroupsHybrid(t *testing.T) {
 	}
 	var asked []string
 	allow := func(p string) error { asked = append(asked, strings.TrimPrefix(p, root)); return nil }
-	it := cgroupsItem(cgroupFactsOf(h, 0, allow), Host{})
+	it := cgroupsItem(cgroupFactsOn(h, 0, allow), Host{})
 	if it.Status != StatusOK || !strings.HasPrefix(it.Detail, "hybrid: memory v1 "+root+"/memory, pids v1 "+root+"/pids, cpu v1 "+root+"/cpu") {
 		t.Errorf("hybrid as root: %+v", it)
 	}
@@ -215,7 +227,7 @@ func TestCgroupsHybrid(t *testing.T) {
 	}
 
 	deny := func(string) error { return unix.EACCES }
-	it = cgroupsItem(cgroupFactsOf(h, 65534, deny), Host{Systemd: true})
+	it = cgroupsItem(cgroupFactsOn(h, 65534, deny), Host{Systemd: true})
 	if it.Status != StatusMissing || !strings.Contains(it.Fix, "systemd.unified_cgroup_hierarchy=1") || !strings.Contains(it.Fix, "systemd-run --user --scope -p Delegate=yes") {
 		t.Errorf("hybrid, uid 65534: %+v", it)
 	}
@@ -291,20 +303,8 @@ func TestNamespaceItems(t *testing.T) {
 	}
 }
 
-func TestNSFactsFromFakeProc(t *testing.T) {
-	e := fakeRoot(t, map[string]string{
-		"/proc/sys/user/max_user_namespaces":                     "0\n",
-		"/proc/sys/user/max_net_namespaces":                      "7\n",
-		"/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1\n",
-	})
-	f := e.nsFacts(nsProbes{}, procStatus{Seccomp: 2}, Host{EUID: 1000, Container: Container{Likely: true}})
-	if f.maxUserNS != 0 || f.maxNetNS != 7 || f.maxMntNS != -1 || f.unprivClone != -1 || f.aaRestrict != 1 || !f.filtered || !f.container || f.euid != 1000 {
-		t.Errorf("nsFacts = %+v", f)
-	}
-}
-
 func TestTryCloneBounds(t *testing.T) {
-	if a := tryClone(0, false, 1); a.ok || !a.timedOut {
+	if a := attemptOf(mountns.Try(0, false, 1)); a.ok || !a.timedOut {
 		t.Errorf("1ns timeout: %+v", a)
 	}
 	// An immediate refusal is the refusal, never "no answer" (the clone's
@@ -313,7 +313,7 @@ func TestTryCloneBounds(t *testing.T) {
 	// CLONE_FS is EINVAL at once; the timeout is long so that a loaded
 	// machine cannot make a real timeout of it.
 	for i := 0; i < 200; i++ {
-		a := tryClone(syscall.CLONE_NEWUSER|syscall.CLONE_FS, true, 10*time.Second)
+		a := attemptOf(mountns.Try(syscall.CLONE_NEWUSER|syscall.CLONE_FS, true, 10*time.Second))
 		if a.ok || a.timedOut || a.errno != syscall.EINVAL {
 			t.Fatalf("try %d: an immediate EINVAL reported as %+v", i, a)
 		}

@@ -1,13 +1,13 @@
 package doctor
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/hostfacts"
 	"sandbox-executable/landlock"
 )
 
@@ -38,7 +38,7 @@ func linux(r landlock.ABIInfo) string {
 	return " (Linux " + r.Kernel + ")"
 }
 
-// landlockFacts are what the kernel said.
+// landlockFacts are what the kernel said (hostfacts.Facts).
 type landlockFacts struct {
 	abi int
 	// abiErr is the errno of the version query when abi is 0.
@@ -50,24 +50,18 @@ type landlockFacts struct {
 	filtered bool
 }
 
-func landlockLive(st procStatus) landlockFacts {
-	f := landlockFacts{abi: landlock.ABI(), filtered: st.Seccomp == 2}
-	if f.abi == 0 {
-		// ABI() hides the errno, which tells "disabled at boot" from "not
-		// built" and "filtered".
-		_, _, f.abiErr = unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-		return f
+// landlockFactsOf is the Landlock part of the facts.
+func landlockFactsOf(f *hostfacts.Facts, d *hostfacts.Diagnosis) landlockFacts {
+	l := landlockFacts{abi: f.LandlockABI, abiErr: f.LandlockErrno, filtered: d.Status.Seccomp == 2}
+	switch {
+	case f.LandlockErrata != nil:
+		l.errata = *f.LandlockErrata
+	case f.LandlockErrataErrno != 0:
+		l.errataErr = f.LandlockErrataErrno
+	default:
+		l.errataErr = unix.EINVAL
 	}
-	v, err := landlock.Errata()
-	f.errata = v
-	if err != nil {
-		var errno unix.Errno
-		if !errors.As(err, &errno) {
-			errno = unix.EINVAL
-		}
-		f.errataErr = errno
-	}
-	return f
+	return l
 }
 
 // landlockSummary is "filesystem, refer, ..." up to abi.

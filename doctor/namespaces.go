@@ -2,16 +2,16 @@ package doctor
 
 import (
 	"fmt"
-	"sync"
-	"time"
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/hostfacts"
 	"sandbox-executable/mountns"
 )
 
-// nsAttempt is one real namespace creation (mountns.Try): a child cloned
-// with the flags, as the helper's run would clone it.
+// nsAttempt is one real namespace creation (mountns.Try, in
+// hostfacts.Trials): a child cloned with the flags, as the helper's run
+// would clone it.
 type nsAttempt struct {
 	flags    string
 	ok       bool
@@ -21,47 +21,21 @@ type nsAttempt struct {
 	what     string // the step after the clone that failed, if any
 }
 
-// nsProbes are the attempts of one Check. Without CAP_SYS_ADMIN every
-// attempt goes through a user namespace that maps this user to itself, as
-// the helper's does.
+// nsProbes are the attempts of hostfacts.Trials, as doctor shows them.
 type nsProbes struct {
 	privileged bool
 	user       nsAttempt // unprivileged only
 	mnt, net   nsAttempt
 }
 
-func probeNamespaces(privileged bool, timeout time.Duration) nsProbes {
-	p := nsProbes{privileged: privileged}
-	var wg sync.WaitGroup
-	run := func(dst *nsAttempt, flags uintptr) {
-		wg.Go(func() { *dst = tryClone(flags, !privileged, timeout) })
-	}
-	if privileged {
-		run(&p.mnt, unix.CLONE_NEWNS)
-		run(&p.net, unix.CLONE_NEWNET)
-	} else {
-		run(&p.user, unix.CLONE_NEWUSER)
-		run(&p.mnt, unix.CLONE_NEWUSER|unix.CLONE_NEWNS)
-		run(&p.net, unix.CLONE_NEWUSER|unix.CLONE_NEWNET)
-	}
-	wg.Wait()
-	return p
-}
-
-// tryClone creates the namespaces in a child, the way the helper itself
-// finds out whether it can (mountns.Try: the spawn stage's clone, the id
-// maps, a private /), and waits at most timeout for the answer.
-func tryClone(flags uintptr, userns bool, timeout time.Duration) nsAttempt {
-	r := mountns.Try(flags, userns, timeout)
+// attemptOf is how doctor shows one attempt.
+func attemptOf(r mountns.Attempt) nsAttempt {
 	a := nsAttempt{flags: mountns.FlagNames(r.Flags), ok: r.OK, errno: r.Errno, err: r.Err, timedOut: r.TimedOut}
 	switch r.Step {
 	case "setup":
 		a.what = r.Detail + " in the namespaces"
 	case "unshare":
 		a.what = "unshare(CLONE_NEWCGROUP)"
-	}
-	if r.TimedOut {
-		a.err = fmt.Sprintf("no answer within %v", timeout)
 	}
 	return a
 }
@@ -78,24 +52,19 @@ type nsFacts struct {
 	helper mountns.Availability
 }
 
-func (e env) nsFacts(p nsProbes, st procStatus, h Host) nsFacts {
-	get := func(name string) int {
-		v, ok := e.readInt("/proc/sys/" + name)
-		if !ok {
-			return -1
-		}
-		return v
-	}
+func nsFactsOf(f *hostfacts.Facts, d *hostfacts.Diagnosis, h Host) nsFacts {
+	t, sc := d.Trials, d.Sysctls
 	return nsFacts{
-		probes:      p,
-		euid:        h.EUID,
-		maxUserNS:   get("user/max_user_namespaces"),
-		maxMntNS:    get("user/max_mnt_namespaces"),
-		maxNetNS:    get("user/max_net_namespaces"),
-		unprivClone: get("kernel/unprivileged_userns_clone"),
-		aaRestrict:  get("kernel/apparmor_restrict_unprivileged_userns"),
-		filtered:    st.Seccomp == 2,
+		probes:      nsProbes{privileged: t.Privileged, user: attemptOf(t.User), mnt: attemptOf(t.Mnt), net: attemptOf(t.Net)},
+		euid:        f.EUID,
+		maxUserNS:   sc.MaxUserNS,
+		maxMntNS:    sc.MaxMntNS,
+		maxNetNS:    sc.MaxNetNS,
+		unprivClone: sc.UnprivClone,
+		aaRestrict:  sc.AppArmorRestrict,
+		filtered:    d.Status.Seccomp == 2,
 		container:   h.Container.Likely,
+		helper:      f.Namespaces,
 	}
 }
 

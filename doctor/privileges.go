@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"sandbox-executable/hostfacts"
 )
 
 // Capability bits of /proc/self/status (linux/capability.h).
@@ -43,77 +45,10 @@ func capList(mask uint64) []string {
 	return out
 }
 
-// procStatus are the fields of /proc/self/status the checks use.
-type procStatus struct {
-	// CapEff is the effective capability set; HaveCapEff false when the
-	// field was absent or unreadable.
-	CapEff     uint64
-	HaveCapEff bool
-	// NoNewPrivs is 0 or 1, -1 when unknown.
-	NoNewPrivs int
-	// Seccomp is the seccomp mode (0 none, 1 strict, 2 filter), -1 when the
-	// field is absent (a kernel without CONFIG_SECCOMP).
-	Seccomp int
-	// SeccompFilters is the number of filters attached, -1 when unknown.
-	SeccompFilters int
-}
-
-func (s procStatus) hasCap(n uint) bool { return s.HaveCapEff && s.CapEff&(1<<n) != 0 }
-
-// parseStatus parses a /proc/<pid>/status text.
-func parseStatus(text string) procStatus {
-	s := procStatus{NoNewPrivs: -1, Seccomp: -1, SeccompFilters: -1}
-	for line := range strings.Lines(text) {
-		key, val, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		val = strings.TrimSpace(val)
-		switch key {
-		case "CapEff":
-			if v, err := strconv.ParseUint(val, 16, 64); err == nil {
-				s.CapEff, s.HaveCapEff = v, true
-			}
-		case "NoNewPrivs":
-			s.NoNewPrivs = atoiOr(val, -1)
-		case "Seccomp":
-			s.Seccomp = atoiOr(val, -1)
-		case "Seccomp_filters":
-			s.SeccompFilters = atoiOr(val, -1)
-		}
-	}
-	return s
-}
-
-func atoiOr(s string, def int) int {
-	v, err := strconv.Atoi(s)
-	if err != nil {
-		return def
-	}
-	return v
-}
-
-func (e env) status() procStatus {
-	s, err := e.read("/proc/self/status")
-	if err != nil {
-		return procStatus{NoNewPrivs: -1, Seccomp: -1, SeccompFilters: -1}
-	}
-	return parseStatus(s)
-}
-
-// capLastCap is the highest capability the kernel knows, -1 when unknown.
-func (e env) capLastCap() int {
-	v, ok := e.readInt("/proc/sys/kernel/cap_last_cap")
-	if !ok {
-		return -1
-	}
-	return v
-}
-
 // privilegesItem reports no_new_privs and the capabilities that matter to
 // the helper. Informational: the helper sets no_new_privs for its child and
 // needs no capability it does not check for itself.
-func privilegesItem(s procStatus, lastCap int) Item {
+func privilegesItem(s hostfacts.ProcStatus, lastCap int) Item {
 	it := Item{ID: "privileges", Title: "no_new_privs and capabilities of this process", Status: StatusOK}
 	var parts []string
 	switch s.NoNewPrivs {
@@ -133,7 +68,7 @@ func privilegesItem(s procStatus, lastCap int) Item {
 	var interesting []string
 	for _, c := range []int{capSysAdmin, capNetAdmin, capSysPtrace} {
 		mark := "-"
-		if s.hasCap(uint(c)) {
+		if s.HasCap(uint(c)) {
 			mark = "+"
 		}
 		interesting = append(interesting, mark+capName(c))

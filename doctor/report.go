@@ -1,17 +1,17 @@
 // Package doctor answers, for the `sandbox-executable doctor` subcommand,
 // what this host can enforce of the helper's strict model, what it cannot,
-// and how to close each gap. Every answer comes from the kernel: Landlock and
-// seccomp are asked with their own system calls, namespaces are really
-// created (in a short-lived child running /bin/true), cgroup permissions are
-// checked with faccessat(2) for this process's effective ids. Nothing on the
-// host is changed.
+// and how to close each gap. It only renders: every answer comes from the
+// facts hostfacts.Probe found (with Options.Doctor), the same probe a run
+// decides from. There Landlock and seccomp are asked with their own system
+// calls, namespaces are really created (in a short-lived child), cgroup
+// permissions are checked with faccessat(2) for the effective ids, and the
+// user's systemd manager is asked about itself. Nothing on the host is
+// changed.
 package doctor
 
 import (
-	"sync"
-	"time"
-
-	"sandbox-executable/mountns"
+	"sandbox-executable/cgroups"
+	"sandbox-executable/hostfacts"
 )
 
 // Status is how much of one part of the model this host provides.
@@ -24,19 +24,16 @@ const (
 	StatusMissing  Status = "missing"  // not available
 )
 
-// Options tune Check and the Report it returns.
+// Options tune the Report Render returns.
 type Options struct {
 	// Color makes Text colour the status words with ANSI escapes.
 	Color bool
-	// ForkTimeout bounds each namespace probe (a fork and exec of
-	// /bin/true); 0 means DefaultForkTimeout.
-	ForkTimeout time.Duration
 }
 
-// DefaultForkTimeout bounds each namespace probe when Options.ForkTimeout is
-// zero. The probes run in parallel, so it is also about the longest Check
-// waits for them.
-const DefaultForkTimeout = 150 * time.Millisecond
+// ProbeOptions are the hostfacts options whose Facts Render wants: the
+// doctor's facts too, and nothing written (the state directory is looked
+// up, not made).
+func ProbeOptions() hostfacts.Options { return hostfacts.Options{ReadOnly: true, Doctor: true} }
 
 // Item is the answer for one part of the model.
 type Item struct {
@@ -85,47 +82,42 @@ func (r Report) Item(id string) (Item, bool) {
 	return Item{}, false
 }
 
-// Check runs every check and returns the report. It forks only for the
-// namespace probes, each bounded by Options.ForkTimeout, and takes a few
-// milliseconds on a usual host.
-func Check(opts Options) Report {
-	timeout := opts.ForkTimeout
-	if timeout <= 0 {
-		timeout = DefaultForkTimeout
+// Render makes the report from f, which hostfacts.Probe found with
+// ProbeOptions; it looks at nothing itself. Facts without their Doctor part
+// render as a host about which nothing further is known.
+func Render(f *hostfacts.Facts, opts Options) Report {
+	d := f.Doctor
+	if d == nil {
+		d = &hostfacts.Diagnosis{CapLastCap: -1, Status: hostfacts.ProcStatus{NoNewPrivs: -1, Seccomp: -1, SeccompFilters: -1}}
 	}
-	e := liveEnv()
-	st := e.status()
-	privileged := st.hasCap(capSysAdmin)
-
-	// The forks go first, in parallel; everything else only reads.
-	var ns nsProbes
-	var wg sync.WaitGroup
-	wg.Go(func() { ns = probeNamespaces(privileged, timeout) })
-
-	h := e.host()
-	fillHostLive(&h)
-	ll := landlockLive(st)
-	sc := seccompLive(st)
-	cg := cgroupsLive()
-	h.LandlockABI = ll.abi
-	h.SeccompMode = sc.mode
-	h.CgroupMode = cg.mode
-	wg.Wait()
-	nf := e.nsFacts(ns, st, h)
-	nf.helper = mountns.Probe()
-
+	h := hostOf(f, d)
+	nf := nsFactsOf(f, d, h)
 	r := Report{Host: h, color: opts.Color}
 	r.Checks = []Item{
-		landlockItem(ll, h),
-		seccompItem(sc),
-		cgroupsItem(cg, h),
+		landlockItem(landlockFactsOf(f, d), h),
+		seccompItem(seccompFactsOf(d)),
+		cgroupsItem(cgroupFactsOf(f, d), h),
 		mountnsItem(nf),
 		netnsItem(nf),
 		usernsItem(nf),
-		privilegesItem(st, e.capLastCap()),
+		privilegesItem(d.Status, d.CapLastCap),
 	}
 	r.OK = computeOK(r.Checks)
 	return r
+}
+
+// hostOf is the Host part of the report.
+func hostOf(f *hostfacts.Facts, d *hostfacts.Diagnosis) Host {
+	s := d.System
+	h := Host{Kernel: s.Kernel, Arch: s.Arch, GoArch: s.GoArch, UID: f.UID, EUID: f.EUID, Container: s.Container, WSL: s.WSL,
+		Systemd: s.Systemd, RootFS: s.RootFS, LSMs: s.LSMs, BootLSM: s.BootLSM}
+	h.LandlockABI = f.LandlockABI
+	h.SeccompMode = d.Seccomp.Mode
+	h.CgroupMode = string(cgroups.Unavailable)
+	if f.Cgroups != nil {
+		h.CgroupMode = string(f.Cgroups.Mode)
+	}
+	return h
 }
 
 // computeOK is true when every strict item is ok.

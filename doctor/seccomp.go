@@ -3,62 +3,26 @@ package doctor
 import (
 	"fmt"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
-	"sandbox-executable/seccomp"
+	"sandbox-executable/hostfacts"
 )
 
-// seccompAction is one filter return action and whether the kernel has it.
-type seccompAction struct {
-	name string
-	ret  uint32
-	// need: the helper's filter uses it.
-	need bool
-	// err is the errno of SECCOMP_GET_ACTION_AVAIL, 0 when available.
-	err unix.Errno
-}
-
-// seccompFacts are what the kernel said.
+// seccompFacts are what the kernel said (hostfacts.Seccomp).
 type seccompFacts struct {
-	// mode is this process's seccomp mode from prctl(PR_GET_SECCOMP): 0
-	// none, 2 filter; -1 when the kernel has no seccomp (EINVAL).
+	// mode is this process's seccomp mode: 0 none, 1 strict, 2 filter; -1
+	// when the kernel has no seccomp.
 	mode int
 	// filters is Seccomp_filters of /proc/self/status, -1 when unknown.
 	filters int
 	// actions in report order.
-	actions []seccompAction
+	actions []hostfacts.SeccompAction
 	library string
 }
 
-func seccompActions() []seccompAction {
-	return []seccompAction{
-		{name: "KILL_PROCESS", ret: unix.SECCOMP_RET_KILL_PROCESS, need: true},
-		{name: "ERRNO", ret: unix.SECCOMP_RET_ERRNO, need: true},
-		{name: "LOG", ret: unix.SECCOMP_RET_LOG},
-		{name: "USER_NOTIF", ret: unix.SECCOMP_RET_USER_NOTIF},
-	}
-}
-
-func seccompLive(st procStatus) seccompFacts {
-	f := seccompFacts{filters: st.SeccompFilters, library: seccomp.LibraryVersion()}
-	mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
-	switch {
-	case err == nil:
-		f.mode = mode
-	case st.Seccomp >= 0:
-		f.mode = st.Seccomp
-	default:
-		f.mode = -1
-	}
-	f.actions = seccompActions()
-	for i := range f.actions {
-		a := f.actions[i].ret
-		_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&a)))
-		f.actions[i].err = errno
-	}
-	return f
+func seccompFactsOf(d *hostfacts.Diagnosis) seccompFacts {
+	return seccompFacts{mode: d.Seccomp.Mode, filters: d.Status.SeccompFilters, actions: d.Seccomp.Actions, library: d.Seccomp.Library}
 }
 
 func seccompItem(f seccompFacts) Item {
@@ -73,16 +37,16 @@ func seccompItem(f seccompFacts) Item {
 	needMissing := false
 	var queryErr unix.Errno
 	for _, a := range f.actions {
-		if a.err == 0 {
-			avail = append(avail, a.name)
+		if a.Errno == 0 {
+			avail = append(avail, a.Name)
 			continue
 		}
-		lacking = append(lacking, a.name+" ("+errnoName(a.err)+")")
-		if a.need {
+		lacking = append(lacking, a.Name+" ("+errnoName(a.Errno)+")")
+		if a.Need {
 			needMissing = true
 		}
-		if a.err != unix.EOPNOTSUPP {
-			queryErr = a.err
+		if a.Errno != unix.EOPNOTSUPP {
+			queryErr = a.Errno
 		}
 	}
 	self := "this process not filtered"

@@ -4,7 +4,9 @@
 // limits the helper was started with, and the helper's state directory.
 // Everything the supervisor decides is decided from these Facts
 // (supervisor.Prepare), so that the decisions can be made, printed
-// (--explain) and tested without touching the host again.
+// (--explain) and tested without touching the host again. `doctor` renders
+// the same Facts, with a further part (Options.Doctor, Facts.Doctor) that
+// says why something is missing.
 package hostfacts
 
 import (
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -34,8 +37,16 @@ import (
 type Facts struct {
 	// UID and GID are the helper's real ids, EUID its effective uid.
 	UID, GID, EUID int
-	// LandlockABI is the kernel's Landlock ABI version, 0 without Landlock.
-	LandlockABI int
+	// LandlockABI is the kernel's Landlock ABI version, 0 without Landlock;
+	// LandlockErrno is then the version query's error (which tells "not
+	// enabled at boot" from "not built" and "filtered").
+	LandlockABI   int
+	LandlockErrno unix.Errno
+	// LandlockErrata are the errata the kernel says it has fixed (bit N-1
+	// for erratum N), nil when it did not answer; LandlockErrataErrno is
+	// then the query's error (before 6.15: EINVAL).
+	LandlockErrata      *uint64
+	LandlockErrataErrno unix.Errno
 	// Namespaces says whether the program can have namespaces of its own,
 	// and whether a user namespace is needed for them.
 	Namespaces mountns.Availability
@@ -71,6 +82,8 @@ type Facts struct {
 	// directory or its key cannot be had (FilterCacheWhy says why).
 	FilterCache    *seccomp.Cache
 	FilterCacheWhy string
+	// Doctor are the facts only `doctor` shows; nil unless Options.Doctor.
+	Doctor *Diagnosis
 }
 
 // Options say what to probe.
@@ -90,12 +103,40 @@ type Options struct {
 	// before the program starts asks Retry. It saves a run the trial's
 	// clone (about a millisecond); --explain and doctor try.
 	AssumeNamespaces bool
+	// Doctor probes also what `doctor` shows (Facts.Doctor): namespace
+	// trials of each kind, seccomp's actions, the cgroup permissions, the
+	// user's systemd manager. It makes nothing (no scope, no group).
+	Doctor bool
+	// TrialTimeout bounds each of doctor's namespace trials; 0 means
+	// DefaultTrialTimeout.
+	TrialTimeout time.Duration
 }
+
+// cgroupfsMissing is CgroupsWhy when no cgroup filesystem is mounted.
+const cgroupfsMissing = "no cgroup filesystem is mounted"
+
+// CgroupfsMissing reports whether f has no cgroups because none is
+// mounted (rather than because the layout could not be read).
+func (f *Facts) CgroupfsMissing() bool { return f.Cgroups == nil && f.CgroupsWhy == cgroupfsMissing }
 
 // Probe looks at this host once.
 func Probe(o Options) *Facts {
 	f := &Facts{UID: os.Getuid(), GID: os.Getgid(), EUID: os.Geteuid()}
+	var diagnose func(*Facts) *Diagnosis
+	if o.Doctor {
+		// Its forks first, in parallel with the rest.
+		diagnose = startDiagnosis(o)
+	}
 	f.LandlockABI = landlock.ABI()
+	if f.LandlockABI == 0 {
+		_, _, f.LandlockErrno = unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	} else if v, err := landlock.Errata(); err != nil {
+		if !errors.As(err, &f.LandlockErrataErrno) {
+			f.LandlockErrataErrno = unix.EINVAL
+		}
+	} else {
+		f.LandlockErrata = &v
+	}
 	if o.AssumeNamespaces {
 		f.Namespaces, f.NamespacesAssumed = mountns.Assume()
 	}
@@ -108,7 +149,7 @@ func Probe(o Options) *Facts {
 	if host, err := cgroups.Detect(); err != nil {
 		f.CgroupsWhy = err.Error()
 	} else if host.Mode == cgroups.Unavailable {
-		f.CgroupsWhy = "no cgroup filesystem is mounted"
+		f.CgroupsWhy = cgroupfsMissing
 	} else {
 		f.Cgroups = host
 	}
@@ -121,6 +162,9 @@ func Probe(o Options) *Facts {
 		}
 	}
 	f.StateDirs, f.FilterCache, f.FilterCacheWhy = stateDirs(o.ReadOnly)
+	if diagnose != nil {
+		f.Doctor = diagnose(f)
+	}
 	return f
 }
 

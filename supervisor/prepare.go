@@ -451,7 +451,7 @@ func (pr *Prepared) decideLandlock() error {
 		late = pr.View.LateReadDenied
 	}
 	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts,
-		LogDenials: pr.cfg.LogDenials, LateReadDenied: late, ResolveUnix: pr.net.sockets.landlock, Errata: landlockErrata(abi)})
+		LogDenials: pr.cfg.LogDenials, LateReadDenied: late, ResolveUnix: pr.net.sockets.landlock, Errata: pr.facts.LandlockErrata})
 	if err != nil {
 		return err
 	}
@@ -580,19 +580,6 @@ func (pr *Prepared) enforcementReport() Enforcement {
 		Process: pr.proc,
 		Timeout: fmt.Sprintf("%d s wall clock for the whole tree (SIGTERM, %s grace, SIGKILL; exit 124)", p.Limits.TimeoutSeconds, grace(cfg)),
 	}
-}
-
-// landlockErrata is the kernel's Landlock errata mask, nil when it does not
-// answer the query (before 6.15 without backports) or has no Landlock.
-func landlockErrata(abi int) *uint64 {
-	if abi < 1 {
-		return nil
-	}
-	v, err := landlock.Errata()
-	if err != nil {
-		return nil
-	}
-	return &v
 }
 
 // coveredGaps returns Landlock's gaps with what another layer covers said

@@ -341,7 +341,8 @@ func doctorCmd(args []string) int {
 			return fail(supervisor.ExitSetup, fmt.Errorf("doctor: unknown option %s", quoteArg(a)))
 		}
 	}
-	r := doctor.Check(doctor.Options{})
+	// The same probe a run decides from, with doctor's part.
+	r := doctor.Render(hostfacts.Probe(doctor.ProbeOptions()), doctor.Options{})
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")

@@ -41,6 +41,31 @@ case $(val true_report $o) in
 esac
 echo "      $(val true_scope $o)"
 
+# 1b. doctor from the same kind of session: limits through a user scope (it
+#     says so instead of "missing"), and it leaves no unit behind.
+o=/tmp/c-doctor
+user_case doctor "$bin" $o
+[ "$(val doctor_cgroups $o)" = ok ] && ok "doctor: cgroups ok from a login session" || bad "doctor: cgroups $(val doctor_cgroups $o): $(val doctor_cgroups_notes $o)"
+case $(val doctor_cgroups_notes $o) in
+*"limits will be enforced through a transient systemd user scope"*user@1000.service*) ok "doctor: limits through a systemd user scope below user@1000.service" ;;
+*) bad "doctor does not name the user scope: $(val doctor_cgroups_notes $o)" ;;
+esac
+# Its exit status is its verdict (0 only when every strict item is ok; the
+# 6.1 guest's Landlock ABI 2 is degraded), the same for text and JSON.
+drc=$(val doctor_rc $o)
+[ "$drc:$(val doctor_ok $o)" = 0:true ] || [ "$drc:$(val doctor_ok $o)" = 1:false ]
+agree=$?
+[ $agree = 0 ] && [ "$(val doctor_text_rc $o)" = "$drc" ] && [ "$(val doctor_errlines $o)" = 0 ] &&
+	ok "doctor: exit $drc agrees with ok=$(val doctor_ok $o), text and JSON alike, nothing on stderr" || bad "doctor: exit $drc (text $(val doctor_text_rc $o)), ok=$(val doctor_ok $o), $(val doctor_errlines $o) stderr lines"
+units=$(su -l se -c "systemctl --user list-units --all --plain --no-legend 'sandbox-executable-*'" 2>&1)
+left=$(find /sys/fs/cgroup -type d -name 'sandbox-executable-*' 2>/dev/null)
+[ -z "$units$left" ] && ok "doctor made no unit and no cgroup" || bad "after doctor: units '$units', cgroups '$left'"
+if [ -x $base ]; then
+	o=/tmp/c-doctor-base
+	user_case doctor "$base" $o
+	echo "      base doctor: cgroups $(val doctor_cgroups $o)"
+fi
+
 # 2. The limits hold there: a fork bomb stops at max_pids, an allocation
 #    over max_memory_mb is OOM-killed.
 o=/tmp/c-fork
@@ -135,6 +160,15 @@ if [ "$(val true_rc $o)" = 125 ] && [ "$(val true_errlines $o)" = 1 ] && echo "$
 else
 	bad "without a user manager: rc $(val true_rc $o), $(val true_errlines $o) lines: $err"
 fi
+
+o=/tmp/c-doctor-none
+systemd-run --quiet --scope --slice=user-1000.slice -- setpriv --reuid=1000 --regid=1000 --clear-groups \
+	env -i PATH=/usr/bin:/bin HOME=/home/se XDG_RUNTIME_DIR=/run/user/1000 sh /se/user-case.sh doctor "$bin" >$o 2>&1
+sed 's/^/      /' $o
+case "$(val doctor_cgroups $o) $(val doctor_cgroups_notes $o)" in
+"missing "*"no systemd user manager answered"*) ok "doctor without a user manager: cgroups missing, saying none answered" ;;
+*) bad "doctor without a user manager: $(val doctor_cgroups $o): $(val doctor_cgroups_notes $o)" ;;
+esac
 
 if [ $fails = 0 ]; then
 	echo "SE-SYSTEMD-RESULT=pass" >/se-out/result

@@ -54,6 +54,25 @@ kill)
 	echo "kill_scope_left=$([ -n "$scope" ] && [ -e "$scope" ] && echo yes || echo no)"
 	echo "kill_program_left=$(pgrep -f "^$probe sleep 300 tag-se-kill" >/dev/null && echo yes || echo no)"
 	;;
+doctor)
+	# doctor's verdict on cgroups here, from its JSON (python3 is in the
+	# guest), and its text's cgroups line.
+	"$bin" doctor --json >/tmp/doctor.json 2>/tmp/doctor.err
+	echo "doctor_rc=$?"
+	echo "doctor_errlines=$(wc -l </tmp/doctor.err)"
+	python3 -c '
+import json, sys
+r = json.load(open("/tmp/doctor.json"))
+cg = [c for c in r["checks"] if c["id"] == "cgroups"][0]
+print("doctor_ok=" + str(r["ok"]).lower())
+print("doctor_cgroups=" + cg["status"])
+print("doctor_cgroups_notes=" + " | ".join(cg.get("notes", [])))
+print("doctor_cgroups_fix=" + cg.get("fix", ""))
+' 2>&1
+	"$bin" doctor >/tmp/doctor.txt 2>&1
+	echo "doctor_text_rc=$?"
+	echo "doctor_text_cgroups=$(grep -m1 -E '^[a-z]+ +cgroups ' /tmp/doctor.txt)"
+	;;
 *) echo "unknown case $case_" >&2; exit 2 ;;
 esac
 exit 0
