@@ -64,15 +64,7 @@ func TestDefaultExitCodes(t *testing.T) {
 // address and with the backlog the op names (TCP_INFO reports a listener's
 // backlog in tcpi_sacked).
 func TestListenerAddressAndBacklogFromGo(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs CAP_SYS_ADMIN for a network namespace")
-	}
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(pair[0])
-	defer unix.Close(pair[1])
+	pair := proxyPair(t)
 	addr := netip.MustParseAddr("127.0.0.2")
 	st, _, err := run(t, &Request{Paths: []string{"/bin/true"}, Argv: []string{"true"}, NamespaceFlags: unix.CLONE_NEWNET,
 		Ops: []Op{LoopbackUp("lo up"), ListenOnAndHandOver(addr, 4711, 7, "listener")}, ProxySock: pair[1]})
@@ -164,6 +156,21 @@ func TestGuardianKillsForTheRoundsGoSets(t *testing.T) {
 	if _, err := os.Stat(tmp); err != nil {
 		t.Errorf("temp dir removed though the tree was not seen gone: %v", err)
 	}
+}
+
+// proxyPair is the unix socket pair a listener is handed over on, for a
+// test that may make a network namespace (root only).
+func proxyPair(t *testing.T) [2]int {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs CAP_SYS_ADMIN for a network namespace")
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(pair[0]); unix.Close(pair[1]) })
+	return pair
 }
 
 // withClone3Refused runs f on a thread of its own whose seccomp filter
