@@ -714,7 +714,7 @@ static void se_end_trial(struct se_req *r)
 }
 
 /* The parent-death signal; the supervisor may have died before it took
- * effect. An init (check_parent 0) learns that from its ready pipe. */
+ * effect. An init learns that when it cannot write its ready byte. */
 static void se_set_pdeathsig(struct se_req *r)
 {
 	if (!r->pdeathsig)

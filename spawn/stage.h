@@ -218,6 +218,9 @@ struct se_guard_empty {
 
 struct se_guard {
 	int pipe_fd;          /* read end; EOF without 'D' means the supervisor died */
+	/* How the tree is killed, as Go (cgroups.Cleanup) chose: "1" written
+	 * to kill_file (v2 cgroup.kill) when it is set, then SIGKILL for every
+	 * pid the procs files list, in rounds (kill_rounds below). */
 	const char *kill_file; /* cgroup.kill, or NULL */
 	const char *const *procs;
 	int nprocs;
