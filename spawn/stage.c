@@ -270,9 +270,10 @@ static long se_send_fd(int sock, int fd)
 	return SYS3(SYS_sendmsg, sock, &msg, 0);
 }
 
-/* se_lo_up sets IFF_UP on "lo" in the current network namespace. */
-static long se_lo_up(void)
+/* se_op_lo_up sets IFF_UP on "lo" in the current network namespace. */
+static long se_op_lo_up(struct se_req *r, const struct se_op *op)
 {
+	(void)r, (void)op;
 	struct ifreq ifr;
 	long s = SYS3(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret;
 	if (s < 0)
@@ -288,12 +289,13 @@ static long se_lo_up(void)
 	return ret;
 }
 
-/* se_listen_send makes a listening TCP socket on the address, port and
+/* se_op_listen_send makes a listening TCP socket on the address, port and
  * backlog Go chose (both in network order) in the current network
  * namespace (a socket keeps the namespace it was made in) and sends it to
  * the supervisor over the unix socket fd. */
-static long se_listen_send(const struct se_op *op)
+static long se_op_listen_send(struct se_req *r, const struct se_op *op)
 {
+	(void)r;
 	struct sockaddr_in sin;
 	int one = 1;
 	long s = SYS3(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ret;
@@ -560,18 +562,6 @@ static long se_op_move_mount(struct se_req *r, const struct se_op *op)
 	if (op->fd < 0 || op->fd >= SE_MAX_SLOTS)
 		return -EINVAL;
 	return SYS5(SE_NR_move_mount, r->slots[op->fd], "", AT_FDCWD, op->a, SE_MOVE_MOUNT_F_EMPTY_PATH);
-}
-
-static long se_op_lo_up(struct se_req *r, const struct se_op *op)
-{
-	(void)r, (void)op;
-	return se_lo_up();
-}
-
-static long se_op_listen_send(struct se_req *r, const struct se_op *op)
-{
-	(void)r;
-	return se_listen_send(op);
 }
 
 static long se_op_mkdir(struct se_req *r, const struct se_op *op)
