@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -56,6 +57,52 @@ type GuardianSpec struct {
 	// holds nothing any more: it asks the next run to sweep for what could
 	// not be removed. "" for none.
 	SweepRequest string
+	// Timings are how long the guardian tries and waits; zero fields take
+	// DefaultGuardianTimings'.
+	Timings GuardianTimings
+}
+
+// GuardianTimings are the guardian's patience.
+type GuardianTimings struct {
+	// KillRounds is how many times at most the guardian SIGKILLs what the
+	// cgroup.procs files list, KillInterval apart, until they list
+	// nothing; should they still list something, it removes nothing but
+	// the cgroup directories it can.
+	KillRounds   int
+	KillInterval time.Duration
+	// ChildWait is how long it waits for the supervisor's child (the
+	// init) to be gone before it removes the placeholders.
+	ChildWait time.Duration
+	// ReadyWait is how long Release waits for the guardian to hold only
+	// its own fds.
+	ReadyWait time.Duration
+}
+
+// DefaultGuardianTimings: ten seconds for the tree to die and as long for
+// the init, one second to let go of the caller's fds.
+var DefaultGuardianTimings = GuardianTimings{
+	KillRounds:   500,
+	KillInterval: 20 * time.Millisecond,
+	ChildWait:    10 * time.Second,
+	ReadyWait:    time.Second,
+}
+
+// orDefaults fills the zero fields of t from DefaultGuardianTimings.
+func (t GuardianTimings) orDefaults() GuardianTimings {
+	d := DefaultGuardianTimings
+	if t.KillRounds == 0 {
+		t.KillRounds = d.KillRounds
+	}
+	if t.KillInterval == 0 {
+		t.KillInterval = d.KillInterval
+	}
+	if t.ChildWait == 0 {
+		t.ChildWait = d.ChildWait
+	}
+	if t.ReadyWait == 0 {
+		t.ReadyWait = d.ReadyWait
+	}
+	return t
 }
 
 // EmptyDir is a directory removed if empty, and its record, removed once
@@ -151,6 +198,12 @@ func StartGuardian(spec GuardianSpec) (*Guardian, error) {
 	}
 	g := (*C.struct_se_guard)(take(int(C.sizeof_struct_se_guard)))
 	g.pipe_fd = C.int(p[0])
+	t := spec.Timings.orDefaults()
+	g.kill_rounds = C.int(t.KillRounds)
+	g.kill_interval_ms = C.int(t.KillInterval.Milliseconds())
+	g.child_wait_ms = C.int(t.ChildWait.Milliseconds())
+	g.ready_wait_ms = C.int(t.ReadyWait.Milliseconds())
+	g.clone_fallback = 1 // it is born into no cgroup: the legacy clone serves where clone3 is missing
 	if spec.KillFile != "" {
 		g.kill_file = str(spec.KillFile)
 	}
@@ -234,9 +287,9 @@ func (g *Guardian) Release() {
 	reapReleased()
 }
 
-// waitReady waits, a second at most, until the guardian holds only its
-// pipe and what it keeps, and reports whether it does.
-func (g *Guardian) waitReady() bool { return C.se_guard_wait_ready(g.g, 1000) != 0 }
+// waitReady waits, Timings.ReadyWait at most, until the guardian holds
+// only its pipe and what it keeps, and reports whether it does.
+func (g *Guardian) waitReady() bool { return C.se_guard_wait_ready(g.g) != 0 }
 
 // released are the guardians told to exit and not yet reaped: a process
 // that starts many (tests, a long-lived caller of the supervisor) reaps

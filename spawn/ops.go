@@ -2,6 +2,7 @@ package spawn
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -19,6 +20,8 @@ type Op struct {
 	num        uintptr // mount or attribute flags, a mode, a port, rights
 	a, b, c, d string
 	why        string
+	addr       netip.Addr // ListenAndHandOver's address
+	backlog    int        // and its listen backlog
 }
 
 // Slot names one of the MaxSlots places the child keeps a cloned mount tree
@@ -57,11 +60,23 @@ func Chdir(dir, why string) Op { return Op{kind: OpChdir, a: dir, why: why} }
 // namespace.
 func LoopbackUp(why string) Op { return Op{kind: OpLoUp, why: why} }
 
-// ListenAndHandOver listens on 127.0.0.1:port (TCP) in the child's network
-// namespace and sends the listening socket over Request.ProxySock (see
-// ReceiveFD): the supervisor serves it from outside.
+// The proxy listener's address and backlog (ListenAndHandOver).
+var (
+	ProxyListenAddr    = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	ProxyListenBacklog = 512
+)
+
+// ListenAndHandOver listens on ProxyListenAddr:port (TCP) in the child's
+// network namespace and sends the listening socket over Request.ProxySock
+// (see ReceiveFD): the supervisor serves it from outside.
 func ListenAndHandOver(port uint16, why string) Op {
-	return Op{kind: OpListenSend, num: uintptr(port), why: why}
+	return ListenOnAndHandOver(ProxyListenAddr, port, ProxyListenBacklog, why)
+}
+
+// ListenOnAndHandOver is ListenAndHandOver on the IPv4 address addr with a
+// listen backlog of backlog.
+func ListenOnAndHandOver(addr netip.Addr, port uint16, backlog int, why string) Op {
+	return Op{kind: OpListenSend, num: uintptr(port), addr: addr.Unmap(), backlog: backlog, why: why}
 }
 
 // MakePrivate makes the mount at path and every mount beneath it private,
@@ -185,7 +200,7 @@ func (o Op) String() string {
 	case OpLoUp:
 		return "ip link set lo up"
 	case OpListenSend:
-		return fmt.Sprintf("listen(127.0.0.1:%d) and send it over the proxy socket", o.num)
+		return fmt.Sprintf("listen(%s) and send it over the proxy socket", netip.AddrPortFrom(o.addr, uint16(o.num)))
 	case OpMkdir:
 		return fmt.Sprintf("mkdir(%q, %#o)", o.a, o.num)
 	case OpCreate:

@@ -1,6 +1,7 @@
 package spawn
 
 import (
+	"net/netip"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -28,6 +29,7 @@ func TestOpsReadAsTheCallsTheyMake(t *testing.T) {
 		{Chdir("/ws", "w"), `chdir("/ws")`, "/ws"},
 		{LoopbackUp("w"), `ip link set lo up`, ""},
 		{ListenAndHandOver(3128, "w"), `listen(127.0.0.1:3128) and send it over the proxy socket`, ""},
+		{ListenOnAndHandOver(netip.MustParseAddr("127.0.0.2"), 80, 7, "w"), `listen(127.0.0.2:80) and send it over the proxy socket`, ""},
 		{Mkdir("/dev/pts", 0o755, "w"), `mkdir("/dev/pts", 0755)`, "/dev/pts"},
 		{CreateFile("/dev/null", 0o666, "w"), `create("/dev/null", 0666)`, "/dev/null"},
 		{Symlink("/proc/self/fd", "/dev/fd", "w"), `symlink("/proc/self/fd", "/dev/fd")`, "/dev/fd"},
@@ -48,7 +50,7 @@ func TestOpsReadAsTheCallsTheyMake(t *testing.T) {
 	if o := SetReadOnly("/", true, ""); o.kind != OpSetAttr || o.slot != 1 || o.num != unix.MOUNT_ATTR_RDONLY {
 		t.Errorf("SetReadOnly on the wire: %+v", o)
 	}
-	if o := ListenAndHandOver(3128, ""); o.kind != OpListenSend || o.num != 3128 {
+	if o := ListenAndHandOver(3128, ""); o.kind != OpListenSend || o.num != 3128 || o.addr != netip.AddrFrom4([4]byte{127, 0, 0, 1}) || o.backlog != 512 {
 		t.Errorf("ListenAndHandOver on the wire: %+v", o)
 	}
 }

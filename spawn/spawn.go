@@ -228,15 +228,35 @@ func (e *Error) Error() string {
 
 // ExitCode is the exit status the child ended with: 127 when the program was
 // not found, 126 when it was found but could not be executed, 125 for every
-// failure before that.
-func (e *Error) ExitCode() int {
-	if e.Step != StepExec {
-		return 125
+// failure before that (exitRules, which the child is given too).
+func (e *Error) ExitCode() int { return exitCode(exitRules, e.Step, e.Errno) }
+
+// exitRule says which exit code the child ends with when Step fails with
+// Errno (StepNone and 0 match any): the C stage's struct se_exit_rule.
+type exitRule struct {
+	Step  Step
+	Errno syscall.Errno
+	Code  int
+}
+
+// exitRules are the exit codes of failed steps, first match first, for the
+// child (which exits with them) and for ExitCode alike.
+var exitRules = []exitRule{
+	{StepExec, unix.ENOENT, 127},
+	{StepExec, unix.ENOTDIR, 127},
+	{StepExec, 0, 126},
+	{StepNone, 0, 125},
+}
+
+// exitCode is the code of the first rule that matches; 1 when none does
+// (the C stage's se_exit_code).
+func exitCode(rules []exitRule, step Step, errno syscall.Errno) int {
+	for _, r := range rules {
+		if (r.Step == StepNone || r.Step == step) && (r.Errno == 0 || r.Errno == errno) {
+			return r.Code
+		}
 	}
-	if e.Errno == unix.ENOENT || e.Errno == unix.ENOTDIR {
-		return 127
-	}
-	return 126
+	return 1
 }
 
 // InitialState reports the process's signal mask, its ignored signals and
@@ -280,6 +300,9 @@ func Start(req *Request) (*Process, error) {
 	for _, op := range req.Ops {
 		if op.kind == OpListenSend && req.ProxySock <= 2 {
 			return nil, fmt.Errorf("spawn: %s: ProxySock is %d, not a descriptor above 2", op.why, req.ProxySock)
+		}
+		if op.kind == OpListenSend && !op.addr.Is4() {
+			return nil, fmt.Errorf("spawn: %s: %v is not an IPv4 address", op.why, op.addr)
 		}
 	}
 	a := &arena{}
@@ -327,6 +350,17 @@ func Start(req *Request) (*Process, error) {
 		r.trial = 1
 	}
 	r.cgroup_fd = C.int(req.CgroupFD)
+	// Only clone3 can clone into a cgroup: without it, the child (and an
+	// init's program) falls back to the legacy clone only where it need
+	// not be born into one, or can join it through cgroup.procs.
+	r.clone_fallback = cbool(req.CgroupFD < 0 || req.Init)
+	r.prog_clone_fallback = cbool(req.CgroupFD < 0 || r.procs_fd >= 0)
+	rules := unsafe.Slice((*C.struct_se_exit_rule)(a.alloc(C.sizeof_struct_se_exit_rule*C.size_t(len(exitRules)))), len(exitRules))
+	for i, e := range exitRules {
+		rules[i] = C.struct_se_exit_rule{step: C.int(e.Step), err: C.int(e.Errno), code: C.int(e.Code)}
+	}
+	r.exit_rules = &rules[0]
+	r.nexit_rules = C.int(len(exitRules))
 	r.join_fds = a.ints(req.JoinFDs)
 	r.njoin = C.int(len(req.JoinFDs))
 	r.ns_flags = C.ulong(req.NamespaceFlags)
@@ -351,6 +385,14 @@ func Start(req *Request) (*Process, error) {
 			ops[i].b = a.cstring(op.b)
 			ops[i].c = a.cstring(op.c)
 			ops[i].d = a.cstring(op.d)
+			if op.kind == OpListenSend {
+				ip := op.addr.As4()
+				for j := range ip {
+					ops[i].addr[j] = C.uchar(ip[j])
+				}
+				ops[i].port = [2]C.uchar{C.uchar(op.num >> 8), C.uchar(op.num)}
+				ops[i].backlog = C.int(op.backlog)
+			}
 		}
 		r.ops = &ops[0]
 		r.nops = C.int(len(req.Ops))
@@ -366,6 +408,11 @@ func Start(req *Request) (*Process, error) {
 		r.nrlimits = C.int(len(req.Rlimits))
 	}
 	r.pdeathsig = C.int(req.Pdeathsig)
+	if req.Init {
+		// Tied to the creating thread: should the supervisor die, the
+		// init dies, and with it the whole namespace.
+		r.pdeathsig = C.int(unix.SIGKILL)
+	}
 	r.keep_fds = a.ints(req.KeepFDs)
 	r.nkeep = C.int(len(req.KeepFDs))
 	r.ruleset_fd = C.int(req.RulesetFD)
@@ -413,6 +460,7 @@ func Start(req *Request) (*Process, error) {
 		}
 		defer unix.Close(procs)
 		r.cgroup_fd = -1
+		r.clone_fallback = 1
 		r.join_fds = a.ints(append([]int{procs}, req.JoinFDs...))
 		r.njoin = C.int(len(req.JoinFDs) + 1)
 		pid = C.se_spawn(r)
@@ -525,6 +573,13 @@ func (a *arena) ints(v []int) *C.int {
 		arr[i] = C.int(x)
 	}
 	return &arr[0]
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (a *arena) free() {

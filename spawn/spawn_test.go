@@ -178,15 +178,7 @@ func TestSetupFailureIsReportedWithStep(t *testing.T) {
 // of a fresh network namespace, listens there and hands the socket over; the
 // program, inside, reaches it, and the test, outside, accepts.
 func TestListenerInTheChildsNetworkNamespace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs CAP_SYS_ADMIN for a network namespace")
-	}
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(pair[0])
-	defer unix.Close(pair[1])
+	pair := proxyPair(t)
 	script := `exec 3<>/dev/tcp/127.0.0.1/3128 && echo hello-from-inside >&3 && read -r reply <&3 && test "$reply" = ok`
 	p, err := Start(&Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", script}, CgroupFD: -1, RulesetFD: -1, NotifySock: -1,
 		NamespaceFlags: unix.CLONE_NEWNET,

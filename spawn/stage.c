@@ -135,12 +135,26 @@ static __attribute__((noreturn)) void se_exit(int code)
 		SYS1(SYS_exit, code);
 }
 
+/* se_exit_code is the exit code Go chose for a failure of step with err:
+ * the first of its rules that matches (a rule's step or err 0 matches
+ * any). Go ends the table with a rule that matches everything; should none
+ * match, the code is 1, still a failure. */
+static int se_exit_code(const struct se_req *r, int step, long err)
+{
+	for (int i = 0; i < r->nexit_rules; i++) {
+		const struct se_exit_rule *e = &r->exit_rules[i];
+		if ((e->step == 0 || e->step == step) && (e->err == 0 || e->err == (int)-err))
+			return e->code;
+	}
+	return 1;
+}
+
 static __attribute__((noreturn)) void se_fail(struct se_req *r, int step, int index, long err)
 {
 	r->fail_index = index;
 	r->fail_errno = (int)-err;
 	r->fail_step = step;
-	se_exit(step == SE_STEP_EXEC ? (err == -ENOENT || err == -ENOTDIR ? 127 : 126) : 125);
+	se_exit(se_exit_code(r, step, err));
 }
 
 /* se_cloexec_from marks every open fd from first on close-on-exec, for
@@ -256,9 +270,10 @@ static long se_send_fd(int sock, int fd)
 	return SYS3(SYS_sendmsg, sock, &msg, 0);
 }
 
-/* se_lo_up sets IFF_UP on "lo" in the current network namespace. */
-static long se_lo_up(void)
+/* se_op_lo_up sets IFF_UP on "lo" in the current network namespace. */
+static long se_op_lo_up(struct se_req *r, const struct se_op *op)
 {
+	(void)r, (void)op;
 	struct ifreq ifr;
 	long s = SYS3(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret;
 	if (s < 0)
@@ -274,11 +289,13 @@ static long se_lo_up(void)
 	return ret;
 }
 
-/* se_listen_send makes a listening TCP socket on 127.0.0.1:port in the
- * current network namespace (a socket keeps the namespace it was made in)
- * and sends it to the supervisor over the unix socket fd. */
-static long se_listen_send(int fd, unsigned short port)
+/* se_op_listen_send makes a listening TCP socket on the address, port and
+ * backlog Go chose (both in network order) in the current network
+ * namespace (a socket keeps the namespace it was made in) and sends it to
+ * the supervisor over the unix socket fd. */
+static long se_op_listen_send(struct se_req *r, const struct se_op *op)
 {
+	(void)r;
 	struct sockaddr_in sin;
 	int one = 1;
 	long s = SYS3(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ret;
@@ -286,15 +303,15 @@ static long se_listen_send(int fd, unsigned short port)
 		return s;
 	memset(&sin, 0, sizeof sin);
 	sin.sin_family = AF_INET;
-	sin.sin_port = (unsigned short)((port << 8) | (port >> 8));
-	sin.sin_addr.s_addr = 0x0100007f; /* 127.0.0.1, network order on little-endian */
+	memcpy(&sin.sin_port, op->port, sizeof sin.sin_port);
+	memcpy(&sin.sin_addr, op->addr, sizeof sin.sin_addr);
 	ret = SYS5(SYS_setsockopt, s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 	if (ret >= 0)
 		ret = SYS3(SYS_bind, s, &sin, sizeof sin);
 	if (ret >= 0)
-		ret = SYS2(SYS_listen, s, 512);
+		ret = SYS2(SYS_listen, s, op->backlog);
 	if (ret >= 0)
-		ret = se_send_fd(fd, (int)s);
+		ret = se_send_fd(op->fd, (int)s);
 	SYS1(SYS_close, s);
 	return ret;
 }
@@ -343,29 +360,6 @@ static long se_drop_caps(int *which)
 	return SYS2(SYS_capset, &hdr, data);
 }
 
-/* se_place puts the process in its cgroups (the v1 joins, and the v2 one
- * when it was not born there) and then makes the late namespaces (a cgroup
- * namespace is rooted where the process is when it is made). */
-static void se_place(struct se_req *r, int join_v2)
-{
-	long ret;
-	if (join_v2) {
-		ret = SYS3(SYS_write, r->procs_fd, "0", 1);
-		if (ret < 0)
-			se_fail(r, SE_STEP_CGROUP, -1, ret);
-	}
-	for (int i = 0; i < r->njoin; i++) {
-		ret = SYS3(SYS_write, r->join_fds[i], "0", 1);
-		if (ret < 0)
-			se_fail(r, SE_STEP_CGROUP, i, ret);
-	}
-	if (r->unshare_flags) {
-		ret = SYS1(SYS_unshare, r->unshare_flags);
-		if (ret < 0)
-			se_fail(r, SE_STEP_UNSHARE, 0, ret);
-	}
-}
-
 #define SE_MOUNT_ATTR_RDONLY 0x1
 #define SE_MS_RDONLY 0x1
 #define SE_MS_NOSUID 0x2
@@ -391,6 +385,103 @@ static int se_beneath(const char *p, const char *top, int recursive)
 	return strncmp(p, top, n) == 0 && p[n] == '/';
 }
 
+/* se_read_all reads the file path into buf (cap bytes, NUL-terminated).
+ * Returns its length or -errno; -E2BIG when it does not fit. */
+static long se_read_all(const char *path, char *buf, size_t cap)
+{
+	long ret = SYS4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (ret < 0)
+		return ret;
+	long fd = ret;
+	size_t len = 0;
+	while ((ret = SYS3(SYS_read, fd, buf + len, cap - 1 - len)) > 0) {
+		len += (size_t)ret;
+		if (len == cap - 1) {
+			ret = -E2BIG;
+			break;
+		}
+	}
+	SYS1(SYS_close, fd);
+	buf[len] = 0;
+	return ret < 0 ? ret : (long)len;
+}
+
+/* se_unescape undoes mountinfo's octal escapes (\040 for a space) in place. */
+static void se_unescape(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; w++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7') {
+			*w = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 4;
+		} else {
+			*w = *r++;
+		}
+	}
+	*w = 0;
+}
+
+/* se_remount_flags are the flags that remount a mount with mountinfo
+ * options opts read-only and keep its nosuid, nodev, noexec and atime
+ * flags. */
+static unsigned long se_remount_flags(const char *opts)
+{
+	static const struct {
+		const char *name;
+		unsigned long flag;
+		int atime;
+	} known[] = {
+		{"nosuid", SE_MS_NOSUID, 0}, {"nodev", SE_MS_NODEV, 0}, {"noexec", SE_MS_NOEXEC, 0},
+		{"noatime", SE_MS_NOATIME, 1}, {"nodiratime", SE_MS_NODIRATIME, 0}, {"relatime", SE_MS_RELATIME, 1},
+	};
+	unsigned long flags = SE_MS_BIND | SE_MS_REMOUNT | SE_MS_RDONLY;
+	int atime = 0; /* mountinfo shows no atime option for strictatime */
+	for (const char *o = opts; *o;) {
+		const char *comma = strchr(o, ',');
+		size_t n = comma ? (size_t)(comma - o) : strlen(o);
+		for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+			if (strlen(known[k].name) == n && !strncmp(o, known[k].name, n)) {
+				flags |= known[k].flag;
+				atime |= known[k].atime;
+			}
+		}
+		o += n + (comma ? 1 : 0);
+	}
+	/* A remount without an atime flag means relatime, which a user
+	 * namespace may not set on a strictatime mount (locked). */
+	return atime ? flags : flags | SE_MS_STRICTATIME;
+}
+
+/* se_remount_line remounts read-only the mount of one mountinfo line (id
+ * parent major:minor root mountpoint options ...) when it is top or
+ * (recursive) beneath it. Returns 0 or -errno. */
+static long se_remount_line(char *line, const char *top, int recursive)
+{
+	char *f[6] = {0};
+	char *c = line;
+	for (int i = 0; i < 6 && *c; i++) {
+		f[i] = c;
+		while (*c && *c != ' ')
+			c++;
+		if (*c)
+			*c++ = 0;
+	}
+	if (!f[5])
+		return 0;
+	se_unescape(f[4]);
+	if (!se_beneath(f[4], top, recursive))
+		return 0;
+	long ret = SYS5(SYS_mount, 0, f[4], 0, se_remount_flags(f[5]), 0);
+	/* A mount point another mount hides, or one gone since mountinfo was
+	 * read, cannot be reached by its path: what is there (the mount on
+	 * top) is remounted by its own line. One beneath a directory this uid
+	 * may not search (EACCES: a root-owned 0700 directory, for an
+	 * unprivileged user) cannot be reached by the program either, which
+	 * runs as the same uid with no capability and cannot change that
+	 * directory's mode. */
+	return ret == -ENOENT || ret == -EACCES ? 0 : ret;
+}
+
 /* se_remount_ro makes the mount at top (and, recursive, every mount beneath
  * it) read-only where mount_setattr is missing (before 5.12): each mount of
  * /proc/self/mountinfo there is remounted MS_BIND|MS_REMOUNT|MS_RDONLY with
@@ -402,280 +493,335 @@ static long se_remount_ro(const char *top, int recursive)
 	char *buf = (char *)se_sys(SYS_mmap, 0, (long)cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if ((long)buf < 0 && (long)buf > -4096)
 		return (long)buf;
-	long ret = SYS4(SYS_openat, AT_FDCWD, "/proc/self/mountinfo", O_RDONLY | O_CLOEXEC, 0);
-	if (ret < 0)
-		goto out;
-	long fd = ret;
-	size_t len = 0;
-	for (;;) {
-		ret = SYS3(SYS_read, fd, buf + len, cap - 1 - len);
-		if (ret <= 0)
-			break;
-		len += (size_t)ret;
-		if (len == cap - 1) {
-			ret = -E2BIG;
-			break;
-		}
-	}
-	SYS1(SYS_close, fd);
-	if (ret < 0)
-		goto out;
-	buf[len] = 0;
-	for (char *line = buf; *line;) {
+	long ret = se_read_all("/proc/self/mountinfo", buf, cap);
+	for (char *line = buf; ret >= 0 && *line;) {
 		char *end = strchr(line, '\n');
 		if (end)
 			*end = 0;
-		/* id parent major:minor root mountpoint options ... */
-		char *f[6] = {0};
-		char *c = line;
-		for (int i = 0; i < 6 && *c; i++) {
-			f[i] = c;
-			while (*c && *c != ' ')
-				c++;
-			if (*c)
-				*c++ = 0;
-		}
-		line = end ? end + 1 : line + strlen(line);
-		if (!f[5])
-			continue;
-		/* Undo mountinfo's octal escapes (\040 for a space). */
-		char *w = f[4];
-		for (char *r = f[4]; *r; w++) {
-			if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7') {
-				*w = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-				r += 4;
-			} else {
-				*w = *r++;
-			}
-		}
-		*w = 0;
-		if (!se_beneath(f[4], top, recursive))
-			continue;
-		unsigned long flags = SE_MS_BIND | SE_MS_REMOUNT | SE_MS_RDONLY;
-		int atime = 0; /* mountinfo shows no atime option for strictatime */
-		for (char *o = f[5]; *o;) {
-			char *comma = strchr(o, ',');
-			size_t n = comma ? (size_t)(comma - o) : strlen(o);
-			if (n == 6 && !strncmp(o, "nosuid", n))
-				flags |= SE_MS_NOSUID;
-			else if (n == 5 && !strncmp(o, "nodev", n))
-				flags |= SE_MS_NODEV;
-			else if (n == 6 && !strncmp(o, "noexec", n))
-				flags |= SE_MS_NOEXEC;
-			else if (n == 7 && !strncmp(o, "noatime", n))
-				flags |= SE_MS_NOATIME, atime = 1;
-			else if (n == 10 && !strncmp(o, "nodiratime", n))
-				flags |= SE_MS_NODIRATIME;
-			else if (n == 8 && !strncmp(o, "relatime", n))
-				flags |= SE_MS_RELATIME, atime = 1;
-			o += n + (comma ? 1 : 0);
-		}
-		/* A remount without an atime flag means relatime, which a user
-		 * namespace may not set on a strictatime mount (locked). */
-		if (!atime)
-			flags |= SE_MS_STRICTATIME;
-		ret = SYS5(SYS_mount, 0, f[4], 0, flags, 0);
-		/* A mount point another mount hides, or one gone since
-		 * mountinfo was read, cannot be reached by its path: what is
-		 * there (the mount on top) is remounted by its own line. One
-		 * beneath a directory this uid may not search (EACCES: a
-		 * root-owned 0700 directory, for an unprivileged user) cannot
-		 * be reached by the program either, which runs as the same uid
-		 * with no capability and cannot change that directory's mode. */
-		if (ret == -ENOENT || ret == -EACCES)
-			ret = 0;
-		if (ret < 0)
-			goto out;
+		char *next = end ? end + 1 : line + strlen(line);
+		ret = se_remount_line(line, top, recursive);
+		line = next;
 	}
-	ret = 0;
-out:
-	if (!((long)buf < 0 && (long)buf > -4096))
-		SYS2(SYS_munmap, buf, cap);
+	SYS2(SYS_munmap, buf, cap);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * The operations, one small function per kind (enum se_op_kind), each
+ * returning 0 or -errno.
+ */
+static long se_op_mount(struct se_req *r, const struct se_op *op)
+{
+	(void)r;
+	return SYS5(SYS_mount, op->a, op->b, op->c, op->flags, op->d);
+}
+
+static long se_op_write(struct se_req *r, const struct se_op *op)
+{
+	(void)r;
+	long fd = SYS4(SYS_openat, AT_FDCWD, op->a, O_WRONLY | O_CLOEXEC, 0), ret = fd;
+	if (fd < 0)
+		return fd;
+	size_t len = op->b ? strlen(op->b) : 0;
+	ret = SYS3(SYS_write, fd, op->b, len);
+	if (ret >= 0 && (size_t)ret != len)
+		ret = -EIO;
+	SYS1(SYS_close, fd);
 	return ret;
 }
 
-/* se_setup runs the namespace and mount operations and sets the rlimits. */
-static void se_setup(struct se_req *r)
+static long se_op_chdir(struct se_req *r, const struct se_op *op)
+{
+	(void)r;
+	return SYS1(SYS_chdir, op->a);
+}
+
+static long se_op_setattr(struct se_req *r, const struct se_op *op)
+{
+	(void)r;
+	struct se_mount_attr ma = {0};
+	ma.attr_set = op->flags;
+	long ret = SYS5(SE_NR_mount_setattr, AT_FDCWD, op->a, op->fd ? SE_AT_RECURSIVE : 0, &ma, sizeof ma);
+	if (ret == -ENOSYS && op->flags == SE_MOUNT_ATTR_RDONLY)
+		ret = se_remount_ro(op->a, op->fd); /* before 5.12 */
+	return ret;
+}
+
+static long se_op_open_tree(struct se_req *r, const struct se_op *op)
+{
+	if (op->fd < 0 || op->fd >= SE_MAX_SLOTS)
+		return -EINVAL;
+	long ret = SYS3(SE_NR_open_tree, AT_FDCWD, op->a, SE_OPEN_TREE_CLONE | SE_AT_RECURSIVE | O_CLOEXEC);
+	if (ret >= 0)
+		r->slots[op->fd] = (int)ret;
+	return ret;
+}
+
+static long se_op_move_mount(struct se_req *r, const struct se_op *op)
+{
+	if (op->fd < 0 || op->fd >= SE_MAX_SLOTS)
+		return -EINVAL;
+	return SYS5(SE_NR_move_mount, r->slots[op->fd], "", AT_FDCWD, op->a, SE_MOVE_MOUNT_F_EMPTY_PATH);
+}
+
+static long se_op_mkdir(struct se_req *r, const struct se_op *op)
+{
+	(void)r;
+	return SYS3(SYS_mkdirat, AT_FDCWD, op->a, op->flags);
+}
+
+static long se_op_create(struct se_req *r, const struct se_op *op)
+{
+	(void)r;
+	long ret = SYS4(SYS_openat, AT_FDCWD, op->a, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, op->flags);
+	return ret < 0 ? ret : SYS1(SYS_close, ret);
+}
+
+static long se_op_symlink(struct se_req *r, const struct se_op *op)
+{
+	(void)r;
+	return SYS3(SYS_symlinkat, op->a, AT_FDCWD, op->b);
+}
+
+static long se_op_landlock_rule(struct se_req *r, const struct se_op *op)
+{
+	struct __attribute__((packed)) {
+		uint64_t allowed_access;
+		int32_t parent_fd;
+	} attr;
+	long fd = SYS4(SYS_openat, AT_FDCWD, op->a, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd == -ENOENT || fd == -ENOTDIR)
+		return 0; /* not granting is the safe side */
+	if (fd < 0)
+		return fd;
+	attr.allowed_access = op->flags;
+	attr.parent_fd = (int32_t)fd;
+	long ret = SYS4(SE_NR_landlock_add_rule, r->ruleset_fd, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &attr, 0);
+	SYS1(SYS_close, fd);
+	return ret;
+}
+
+static long (*const se_ops[])(struct se_req *, const struct se_op *) = {
+	[SE_OP_MOUNT] = se_op_mount,
+	[SE_OP_WRITE] = se_op_write,
+	[SE_OP_CHDIR] = se_op_chdir,
+	[SE_OP_SETATTR] = se_op_setattr,
+	[SE_OP_OPEN_TREE] = se_op_open_tree,
+	[SE_OP_MOVE_MOUNT] = se_op_move_mount,
+	[SE_OP_LO_UP] = se_op_lo_up,
+	[SE_OP_LISTEN_SEND] = se_op_listen_send,
+	[SE_OP_MKDIR] = se_op_mkdir,
+	[SE_OP_CREATE] = se_op_create,
+	[SE_OP_SYMLINK] = se_op_symlink,
+	[SE_OP_LANDLOCK_RULE] = se_op_landlock_rule,
+};
+
+static long se_clone_call(long nr, long a, long b, long c, long d, long e,
+			  int (*fn)(void *), void *arg);
+
+/* se_clone clones with clone3 and args; where clone3 is missing (ENOSYS:
+ * an old kernel, or a container's seccomp filter) and Go allowed it
+ * (fallback), with the legacy clone and the same flags but those clone3
+ * alone has (the child then resets its signal handlers itself). Argument
+ * order of clone: flags, stack, parent_tid, then child_tid and tls on
+ * x86_64 but tls and child_tid on aarch64; both last two are 0 here, so
+ * one call serves both. *clone3 says which call made the child; it is
+ * written before the call, for the child (which shares this memory)
+ * reads it. */
+static long se_clone(struct se_clone_args *args, int fallback, int (*fn)(void *), void *arg, int *clone3)
+{
+	*clone3 = 1;
+	long pid = se_clone_call(SE_NR_clone3, (long)args, sizeof *args, 0, 0, 0, fn, arg);
+	if (pid != -ENOSYS || !fallback)
+		return pid;
+	*clone3 = 0;
+	long flags = (long)(args->flags & 0xffffffffULL & ~SE_CLONE_PIDFD) | (long)args->exit_signal;
+	return se_clone_call(SYS_clone, flags, (long)(args->stack + args->stack_size), (long)args->parent_tid, 0, 0, fn, arg);
+}
+
+/*
+ * The steps. Each applies one part of what Go decided, in the child, and
+ * ends the child through se_fail when it cannot; the lists at the end
+ * (se_direct, se_init_steps, se_under_init) run them in the containment
+ * order.
+ */
+typedef void se_step_fn(struct se_req *r);
+
+/* Placement first: nothing may run or fork outside the cgroups. The v2
+ * cgroup is joined through cgroup.procs only where the clone did not put
+ * the program there (no clone3 under an init). */
+static void se_join_cgroups(struct se_req *r)
 {
 	long ret;
-	int i;
+	if (r->procs_fd >= 0 && !(r->prog_clone3 && r->cgroup_fd >= 0)) {
+		ret = SYS3(SYS_write, r->procs_fd, "0", 1);
+		if (ret < 0)
+			se_fail(r, SE_STEP_CGROUP, -1, ret);
+	}
+	for (int i = 0; i < r->njoin; i++) {
+		ret = SYS3(SYS_write, r->join_fds[i], "0", 1);
+		if (ret < 0)
+			se_fail(r, SE_STEP_CGROUP, i, ret);
+	}
+}
 
-	for (i = 0; i < r->nops; i++) {
+/* The late namespaces: a cgroup namespace is rooted where the process is
+ * when it is made. */
+static void se_unshare_late(struct se_req *r)
+{
+	long ret = r->unshare_flags ? SYS1(SYS_unshare, r->unshare_flags) : 0;
+	if (ret < 0)
+		se_fail(r, SE_STEP_UNSHARE, 0, ret);
+}
+
+static void se_run_ops(struct se_req *r)
+{
+	for (int i = 0; i < r->nops; i++) {
 		const struct se_op *op = &r->ops[i];
-		switch (op->kind) {
-		case SE_OP_MOUNT:
-			ret = SYS5(SYS_mount, op->a, op->b, op->c, op->flags, op->d);
-			break;
-		case SE_OP_WRITE: {
-			long fd = SYS4(SYS_openat, AT_FDCWD, op->a, O_WRONLY | O_CLOEXEC, 0);
-			ret = fd;
-			if (fd >= 0) {
-				size_t len = op->b ? strlen(op->b) : 0;
-				ret = SYS3(SYS_write, fd, op->b, len);
-				if (ret >= 0 && (size_t)ret != len)
-					ret = -EIO;
-				SYS1(SYS_close, fd);
-			}
-			break;
-		}
-		case SE_OP_CHDIR:
-			ret = SYS1(SYS_chdir, op->a);
-			break;
-		case SE_OP_SETATTR: {
-			struct se_mount_attr ma = {0};
-			ma.attr_set = op->flags;
-			ret = SYS5(SE_NR_mount_setattr, AT_FDCWD, op->a, op->fd ? SE_AT_RECURSIVE : 0, &ma, sizeof ma);
-			if (ret == -ENOSYS && op->flags == SE_MOUNT_ATTR_RDONLY)
-				ret = se_remount_ro(op->a, op->fd); /* before 5.12 */
-			break;
-		}
-		case SE_OP_OPEN_TREE:
-			ret = -EINVAL;
-			if (op->fd >= 0 && op->fd < SE_MAX_SLOTS) {
-				ret = SYS3(SE_NR_open_tree, AT_FDCWD, op->a, SE_OPEN_TREE_CLONE | SE_AT_RECURSIVE | O_CLOEXEC);
-				if (ret >= 0)
-					r->slots[op->fd] = (int)ret;
-			}
-			break;
-		case SE_OP_MOVE_MOUNT:
-			ret = -EINVAL;
-			if (op->fd >= 0 && op->fd < SE_MAX_SLOTS)
-				ret = SYS5(SE_NR_move_mount, r->slots[op->fd], "", AT_FDCWD, op->a, SE_MOVE_MOUNT_F_EMPTY_PATH);
-			break;
-		case SE_OP_LO_UP:
-			ret = se_lo_up();
-			break;
-		case SE_OP_LISTEN_SEND:
-			ret = se_listen_send(op->fd, (unsigned short)op->flags);
-			break;
-		case SE_OP_MKDIR:
-			ret = SYS3(SYS_mkdirat, AT_FDCWD, op->a, op->flags);
-			break;
-		case SE_OP_CREATE:
-			ret = SYS4(SYS_openat, AT_FDCWD, op->a, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, op->flags);
-			if (ret >= 0)
-				ret = SYS1(SYS_close, ret);
-			break;
-		case SE_OP_SYMLINK:
-			ret = SYS3(SYS_symlinkat, op->a, AT_FDCWD, op->b);
-			break;
-		case SE_OP_LANDLOCK_RULE: {
-			struct __attribute__((packed)) {
-				uint64_t allowed_access;
-				int32_t parent_fd;
-			} attr;
-			long fd = SYS4(SYS_openat, AT_FDCWD, op->a, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
-			ret = fd;
-			if (fd == -ENOENT || fd == -ENOTDIR) {
-				ret = 0; /* not granting is the safe side */
-			} else if (fd >= 0) {
-				attr.allowed_access = op->flags;
-				attr.parent_fd = (int32_t)fd;
-				ret = SYS4(SE_NR_landlock_add_rule, r->ruleset_fd, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &attr, 0);
-				SYS1(SYS_close, fd);
-			}
-			break;
-		}
-		default:
-			ret = -EINVAL;
-		}
+		long ret = -EINVAL;
+		if (op->kind > 0 && op->kind < (int)(sizeof se_ops / sizeof se_ops[0]) && se_ops[op->kind])
+			ret = se_ops[op->kind](r, op);
 		if (ret < 0)
 			se_fail(r, SE_STEP_OP, i, ret);
 	}
+}
 
-	for (i = 0; i < r->nrlimits; i++) {
+static void se_set_rlimits(struct se_req *r)
+{
+	for (int i = 0; i < r->nrlimits; i++) {
 		const struct se_rlimit *l = &r->rlimits[i];
 		uint64_t v[2] = {l->cur, l->max};
-		ret = SYS4(SYS_prlimit64, 0, l->resource, v, 0);
+		long ret = SYS4(SYS_prlimit64, 0, l->resource, v, 0);
 		if (ret < 0)
 			se_fail(r, SE_STEP_RLIMIT, i, ret);
 	}
 }
 
-/* se_program runs the program's own steps and execs it: fds, capabilities
- * (unless an init dropped them already), no_new_privs, Landlock, seccomp,
- * the signal state. clone3 says whether the clone that made this process
- * cleared the signal handlers. */
-static __attribute__((noreturn)) void se_program(struct se_req *r, int clone3, int drop_caps)
+static void se_end_trial(struct se_req *r)
 {
-	long ret;
-	int i;
+	if (r->trial)
+		se_exit(0);
+}
 
-	if (r->init && r->fg_tty >= 0) {
-		int pgrp = (int)SYS0(SYS_getpid);
-		ret = SYS2(SYS_setpgid, 0, 0);
-		if (ret >= 0)
-			ret = SYS3(SYS_ioctl, r->fg_tty, TIOCSPGRP, &pgrp);
-		if (ret < 0)
-			se_fail(r, SE_STEP_SIGNALS, -2, ret);
-	}
+/* The parent-death signal; the supervisor may have died before it took
+ * effect. An init learns that when it cannot write its ready byte. */
+static void se_set_pdeathsig(struct se_req *r)
+{
+	if (!r->pdeathsig)
+		return;
+	long ret = SYS2(SYS_prctl, SE_PR_SET_PDEATHSIG, r->pdeathsig);
+	if (ret < 0)
+		se_fail(r, SE_STEP_PDEATHSIG, 0, ret);
+	if (!r->init && SYS0(SYS_getppid) != r->parent_pid)
+		se_fail(r, SE_STEP_PDEATHSIG, 1, -ESRCH);
+}
 
-	/* Every fd above 2 closes at exec, except the ones kept on purpose: an
-	 * fd opened before Landlock is not restricted by it. */
-	ret = SYS3(SE_NR_close_range, 3, ~0U, SE_CLOSE_RANGE_CLOEXEC);
+/* This process shares the supervisor's memory: nothing in the namespace
+ * may read it through /proc (after the id maps, which a non-dumpable
+ * process can no longer write). */
+static void se_undumpable(struct se_req *r)
+{
+	(void)r;
+	SYS2(SYS_prctl, SE_PR_SET_DUMPABLE, 0);
+}
+
+static void se_take_foreground(struct se_req *r)
+{
+	if (r->fg_tty < 0)
+		return;
+	int pgrp = (int)SYS0(SYS_getpid);
+	long ret = SYS2(SYS_setpgid, 0, 0);
+	if (ret >= 0)
+		ret = SYS3(SYS_ioctl, r->fg_tty, TIOCSPGRP, &pgrp);
+	if (ret < 0)
+		se_fail(r, SE_STEP_SIGNALS, -2, ret);
+}
+
+/* Every fd above 2 closes at exec, except the ones kept on purpose: an fd
+ * opened before Landlock is not restricted by it. */
+static void se_close_fds(struct se_req *r)
+{
+	long ret = SYS3(SE_NR_close_range, 3, ~0U, SE_CLOSE_RANGE_CLOEXEC);
 	if (ret == -EINVAL || ret == -ENOSYS)
 		ret = se_cloexec_from(3); /* before 5.11 */
 	if (ret < 0)
 		se_fail(r, SE_STEP_FDS, -1, ret);
-	for (i = 0; i < r->nkeep; i++) {
+	for (int i = 0; i < r->nkeep; i++) {
 		ret = SYS3(SYS_fcntl, r->keep_fds[i], F_SETFD, 0);
 		if (ret < 0)
 			se_fail(r, SE_STEP_FDS, i, ret);
 	}
+}
 
-	if (drop_caps) {
-		int which;
-		ret = se_drop_caps(&which);
-		if (ret < 0)
-			se_fail(r, SE_STEP_CAPS, which, ret);
-	}
+static void se_drop_capabilities(struct se_req *r)
+{
+	int which;
+	long ret = r->drop_caps ? se_drop_caps(&which) : 0;
+	if (ret < 0)
+		se_fail(r, SE_STEP_CAPS, which, ret);
+}
 
-	ret = SYS5(SYS_prctl, SE_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+static void se_no_new_privs(struct se_req *r)
+{
+	long ret = SYS5(SYS_prctl, SE_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 	if (ret < 0)
 		se_fail(r, SE_STEP_NNP, 0, ret);
+}
 
-	if (r->ruleset_fd >= 0) {
-		ret = SYS2(SE_NR_landlock_restrict_self, r->ruleset_fd, r->ruleset_flags);
-		if (ret < 0)
-			se_fail(r, SE_STEP_LANDLOCK, 0, ret);
+static void se_restrict_landlock(struct se_req *r)
+{
+	long ret = r->ruleset_fd >= 0 ? SYS2(SE_NR_landlock_restrict_self, r->ruleset_fd, r->ruleset_flags) : 0;
+	if (ret < 0)
+		se_fail(r, SE_STEP_LANDLOCK, 0, ret);
+}
+
+/* se_load_filter loads the seccomp filter; it returns the listener when it
+ * makes one, 0 or -errno. */
+static long se_load_filter(struct se_req *r)
+{
+	struct se_sock_fprog prog = {r->bpf_len, r->bpf};
+	unsigned int flags = r->notify_sock >= 0 ? SE_SECCOMP_FILTER_FLAG_NEW_LISTENER : 0;
+	if (r->notify_sock >= 0 && r->notify_killable) {
+		long ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags | SE_SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+		if (ret != -EINVAL) /* EINVAL: before 5.19 */
+			return ret;
 	}
+	return SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags, &prog);
+}
 
-	if (r->bpf_len > 0) {
-		struct se_sock_fprog prog = {r->bpf_len, r->bpf};
-		unsigned int flags = 0;
-		if (r->notify_sock >= 0)
-			flags |= SE_SECCOMP_FILTER_FLAG_NEW_LISTENER;
-		if (r->notify_sock >= 0 && r->notify_killable) {
-			ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags | SE_SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
-			if (ret == -EINVAL) /* before 5.19 */
-				ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags, &prog);
-		} else {
-			ret = SYS3(SYS_seccomp, SE_SECCOMP_SET_MODE_FILTER, flags, &prog);
-		}
+/* The filter, and its listener sent to the supervisor. Under an init the
+ * listener stays, close-on-exec, in the file table shared with the init,
+ * which sends the copy it keeps (se_pass_listener). */
+static void se_load_seccomp(struct se_req *r)
+{
+	if (r->bpf_len == 0)
+		return;
+	long ret = se_load_filter(r);
+	if (ret < 0)
+		se_fail(r, SE_STEP_SECCOMP, 0, ret);
+	if (r->notify_sock >= 0 && r->init) {
+		r->listener_fd = (int)ret;
+	} else if (r->notify_sock >= 0) {
+		long listener = ret;
+		ret = se_send_fd(r->notify_sock, (int)listener);
+		SYS1(SYS_close, listener);
 		if (ret < 0)
-			se_fail(r, SE_STEP_SECCOMP, 0, ret);
-		if (r->notify_sock >= 0 && r->init) {
-			/* Close-on-exec: gone from the program's own table at its
-			 * exec; the init sends the copy it keeps (se_init_main). */
-			r->listener_fd = (int)ret;
-		} else if (r->notify_sock >= 0) {
-			long listener = ret;
-			ret = se_send_fd(r->notify_sock, (int)listener);
-			SYS1(SYS_close, listener);
-			if (ret < 0)
-				se_fail(r, SE_STEP_SECCOMP, 1, ret);
-		}
+			se_fail(r, SE_STEP_SECCOMP, 1, ret);
 	}
+}
 
-	/* Signal dispositions as the helper found them. clone3 cleared every
-	 * handler; the legacy clone did not, so reset them here. */
-	if (!clone3) {
+/* Signal dispositions and mask as the helper found them. clone3 cleared
+ * every handler; the legacy clone did not, so they are reset here. */
+static void se_restore_signals(struct se_req *r)
+{
+	long ret;
+	if (!(r->init ? r->prog_clone3 : r->used_clone3)) {
 		struct se_kernel_sigaction dfl = {0};
 		for (int s = 1; s <= 64; s++)
 			if (s != SIGKILL && s != SIGSTOP)
 				SYS4(SYS_rt_sigaction, s, &dfl, 0, 8);
 	}
-	for (i = 0; i < r->nignored; i++) {
+	for (int i = 0; i < r->nignored; i++) {
 		struct se_kernel_sigaction ign = {.handler = (unsigned long)SIG_IGN};
 		ret = SYS4(SYS_rt_sigaction, r->ignored[i], &ign, 0, 8);
 		if (ret < 0)
@@ -684,67 +830,59 @@ static __attribute__((noreturn)) void se_program(struct se_req *r, int clone3, i
 	ret = SYS4(SYS_rt_sigprocmask, SIG_SETMASK, &r->mask, 0, 8);
 	if (ret < 0)
 		se_fail(r, SE_STEP_SIGNALS, -1, ret);
+}
 
+static void se_exec_program(struct se_req *r)
+{
 	int which = 0;
-	ret = se_exec(r, &which);
+	long ret = se_exec(r, &which);
 	se_fail(r, SE_STEP_EXEC, which, ret);
 }
 
-static long se_clone_call(long nr, long a, long b, long c, long d, long e,
-			  int (*fn)(void *), void *arg);
+#define SE_RUN(r, steps)                                                 \
+	for (size_t se_i = 0; se_i < sizeof(steps) / sizeof(steps)[0]; se_i++) \
+		(steps)[se_i](r)
 
-/* se_program_main is the program's process under an init: it joins its
- * cgroups (born into the v2 one where clone3 could do that), makes the
- * late namespaces, drops every capability, and goes on as any program. */
+/* A program the supervisor starts itself, in the containment order. */
+static se_step_fn *const se_direct[] = {
+	se_join_cgroups, se_unshare_late, se_run_ops, se_set_rlimits, se_end_trial, se_set_pdeathsig,
+	se_close_fds, se_drop_capabilities, se_no_new_privs, se_restrict_landlock, se_load_seccomp,
+	se_restore_signals, se_exec_program,
+};
+
+/* The program under an init (PID 2): it joins its cgroups (born into the v2
+ * one where clone3 could do that), makes the late namespaces, drops every
+ * capability, and goes on as any program. */
+static se_step_fn *const se_under_init[] = {
+	se_join_cgroups, se_unshare_late, se_drop_capabilities, se_take_foreground, se_close_fds,
+	se_no_new_privs, se_restrict_landlock, se_load_seccomp, se_restore_signals, se_exec_program,
+};
+
 static int se_program_main(void *arg)
 {
-	struct se_req *r = arg;
-	long ret;
-	int which;
-
-	se_place(r, r->procs_fd >= 0 && !(r->prog_clone3 && r->cgroup_fd >= 0));
-	if (r->drop_caps) {
-		ret = se_drop_caps(&which);
-		if (ret < 0)
-			se_fail(r, SE_STEP_CAPS, which, ret);
-	}
-	se_program(r, r->prog_clone3, 0);
+	SE_RUN((struct se_req *)arg, se_under_init);
+	return 0; /* not reached: se_exec_program ends the process */
 }
 
-/* se_init_main is PID 1 of the program's PID namespace: see struct
- * se_init. */
-static int se_init_main(struct se_req *r)
+/*
+ * The init's steps (PID 1 of the program's PID namespace: see struct
+ * se_init).
+ */
+
+/* The program, as PID 2, on the request's stack, born into the run's
+ * cgroup: the init stays in the supervisor's, so that an OOM kill in the
+ * run's group never picks it (the kernel kills every process sharing a
+ * victim's memory, and this one shares the supervisor's). The init waits
+ * (CLONE_VFORK) until the program has execed or failed. With a seccomp
+ * listener to pass on, the program shares the init's file table until its
+ * exec (which unshares it), so that the listener it makes stays here. */
+static void se_start_program(struct se_req *r)
 {
-	struct se_init *g = r->init;
-	long ret, pid;
-
-	/* Tied to the supervisor's creating thread: should the supervisor die,
-	 * the init dies, and with it the whole namespace. A supervisor that
-	 * died before this took effect is seen below: the write to the ready
-	 * pipe, whose only reader it is, fails. */
-	ret = SYS2(SYS_prctl, SE_PR_SET_PDEATHSIG, SIGKILL);
-	if (ret < 0)
-		se_fail(r, SE_STEP_PDEATHSIG, 0, ret);
-	se_setup(r);
-	/* This process shares the supervisor's memory: nothing in the
-	 * namespace may read it through /proc (after the id maps, which a
-	 * non-dumpable process can no longer write). */
-	SYS2(SYS_prctl, SE_PR_SET_DUMPABLE, 0);
-
-	/* The program, as PID 2, on the request's stack, born into the run's
-	 * cgroup: this process stays in the supervisor's, so that an OOM kill
-	 * in the run's group never picks it (the kernel kills every process
-	 * sharing a victim's memory, and this one shares the supervisor's).
-	 * It waits (CLONE_VFORK) until the program has execed or failed. With
-	 * a seccomp listener to pass on, the program shares this process's
-	 * file table until its exec (which unshares it), so that the listener
-	 * it makes stays here. */
 	uintptr_t top = ((uintptr_t)r->stack + r->stack_size) & ~(uintptr_t)15;
-	unsigned long files = r->notify_sock >= 0 ? CLONE_FILES : 0;
 	struct se_clone_args args;
 	memset(&args, 0, sizeof args);
 	r->listener_fd = -1;
-	args.flags = CLONE_VM | CLONE_VFORK | SE_CLONE_CLEAR_SIGHAND | files;
+	args.flags = CLONE_VM | CLONE_VFORK | SE_CLONE_CLEAR_SIGHAND | (r->notify_sock >= 0 ? CLONE_FILES : 0);
 	args.exit_signal = SIGCHLD;
 	args.stack = (uint64_t)(uintptr_t)r->stack;
 	args.stack_size = (uint64_t)(top - (uintptr_t)r->stack);
@@ -752,97 +890,107 @@ static int se_init_main(struct se_req *r)
 		args.flags |= SE_CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)r->cgroup_fd;
 	}
-	r->prog_clone3 = 1;
-	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_program_main, r);
-	if (pid == -ENOSYS && (r->cgroup_fd < 0 || r->procs_fd >= 0)) {
-		/* No clone3: the program joins through cgroup.procs. */
-		r->prog_clone3 = 0;
-		pid = se_clone_call(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD | files, (long)top, 0, 0, 0, se_program_main, r);
-	}
+	long pid = se_clone(&args, r->prog_clone_fallback, se_program_main, r, &r->prog_clone3);
 	if (pid < 0)
 		se_fail(r, SE_STEP_INIT, 0, pid);
-	if (r->fail_step != SE_STEP_NONE)
-		se_exit(125); /* the program's steps failed; it has exited */
-	if (r->drop_caps) {
-		int which;
-		ret = se_drop_caps(&which);
-		if (ret < 0) {
-			SYS2(SYS_kill, pid, SIGKILL);
-			se_fail(r, SE_STEP_CAPS, which, ret);
+	if (r->fail_step != SE_STEP_NONE) /* the program's steps failed; it has exited */
+		se_exit(se_exit_code(r, SE_STEP_INIT, 0));
+	r->init->prog_pid = (int)pid;
+	r->init->prog_group = r->fg_tty >= 0;
+}
+
+/* The init's own capabilities go once the program has its own. */
+static void se_init_drop_caps(struct se_req *r)
+{
+	int which;
+	long ret = r->drop_caps ? se_drop_caps(&which) : 0;
+	if (ret < 0) {
+		SYS2(SYS_kill, r->init->prog_pid, SIGKILL);
+		se_fail(r, SE_STEP_CAPS, which, ret);
+	}
+}
+
+/* Sent before the ready byte, so the supervisor finds it as soon as
+ * se_spawn returns. Should this fail, the supervisor finds nothing and
+ * ends the run. */
+static void se_pass_listener(struct se_req *r)
+{
+	if (r->notify_sock >= 0 && r->listener_fd >= 0)
+		se_send_fd(r->notify_sock, r->listener_fd);
+}
+
+/* Out of the caller's process group, which the program stays in: a signal
+ * sent to the group (a terminal's Ctrl-C, the caller's killpg) reaches the
+ * program once, not again through this process. */
+static void se_leave_group(struct se_req *r)
+{
+	(void)r;
+	SYS2(SYS_setpgid, 0, 0);
+}
+
+/* The ready byte, written once the program runs. From here on the request
+ * is freed: only the init's struct and its stack remain, and nothing of the
+ * supervisor's stays open here. */
+static void se_say_ready(struct se_req *r)
+{
+	char c = 'R';
+	if (SYS3(SYS_write, r->init->ready_fd, &c, 1) != 1)
+		se_exit(se_exit_code(r, SE_STEP_INIT, 0)); /* the supervisor is gone */
+	SYS3(SE_NR_close_range, 0, ~0U, 0);
+}
+
+/* se_reap reaps every child that has exited; when the program is one of
+ * them the init records its status and exits as it did. */
+static void se_reap(struct se_init *g)
+{
+	for (;;) {
+		int st = 0;
+		long w = SYS4(SYS_wait4, -1, &st, WNOHANG | __WALL, 0);
+		if (w <= 0)
+			return;
+		if (w == g->prog_pid) {
+			g->prog_status = st;
+			g->done = 1;
+			se_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 		}
 	}
-	if (r->notify_sock >= 0) {
-		/* Sent before the ready byte, so the supervisor finds it as
-		 * soon as se_spawn returns. Should this fail, the supervisor
-		 * finds nothing and ends the run. */
-		if (r->listener_fd >= 0)
-			se_send_fd(r->notify_sock, r->listener_fd);
-	}
-	g->prog_pid = (int)pid;
-	g->prog_group = r->fg_tty >= 0;
-	/* Out of the caller's process group, which the program stays in: a
-	 * signal sent to the group (a terminal's Ctrl-C, the caller's killpg)
-	 * reaches the program once, not again through this process. */
-	SYS2(SYS_setpgid, 0, 0);
+}
 
-	char c = 'R';
-	int fd = g->ready_fd;
-	ret = SYS3(SYS_write, fd, &c, 1);
-	if (ret != 1)
-		se_exit(125); /* the supervisor is gone */
-	/* From here on the request is freed: only g and this stack. Nothing
-	 * of the supervisor's stays open here. */
-	SYS3(SE_NR_close_range, 0, ~0U, 0);
-
+/* se_forward_until_done is the init's life once the program runs: it
+ * passes on what the supervisor (outside the namespace, so si_pid 0) sends
+ * and reaps orphans until the program is gone. */
+static __attribute__((noreturn)) void se_forward_until_done(struct se_init *g)
+{
 	uint64_t all = ~0ULL;
 	for (;;) {
 		siginfo_t si;
 		long sig = SYS4(SYS_rt_sigtimedwait, &all, &si, 0, 8);
-		if (sig < 0)
-			continue;
-		if (sig == SIGCHLD) {
-			for (;;) {
-				int st = 0;
-				long w = SYS4(SYS_wait4, -1, &st, WNOHANG | __WALL, 0);
-				if (w <= 0)
-					break;
-				if (w == g->prog_pid) {
-					g->prog_status = st;
-					g->done = 1;
-					se_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-				}
-			}
-			continue;
-		}
-		/* Only what the supervisor (outside the namespace, so si_pid 0)
-		 * sends is passed on. */
-		if (si.si_pid == 0)
+		if (sig == SIGCHLD)
+			se_reap(g);
+		else if (sig > 0 && si.si_pid == 0)
 			SYS2(SYS_kill, g->prog_group ? -g->prog_pid : g->prog_pid, sig);
 	}
 }
 
+/* The init: tied to the supervisor's creating thread (should the
+ * supervisor die, the init dies, and with it the whole namespace; one that
+ * died before that took effect is seen when the ready byte cannot be
+ * written), it prepares the namespace and starts the program. */
+static se_step_fn *const se_init_steps[] = {
+	se_set_pdeathsig, se_run_ops, se_set_rlimits, se_undumpable, se_start_program,
+	se_init_drop_caps, se_pass_listener, se_leave_group, se_say_ready,
+};
+
 static int se_child(void *arg)
 {
 	struct se_req *r = arg;
-	long ret;
-
-	if (r->init)
-		return se_init_main(r);
-
-	/* Placement first: nothing may run or fork outside the cgroups. */
-	se_place(r, 0);
-	se_setup(r);
-	if (r->trial)
-		se_exit(0);
-	if (r->pdeathsig) {
-		ret = SYS2(SYS_prctl, SE_PR_SET_PDEATHSIG, r->pdeathsig);
-		if (ret < 0)
-			se_fail(r, SE_STEP_PDEATHSIG, 0, ret);
-		/* The supervisor may have died before the prctl took effect. */
-		if (SYS0(SYS_getppid) != r->parent_pid)
-			se_fail(r, SE_STEP_PDEATHSIG, 1, -ESRCH);
+	struct se_init *g = r->init; /* r is freed once the init is ready */
+	if (g) {
+		SE_RUN(r, se_init_steps);
+		se_forward_until_done(g);
 	}
-	se_program(r, r->used_clone3, r->drop_caps);
+	SE_RUN(r, se_direct);
+	return 0; /* not reached: se_exec_program ends the process */
 }
 
 /*
@@ -910,79 +1058,75 @@ static long se_clone_call(long nr, long a, long b, long c, long d, long e,
 }
 #endif
 
-long se_spawn(struct se_req *r)
+/* se_clone_quietly clones with every signal blocked in this thread (the
+ * child inherits the mask): no signal may reach a child that still shares
+ * our handlers and memory; clone3 clears the handlers in it. */
+static long se_clone_quietly(struct se_clone_args *args, int fallback, int (*fn)(void *), void *arg, int *clone3)
 {
 	sigset_t all, old;
-	long pid;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	long pid = se_clone(args, fallback, fn, arg, clone3);
+	pthread_sigmask(SIG_SETMASK, &old, 0);
+	return pid;
+}
+
+/* se_child_args are the clone arguments of the child: on the init's stack
+ * (an init lives on after se_spawn and says with a pipe, not CLONE_VFORK,
+ * when the program runs), into the v2 cgroup unless an init's program is
+ * born there instead, and telling a guardian its pid. */
+static void se_child_args(struct se_req *r, struct se_clone_args *args, int *pidfd)
+{
+	void *stack = r->init ? r->init->stack : r->stack;
+	size_t stack_size = r->init ? r->init->stack_size : r->stack_size;
+	uintptr_t top = ((uintptr_t)stack + stack_size) & ~(uintptr_t)15;
+	memset(args, 0, sizeof *args);
+	args->flags = CLONE_VM | (r->init ? 0 : CLONE_VFORK) | SE_CLONE_CLEAR_SIGHAND | SE_CLONE_PIDFD | r->ns_flags;
+	args->pidfd = (uint64_t)(uintptr_t)pidfd;
+	args->exit_signal = SIGCHLD;
+	args->stack = (uint64_t)(uintptr_t)stack;
+	args->stack_size = (uint64_t)(top - (uintptr_t)stack);
+	if (r->cgroup_fd >= 0 && !r->init) {
+		args->flags |= SE_CLONE_INTO_CGROUP;
+		args->cgroup = (uint64_t)r->cgroup_fd;
+	}
+	if (r->parent_tid) {
+		args->flags |= CLONE_PARENT_SETTID;
+		args->parent_tid = (uint64_t)(uintptr_t)r->parent_tid;
+	}
+}
+
+/* se_wait_ready waits for the init's 'R' once the program runs, or EOF
+ * when the init exited first, after a failed step. */
+static void se_wait_ready(int ready[2], long pid)
+{
+	char c;
+	close(ready[1]);
+	if (pid > 0)
+		while (read(ready[0], &c, 1) < 0 && errno == EINTR)
+			;
+	close(ready[0]);
+}
+
+long se_spawn(struct se_req *r)
+{
 	int pidfd = -1;
 	int ready[2] = {-1, -1};
-	void *stack = r->stack;
-	size_t stack_size = r->stack_size;
-	uint64_t wait_flag = CLONE_VFORK;
+	struct se_clone_args args;
 
 	r->fail_step = SE_STEP_NONE;
 	r->fail_index = 0;
 	r->fail_errno = 0;
 	r->parent_pid = getpid();
 	if (r->init) {
-		/* The init lives on after this call, on its own stack; a pipe
-		 * instead of CLONE_VFORK says when the program runs. */
 		if (pipe2(ready, O_CLOEXEC) < 0)
 			return -errno;
 		r->init->ready_fd = ready[1];
-		stack = r->init->stack;
-		stack_size = r->init->stack_size;
-		wait_flag = 0;
 	}
-	uintptr_t top = ((uintptr_t)stack + stack_size) & ~(uintptr_t)15;
-
-	/* No signal may reach the child while it still shares our handlers
-	 * and memory: block everything in this thread (the child inherits the
-	 * mask) and clear the handlers in the child. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-
-	struct se_clone_args args;
-	memset(&args, 0, sizeof args);
-	args.flags = CLONE_VM | wait_flag | SE_CLONE_CLEAR_SIGHAND | SE_CLONE_PIDFD | r->ns_flags;
-	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
-	args.exit_signal = SIGCHLD;
-	args.stack = (uint64_t)(uintptr_t)stack;
-	args.stack_size = (uint64_t)(top - (uintptr_t)stack);
-	if (r->cgroup_fd >= 0 && !r->init) { /* an init's program is born there */
-		args.flags |= SE_CLONE_INTO_CGROUP;
-		args.cgroup = (uint64_t)r->cgroup_fd;
-	}
-	unsigned long settid = 0;
-	if (r->parent_tid) {
-		settid = CLONE_PARENT_SETTID;
-		args.flags |= CLONE_PARENT_SETTID;
-		args.parent_tid = (uint64_t)(uintptr_t)r->parent_tid;
-	}
-	r->used_clone3 = 1;
-	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_child, r);
-	if (pid == -ENOSYS && (r->cgroup_fd < 0 || r->init)) {
-		/* No clone3 (an old kernel, or a container's seccomp filter):
-		 * the legacy call, with the handlers reset by the child.
-		 * Argument order: flags, stack, parent_tid, then child_tid and
-		 * tls on x86_64 but tls and child_tid on aarch64; both last two
-		 * are 0 here, so one call serves both. */
-		r->used_clone3 = 0;
-		pid = se_clone_call(SYS_clone, CLONE_VM | (long)wait_flag | SIGCHLD | (long)r->ns_flags | (long)settid,
-				    (long)top, (long)r->parent_tid, 0, 0, se_child, r);
-	}
-	pthread_sigmask(SIG_SETMASK, &old, 0);
-	if (r->init) {
-		close(ready[1]);
-		if (pid > 0) {
-			/* 'R' once the program runs; EOF when the init exited
-			 * first, after a failed step. */
-			char c;
-			while (read(ready[0], &c, 1) < 0 && errno == EINTR)
-				;
-		}
-		close(ready[0]);
-	}
+	se_child_args(r, &args, &pidfd);
+	long pid = se_clone_quietly(&args, r->clone_fallback, se_child, r, &r->used_clone3);
+	if (r->init)
+		se_wait_ready(ready, pid);
 	r->pidfd = pidfd;
 	return pid;
 }
@@ -1089,9 +1233,9 @@ static int se_kill_listed(const char *procs)
 	return found;
 }
 
-/* se_gone waits until pid has exited, for ten seconds at most; it reports
- * whether it has. A pid that no longer exists has. */
-static int se_gone(int pid)
+/* se_gone waits until pid has exited, for ms milliseconds at most; it
+ * reports whether it has. A pid that no longer exists has. */
+static int se_gone(int pid, long ms)
 {
 	struct pollfd p;
 	long fd = SYS2(SE_NR_pidfd_open, pid, 0), n;
@@ -1102,7 +1246,7 @@ static int se_gone(int pid)
 	p.fd = (int)fd;
 	p.events = POLLIN;
 	p.revents = 0;
-	struct { long sec, nsec; } limit = {10, 0};
+	struct { long sec, nsec; } limit = {ms / 1000, (ms % 1000) * 1000000L};
 	do
 		n = SYS5(SYS_ppoll, &p, 1, &limit, 0, 8);
 	while (n == -EINTR);
@@ -1138,20 +1282,13 @@ static void se_remove_placeholder(const struct se_guard_ph *ph)
 	se_unlink(ph->record);
 }
 
-static int se_guard_main(void *arg)
+/* se_guard_kill_tree ends the cgroup the way Go chose: cgroup.kill when it
+ * named one, then SIGKILL for whatever the cgroup.procs files list, every
+ * kill_interval_ms for kill_rounds rounds at most, then the directories. It
+ * reports whether the cgroups were seen empty. */
+static int se_guard_kill_tree(const struct se_guard *g)
 {
-	struct se_guard *g = arg;
-	char c = 0;
-	long n;
-	int gone = 1;
-
-	SYS0(SYS_setsid);
-	do
-		n = SYS3(SYS_read, g->pipe_fd, &c, 1);
-	while (n == -EINTR);
-	if (n == 1 && c == 'D')
-		return 0;
-
+	int empty = 0;
 	if (g->kill_file) {
 		long fd = SYS4(SYS_openat, AT_FDCWD, g->kill_file, O_WRONLY | O_CLOEXEC, 0);
 		if (fd >= 0) {
@@ -1159,48 +1296,73 @@ static int se_guard_main(void *arg)
 			SYS1(SYS_close, fd);
 		}
 	}
-	/* Until every cgroup is empty, for ten seconds at most. */
-	for (int round = 0; round < 500; round++) {
+	for (int round = 0; round < g->kill_rounds && !empty; round++) {
 		int found = 0;
 		for (int i = 0; i < g->nprocs; i++)
 			found += se_kill_listed(g->procs[i]);
-		if (!found)
-			break;
-		if (round == 499)
-			gone = 0;
-		se_sleep_ms(20);
+		empty = !found;
+		if (!empty)
+			se_sleep_ms(g->kill_interval_ms);
 	}
 	for (int i = 0; i < g->ndirs; i++)
 		se_rmdir(g->dirs[i]);
+	return empty || g->nprocs == 0;
+}
 
-	/* The program's mounts cover the placeholders for as long as anything
-	 * of it runs (it dies with its init, which dies with the supervisor):
-	 * nothing is removed before the init is gone, and the locks stay held
-	 * until then. */
-	if (gone && g->child_pid > 0)
-		gone = se_gone(g->child_pid);
-	if (gone) {
-		for (int i = 0; i < g->nlocks; i++) {
-			const struct se_guard_lock *l = &g->locks[i];
-			if (SYS2(SYS_flock, l->fd, LOCK_EX | LOCK_NB) < 0)
-				continue; /* another run still uses them: its last user removes them */
-			for (int j = 0; j < l->nph; j++)
-				se_remove_placeholder(&l->ph[j]);
-		}
-		for (int i = 0; i < g->nempty_dirs; i++) {
-			long ret = se_rmdir(g->empty_dirs[i].path);
-			if ((ret == 0 || ret == -ENOENT) && g->empty_dirs[i].record)
-				se_unlink(g->empty_dirs[i].record);
-		}
+/* se_guard_release removes the placeholders of each lock it can take
+ * exclusively (another run still using them leaves them to its own last
+ * user) and the empty private temp dirs. */
+static void se_guard_release(const struct se_guard *g)
+{
+	for (int i = 0; i < g->nlocks; i++) {
+		const struct se_guard_lock *l = &g->locks[i];
+		if (SYS2(SYS_flock, l->fd, LOCK_EX | LOCK_NB) < 0)
+			continue;
+		for (int j = 0; j < l->nph; j++)
+			se_remove_placeholder(&l->ph[j]);
 	}
-	/* Nothing of the run is held from here on, so the sweep asked for
-	 * finds what is left unlocked. */
+	for (int i = 0; i < g->nempty_dirs; i++) {
+		long ret = se_rmdir(g->empty_dirs[i].path);
+		if ((ret == 0 || ret == -ENOENT) && g->empty_dirs[i].record)
+			se_unlink(g->empty_dirs[i].record);
+	}
+}
+
+/* se_guard_ask_sweep closes everything (nothing of the run is held from
+ * here on, so the sweep finds what is left unlocked) and makes the sweep
+ * request. */
+static void se_guard_ask_sweep(const struct se_guard *g)
+{
 	SYS3(SE_NR_close_range, 0, ~0U, 0);
 	if (g->sweep_request) {
 		long fd = SYS4(SYS_openat, AT_FDCWD, g->sweep_request, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 		if (fd >= 0)
 			SYS1(SYS_close, fd);
 	}
+}
+
+static int se_guard_main(void *arg)
+{
+	struct se_guard *g = arg;
+	char c = 0;
+	long n;
+
+	SYS0(SYS_setsid);
+	do
+		n = SYS3(SYS_read, g->pipe_fd, &c, 1);
+	while (n == -EINTR);
+	if (n == 1 && c == 'D')
+		return 0;
+	int gone = se_guard_kill_tree(g);
+	/* The program's mounts cover the placeholders for as long as anything
+	 * of it runs (it dies with its init, which dies with the supervisor):
+	 * nothing is removed before the init is gone, and the locks stay held
+	 * until then. */
+	if (gone && g->child_pid > 0)
+		gone = se_gone(g->child_pid, g->child_wait_ms);
+	if (gone)
+		se_guard_release(g);
+	se_guard_ask_sweep(g);
 	return 0;
 }
 
@@ -1232,31 +1394,23 @@ static int se_guard_start(void *arg)
 
 long se_guardian(struct se_guard *g, void *stack, size_t stack_size)
 {
-	sigset_t all, old;
 	uintptr_t top = ((uintptr_t)stack + stack_size) & ~(uintptr_t)15;
 	struct se_clone_args args;
-	long pid;
+	int clone3;
 
-	/* No signal may reach it while it shares our handlers. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	memset(&args, 0, sizeof args);
 	args.flags = CLONE_VM | SE_CLONE_CLEAR_SIGHAND;
 	args.exit_signal = 0;
 	args.stack = (uint64_t)(uintptr_t)stack;
 	args.stack_size = (uint64_t)(top - (uintptr_t)stack);
-	pid = se_clone_call(SE_NR_clone3, (long)&args, sizeof args, 0, 0, 0, se_guard_start, g);
-	if (pid == -ENOSYS)
-		pid = se_clone_call(SYS_clone, CLONE_VM, (long)top, 0, 0, 0, se_guard_start, g);
-	pthread_sigmask(SIG_SETMASK, &old, 0);
-	return pid;
+	return se_clone_quietly(&args, g->clone_fallback, se_guard_start, g, &clone3);
 }
 
-/* se_guard_wait_ready waits, for timeout_ms at most, until the guardian
+/* se_guard_wait_ready waits, for ready_wait_ms at most, until the guardian
  * has closed the fds it does not keep; it reports whether it has. */
-int se_guard_wait_ready(struct se_guard *g, int timeout_ms)
+int se_guard_wait_ready(struct se_guard *g)
 {
-	for (int i = 0; i < timeout_ms; i++) {
+	for (int i = 0; i < g->ready_wait_ms; i++) {
 		if (__atomic_load_n(&g->ready, __ATOMIC_ACQUIRE))
 			return 1;
 		struct { long sec, nsec; } ts = {0, 1000000L};

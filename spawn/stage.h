@@ -44,7 +44,7 @@ enum se_op_kind {
 	SE_OP_OPEN_TREE,   /* slot[fd] = open_tree(a, OPEN_TREE_CLONE|AT_RECURSIVE|O_CLOEXEC) */
 	SE_OP_MOVE_MOUNT,  /* move_mount(slot[fd], "", a, MOVE_MOUNT_F_EMPTY_PATH) */
 	SE_OP_LO_UP,       /* bring the loopback interface of the child's network namespace up */
-	SE_OP_LISTEN_SEND, /* listen on 127.0.0.1:flags (TCP) and send the socket over the unix socket fd */
+	SE_OP_LISTEN_SEND, /* listen on addr:port (TCP) with backlog and send the socket over the unix socket fd */
 	SE_OP_MKDIR,       /* mkdir(a, flags) */
 	SE_OP_CREATE,      /* create the empty regular file a (mode flags), to mount a file on */
 	SE_OP_SYMLINK,     /* symlink(a, b): b is a link to a */
@@ -58,6 +58,18 @@ struct se_op {
 	int fd;
 	unsigned long flags;
 	const char *a, *b, *c, *d;
+	/* SE_OP_LISTEN_SEND: the IPv4 address and port, in network order,
+	 * and the listen backlog. */
+	unsigned char addr[4], port[2];
+	int backlog;
+};
+
+/* An exit code the child ends with when a step fails: the first rule whose
+ * step and err (a positive errno) match decides; 0 in either matches any.
+ * Go makes the table (spawn.exitRules) and maps the same failure to the
+ * same code itself. */
+struct se_exit_rule {
+	int step, err, code;
 };
 
 struct se_rlimit {
@@ -99,8 +111,18 @@ struct se_req {
 	const struct se_rlimit *rlimits;
 	int nrlimits;
 
-	int pdeathsig;
+	int pdeathsig;    /* the child's parent-death signal (an init's too), or 0 */
 	pid_t parent_pid; /* set by se_spawn */
+
+	/* Exit codes for failed steps (struct se_exit_rule). */
+	const struct se_exit_rule *exit_rules;
+	int nexit_rules;
+	/* Set: where clone3 answers ENOSYS, the child (clone_fallback) or an
+	 * init's program (prog_clone_fallback) is made with the legacy clone;
+	 * unset, the ENOSYS is the answer (a clone into a cgroup, which only
+	 * clone3 can do, and no other way to join it). */
+	int clone_fallback;
+	int prog_clone_fallback;
 
 	const int *keep_fds;
 	int nkeep;
@@ -196,6 +218,9 @@ struct se_guard_empty {
 
 struct se_guard {
 	int pipe_fd;          /* read end; EOF without 'D' means the supervisor died */
+	/* How the tree is killed, as Go (cgroups.Cleanup) chose: "1" written
+	 * to kill_file (v2 cgroup.kill) when it is set, then SIGKILL for every
+	 * pid the procs files list, in rounds (kill_rounds below). */
 	const char *kill_file; /* cgroup.kill, or NULL */
 	const char *const *procs;
 	int nprocs;
@@ -212,6 +237,15 @@ struct se_guard {
 	const int *keep_fds; /* sorted: the pipe, the locks, and what else the guardian holds */
 	int nkeep;
 	const char *sweep_request; /* made after a cleanup, or NULL */
+	/* Timings: SIGKILL what procs list every kill_interval_ms, kill_rounds
+	 * times at most, until they list nothing; wait child_wait_ms at most
+	 * for the child to be gone; se_guard_wait_ready waits ready_wait_ms. */
+	int kill_rounds;
+	int kill_interval_ms;
+	int child_wait_ms;
+	int ready_wait_ms;
+	/* Set: the legacy clone where clone3 answers ENOSYS. */
+	int clone_fallback;
 	/* Set by the guardian once it holds only keep_fds. */
 	volatile int ready;
 };
@@ -223,9 +257,9 @@ void *se_guard_alloc(size_t size);
  * without __WALL or __WCLONE waits for, and returns its pid or -errno. */
 long se_guardian(struct se_guard *g, void *stack, size_t stack_size);
 
-/* se_guard_wait_ready waits up to timeout_ms until the guardian holds only
- * its keep_fds; it reports whether it does. */
-int se_guard_wait_ready(struct se_guard *g, int timeout_ms);
+/* se_guard_wait_ready waits up to g->ready_wait_ms until the guardian holds
+ * only its keep_fds; it reports whether it does. */
+int se_guard_wait_ready(struct se_guard *g);
 
 /* se_spawn starts the child. It returns its pid, or -errno when the clone
  * itself failed. When it returns a pid, the child has either execed the
