@@ -283,190 +283,33 @@ const childStackSize = 64 << 10
 // in that case the child has already exited and must still be reaped (its
 // pid is in the returned Process).
 func Start(req *Request) (*Process, error) {
-	if req.Trial {
-		if req.Init {
-			return nil, fmt.Errorf("spawn: a trial has no init")
-		}
-	} else if len(req.Paths) == 0 || len(req.Argv) == 0 {
-		return nil, fmt.Errorf("spawn: no program")
-	}
-	// -1 means none; 0, 1 and 2 are the program's stdio, never ours (a
-	// zero value left in a Request would otherwise mean stdin).
-	for name, fd := range map[string]int{"CgroupFD": req.CgroupFD, "RulesetFD": req.RulesetFD, "NotifySock": req.NotifySock} {
-		if fd >= 0 && fd <= 2 {
-			return nil, fmt.Errorf("spawn: %s is %d: -1 for none, or a descriptor above 2", name, fd)
-		}
-	}
-	for _, op := range req.Ops {
-		if op.kind == OpListenSend && req.ProxySock <= 2 {
-			return nil, fmt.Errorf("spawn: %s: ProxySock is %d, not a descriptor above 2", op.why, req.ProxySock)
-		}
-		if op.kind == OpListenSend && !op.addr.Is4() {
-			return nil, fmt.Errorf("spawn: %s: %v is not an IPv4 address", op.why, op.addr)
-		}
+	if err := validate(req); err != nil {
+		return nil, err
 	}
 	a := &arena{}
 	defer a.free()
-
 	r := (*C.struct_se_req)(a.alloc(C.sizeof_struct_se_req))
 	r.procs_fd = -1
-	var init *C.struct_se_init
-	if req.Init {
-		if req.NamespaceFlags&unix.CLONE_NEWPID == 0 {
-			return nil, fmt.Errorf("spawn: an init needs CLONE_NEWPID")
-		}
-		// The init outlives this call: its stack and state live in a
-		// mapping that is never unmapped.
-		size := (initStack + int(C.sizeof_struct_se_init) + 4095) &^ 4095
-		base := C.se_guard_alloc(C.size_t(size))
-		if base == nil {
-			return nil, fmt.Errorf("spawn: out of memory")
-		}
-		init = (*C.struct_se_init)(unsafe.Add(base, initStack))
-		init.stack = base
-		init.stack_size = initStack
-		r.init = init
-		if req.CgroupFD >= 0 && req.CgroupProcs != "" {
-			// Where clone3 is refused the init's program joins through
-			// cgroup.procs.
-			procs, err := unix.Open(req.CgroupProcs, unix.O_WRONLY|unix.O_CLOEXEC, 0)
-			if err != nil {
-				return nil, fmt.Errorf("spawn: %s: %w", req.CgroupProcs, err)
-			}
-			defer unix.Close(procs)
-			r.procs_fd = C.int(procs)
-		}
+	init, closeProcs, err := newInit(r, req)
+	if err != nil {
+		return nil, err
 	}
-	r.paths = a.strings(req.Paths)
-	r.npaths = C.int(len(req.Paths))
-	r.argv = a.strings(req.Argv)
-	r.envp = a.strings(req.Env)
-	if req.ShellFallback {
-		sh := append([]string{"sh", ""}, req.Argv[1:]...)
-		r.sh_argv = a.strings(sh)
-		r.sh_fallback = 1
+	defer closeProcs()
+	fillProgram(a, r, req)
+	fillExitRules(a, r)
+	fillOps(a, r, req)
+	fillRlimits(a, r, req)
+	if err := fillBPF(a, r, req); err != nil {
+		return nil, err
 	}
-	if req.Trial {
-		r.trial = 1
-	}
-	r.cgroup_fd = C.int(req.CgroupFD)
-	// Only clone3 can clone into a cgroup: without it, the child (and an
-	// init's program) falls back to the legacy clone only where it need
-	// not be born into one, or can join it through cgroup.procs.
-	r.clone_fallback = cbool(req.CgroupFD < 0 || req.Init)
-	r.prog_clone_fallback = cbool(req.CgroupFD < 0 || r.procs_fd >= 0)
-	rules := unsafe.Slice((*C.struct_se_exit_rule)(a.alloc(C.sizeof_struct_se_exit_rule*C.size_t(len(exitRules)))), len(exitRules))
-	for i, e := range exitRules {
-		rules[i] = C.struct_se_exit_rule{step: C.int(e.Step), err: C.int(e.Errno), code: C.int(e.Code)}
-	}
-	r.exit_rules = &rules[0]
-	r.nexit_rules = C.int(len(exitRules))
-	r.join_fds = a.ints(req.JoinFDs)
-	r.njoin = C.int(len(req.JoinFDs))
-	r.ns_flags = C.ulong(req.NamespaceFlags)
-	r.unshare_flags = C.ulong(req.UnshareFlags)
-	r.fg_tty = -1
-	if req.Init && req.TakeForeground {
-		r.fg_tty = C.int(req.TTY)
-	}
-	if req.DropCapabilities {
-		r.drop_caps = 1
-	}
-	if len(req.Ops) > 0 {
-		ops := unsafe.Slice((*C.struct_se_op)(a.alloc(C.sizeof_struct_se_op*C.size_t(len(req.Ops)))), len(req.Ops))
-		for i, op := range req.Ops {
-			ops[i].kind = C.int(op.kind)
-			ops[i].fd = C.int(op.slot)
-			if op.kind == OpListenSend {
-				ops[i].fd = C.int(req.ProxySock)
-			}
-			ops[i].flags = C.ulong(op.num)
-			ops[i].a = a.cstring(op.a)
-			ops[i].b = a.cstring(op.b)
-			ops[i].c = a.cstring(op.c)
-			ops[i].d = a.cstring(op.d)
-			if op.kind == OpListenSend {
-				ip := op.addr.As4()
-				for j := range ip {
-					ops[i].addr[j] = C.uchar(ip[j])
-				}
-				ops[i].port = [2]C.uchar{C.uchar(op.num >> 8), C.uchar(op.num)}
-				ops[i].backlog = C.int(op.backlog)
-			}
-		}
-		r.ops = &ops[0]
-		r.nops = C.int(len(req.Ops))
-	}
-	if len(req.Rlimits) > 0 {
-		lims := unsafe.Slice((*C.struct_se_rlimit)(a.alloc(C.sizeof_struct_se_rlimit*C.size_t(len(req.Rlimits)))), len(req.Rlimits))
-		for i, l := range req.Rlimits {
-			lims[i].resource = C.int(l.Resource)
-			lims[i].cur = C.uint64_t(l.Cur)
-			lims[i].max = C.uint64_t(l.Max)
-		}
-		r.rlimits = &lims[0]
-		r.nrlimits = C.int(len(req.Rlimits))
-	}
-	r.pdeathsig = C.int(req.Pdeathsig)
-	if req.Init {
-		// Tied to the creating thread: should the supervisor die, the
-		// init dies, and with it the whole namespace.
-		r.pdeathsig = C.int(unix.SIGKILL)
-	}
-	r.keep_fds = a.ints(req.KeepFDs)
-	r.nkeep = C.int(len(req.KeepFDs))
-	r.ruleset_fd = C.int(req.RulesetFD)
-	r.ruleset_flags = C.uint32_t(req.RulesetFlags)
-	if len(req.BPF) > 0 {
-		if len(req.BPF)%8 != 0 || len(req.BPF)/8 > 0xffff {
-			return nil, fmt.Errorf("spawn: seccomp program of %d bytes is not a sock_filter array", len(req.BPF))
-		}
-		p := a.alloc(C.size_t(len(req.BPF)))
-		copy(unsafe.Slice((*byte)(p), len(req.BPF)), req.BPF)
-		r.bpf = p
-		r.bpf_len = C.ushort(len(req.BPF) / 8)
-	}
-	r.notify_sock = C.int(req.NotifySock)
-	if req.Guardian != nil && req.Guardian.g != nil {
-		r.parent_tid = &req.Guardian.g.child_pid
-	}
-	if req.NotifyKillable {
-		r.notify_killable = 1
-	}
-
-	mask, ignored, _ := InitialState()
-	*(*unix.Sigset_t)(unsafe.Pointer(&r.mask)) = mask
-	ign := make([]int, len(ignored))
-	for i, s := range ignored {
-		ign[i] = int(s)
-	}
-	r.ignored = a.ints(ign)
-	r.nignored = C.int(len(ign))
-
+	fillSignals(a, r)
 	r.stack = a.alloc(childStackSize)
 	r.stack_size = childStackSize
 
-	// The parent-death signal belongs to the creating thread: keep this
-	// goroutine on it for the call (Go never ends an unlocked thread).
-	runtime.LockOSThread()
-	pid := C.se_spawn(r)
-	if pid == -C.long(unix.ENOSYS) && req.CgroupFD >= 0 && req.CgroupProcs != "" {
-		// The child joins by writing to cgroup.procs before anything else,
-		// the way it joins v1 hierarchies.
-		procs, err := unix.Open(req.CgroupProcs, unix.O_WRONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			return nil, fmt.Errorf("spawn: no clone3, and the cgroup cannot be joined otherwise: %w", err)
-		}
-		defer unix.Close(procs)
-		r.cgroup_fd = -1
-		r.clone_fallback = 1
-		r.join_fds = a.ints(append([]int{procs}, req.JoinFDs...))
-		r.njoin = C.int(len(req.JoinFDs) + 1)
-		pid = C.se_spawn(r)
+	pid, err := clone(a, r, req)
+	if err != nil {
+		return nil, err
 	}
-	runtime.UnlockOSThread()
-
 	if pid < 0 {
 		return nil, &Error{Step: StepClone, Errno: syscall.Errno(-pid)}
 	}
@@ -478,6 +321,219 @@ func Start(req *Request) (*Process, error) {
 		return p, &Error{Step: step, Errno: syscall.Errno(r.fail_errno), Detail: detail(req, step, int(r.fail_index))}
 	}
 	return p, nil
+}
+
+// validate refuses a request the stage could not carry out as meant.
+func validate(req *Request) error {
+	if req.Trial {
+		if req.Init {
+			return fmt.Errorf("spawn: a trial has no init")
+		}
+	} else if len(req.Paths) == 0 || len(req.Argv) == 0 {
+		return fmt.Errorf("spawn: no program")
+	}
+	if req.Init && req.NamespaceFlags&unix.CLONE_NEWPID == 0 {
+		return fmt.Errorf("spawn: an init needs CLONE_NEWPID")
+	}
+	// -1 means none; 0, 1 and 2 are the program's stdio, never ours (a
+	// zero value left in a Request would otherwise mean stdin).
+	for name, fd := range map[string]int{"CgroupFD": req.CgroupFD, "RulesetFD": req.RulesetFD, "NotifySock": req.NotifySock} {
+		if fd >= 0 && fd <= 2 {
+			return fmt.Errorf("spawn: %s is %d: -1 for none, or a descriptor above 2", name, fd)
+		}
+	}
+	for _, op := range req.Ops {
+		if op.kind == OpListenSend && req.ProxySock <= 2 {
+			return fmt.Errorf("spawn: %s: ProxySock is %d, not a descriptor above 2", op.why, req.ProxySock)
+		}
+		if op.kind == OpListenSend && !op.addr.Is4() {
+			return fmt.Errorf("spawn: %s: %v is not an IPv4 address", op.why, op.addr)
+		}
+	}
+	return nil
+}
+
+// newInit gives r its init's state, when req asks for an init: its stack
+// and state in a mapping that is never unmapped (the init outlives Start),
+// and cgroup.procs opened for its program where clone3 is refused. done
+// closes what it opened.
+func newInit(r *C.struct_se_req, req *Request) (init *C.struct_se_init, done func(), err error) {
+	done = func() {}
+	if !req.Init {
+		return nil, done, nil
+	}
+	size := (initStack + int(C.sizeof_struct_se_init) + 4095) &^ 4095
+	base := C.se_guard_alloc(C.size_t(size))
+	if base == nil {
+		return nil, done, fmt.Errorf("spawn: out of memory")
+	}
+	init = (*C.struct_se_init)(unsafe.Add(base, initStack))
+	init.stack = base
+	init.stack_size = initStack
+	r.init = init
+	if req.CgroupFD >= 0 && req.CgroupProcs != "" {
+		// Where clone3 is refused the init's program joins through
+		// cgroup.procs.
+		procs, err := unix.Open(req.CgroupProcs, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, done, fmt.Errorf("spawn: %s: %w", req.CgroupProcs, err)
+		}
+		r.procs_fd = C.int(procs)
+		done = func() { unix.Close(procs) }
+	}
+	return init, done, nil
+}
+
+// fillProgram copies the program, its cgroup, namespaces, descriptors and
+// privileges into r.
+func fillProgram(a *arena, r *C.struct_se_req, req *Request) {
+	r.paths = a.strings(req.Paths)
+	r.npaths = C.int(len(req.Paths))
+	r.argv = a.strings(req.Argv)
+	r.envp = a.strings(req.Env)
+	if req.ShellFallback {
+		sh := append([]string{"sh", ""}, req.Argv[1:]...)
+		r.sh_argv = a.strings(sh)
+		r.sh_fallback = 1
+	}
+	r.trial = cbool(req.Trial)
+	r.cgroup_fd = C.int(req.CgroupFD)
+	// Only clone3 can clone into a cgroup: without it, the child (and an
+	// init's program) falls back to the legacy clone only where it need
+	// not be born into one, or can join it through cgroup.procs.
+	r.clone_fallback = cbool(req.CgroupFD < 0 || req.Init)
+	r.prog_clone_fallback = cbool(req.CgroupFD < 0 || r.procs_fd >= 0)
+	r.join_fds = a.ints(req.JoinFDs)
+	r.njoin = C.int(len(req.JoinFDs))
+	r.ns_flags = C.ulong(req.NamespaceFlags)
+	r.unshare_flags = C.ulong(req.UnshareFlags)
+	r.fg_tty = -1
+	if req.Init && req.TakeForeground {
+		r.fg_tty = C.int(req.TTY)
+	}
+	r.drop_caps = cbool(req.DropCapabilities)
+	r.pdeathsig = C.int(req.Pdeathsig)
+	if req.Init {
+		// Tied to the creating thread: should the supervisor die, the
+		// init dies, and with it the whole namespace.
+		r.pdeathsig = C.int(unix.SIGKILL)
+	}
+	r.keep_fds = a.ints(req.KeepFDs)
+	r.nkeep = C.int(len(req.KeepFDs))
+	r.ruleset_fd = C.int(req.RulesetFD)
+	r.ruleset_flags = C.uint32_t(req.RulesetFlags)
+	r.notify_sock = C.int(req.NotifySock)
+	if req.Guardian != nil && req.Guardian.g != nil {
+		r.parent_tid = &req.Guardian.g.child_pid
+	}
+	r.notify_killable = cbool(req.NotifyKillable)
+}
+
+// fillExitRules gives the stage Go's exit codes (exitRules).
+func fillExitRules(a *arena, r *C.struct_se_req) {
+	rules := unsafe.Slice((*C.struct_se_exit_rule)(a.alloc(C.sizeof_struct_se_exit_rule*C.size_t(len(exitRules)))), len(exitRules))
+	for i, e := range exitRules {
+		rules[i] = C.struct_se_exit_rule{step: C.int(e.Step), err: C.int(e.Errno), code: C.int(e.Code)}
+	}
+	r.exit_rules = &rules[0]
+	r.nexit_rules = C.int(len(exitRules))
+}
+
+// fillOps copies the child's operations into r.
+func fillOps(a *arena, r *C.struct_se_req, req *Request) {
+	if len(req.Ops) == 0 {
+		return
+	}
+	ops := unsafe.Slice((*C.struct_se_op)(a.alloc(C.sizeof_struct_se_op*C.size_t(len(req.Ops)))), len(req.Ops))
+	for i, op := range req.Ops {
+		ops[i].kind = C.int(op.kind)
+		ops[i].fd = C.int(op.slot)
+		ops[i].flags = C.ulong(op.num)
+		ops[i].a = a.cstring(op.a)
+		ops[i].b = a.cstring(op.b)
+		ops[i].c = a.cstring(op.c)
+		ops[i].d = a.cstring(op.d)
+		if op.kind == OpListenSend {
+			ops[i].fd = C.int(req.ProxySock)
+			ip := op.addr.As4()
+			for j := range ip {
+				ops[i].addr[j] = C.uchar(ip[j])
+			}
+			ops[i].port = [2]C.uchar{C.uchar(op.num >> 8), C.uchar(op.num)}
+			ops[i].backlog = C.int(op.backlog)
+		}
+	}
+	r.ops = &ops[0]
+	r.nops = C.int(len(req.Ops))
+}
+
+// fillRlimits copies the program's rlimits into r.
+func fillRlimits(a *arena, r *C.struct_se_req, req *Request) {
+	if len(req.Rlimits) == 0 {
+		return
+	}
+	lims := unsafe.Slice((*C.struct_se_rlimit)(a.alloc(C.sizeof_struct_se_rlimit*C.size_t(len(req.Rlimits)))), len(req.Rlimits))
+	for i, l := range req.Rlimits {
+		lims[i].resource = C.int(l.Resource)
+		lims[i].cur = C.uint64_t(l.Cur)
+		lims[i].max = C.uint64_t(l.Max)
+	}
+	r.rlimits = &lims[0]
+	r.nrlimits = C.int(len(req.Rlimits))
+}
+
+// fillBPF copies the seccomp program into r.
+func fillBPF(a *arena, r *C.struct_se_req, req *Request) error {
+	if len(req.BPF) == 0 {
+		return nil
+	}
+	if len(req.BPF)%8 != 0 || len(req.BPF)/8 > 0xffff {
+		return fmt.Errorf("spawn: seccomp program of %d bytes is not a sock_filter array", len(req.BPF))
+	}
+	p := a.alloc(C.size_t(len(req.BPF)))
+	copy(unsafe.Slice((*byte)(p), len(req.BPF)), req.BPF)
+	r.bpf = p
+	r.bpf_len = C.ushort(len(req.BPF) / 8)
+	return nil
+}
+
+// fillSignals gives the program the signal mask and ignored signals the
+// helper was started with.
+func fillSignals(a *arena, r *C.struct_se_req) {
+	mask, ignored, _ := InitialState()
+	*(*unix.Sigset_t)(unsafe.Pointer(&r.mask)) = mask
+	ign := make([]int, len(ignored))
+	for i, s := range ignored {
+		ign[i] = int(s)
+	}
+	r.ignored = a.ints(ign)
+	r.nignored = C.int(len(ign))
+}
+
+// clone runs the stage on this thread, which its parent-death signal
+// belongs to; where clone3 is refused and the child was to be born into
+// its cgroup, once more with the child joining through cgroup.procs.
+func clone(a *arena, r *C.struct_se_req, req *Request) (C.long, error) {
+	// Keep this goroutine on the creating thread for the call (Go never
+	// ends an unlocked thread).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pid := C.se_spawn(r)
+	if pid != -C.long(unix.ENOSYS) || req.CgroupFD < 0 || req.CgroupProcs == "" {
+		return pid, nil
+	}
+	// The child joins by writing to cgroup.procs before anything else,
+	// the way it joins v1 hierarchies.
+	procs, err := unix.Open(req.CgroupProcs, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("spawn: no clone3, and the cgroup cannot be joined otherwise: %w", err)
+	}
+	defer unix.Close(procs)
+	r.cgroup_fd = -1
+	r.clone_fallback = 1
+	r.join_fds = a.ints(append([]int{procs}, req.JoinFDs...))
+	r.njoin = C.int(len(req.JoinFDs) + 1)
+	return C.se_spawn(r), nil
 }
 
 func detail(req *Request, step Step, i int) string {
