@@ -139,64 +139,17 @@ func StartGuardian(spec GuardianSpec) (*Guardian, error) {
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("guardian: pipe: %w", err)
 	}
-	keep := []int{p[0]}
-	keep = append(keep, spec.KeepFDs...)
-	strs := append(append([]string{spec.KillFile, spec.SweepRequest}, spec.Procs...), spec.CgroupDirs...)
-	for _, d := range spec.EmptyDirs {
-		strs = append(strs, d.Path, d.Record)
-	}
-	nph := 0
-	for _, l := range spec.Locks {
-		keep = append(keep, l.FD)
-		for _, d := range l.Placeholders {
-			strs = append(strs, d.Path, d.Record)
-			nph++
-		}
-	}
-	slices.Sort(keep)
-	keep = slices.Compact(keep)
-
+	keep := guardianKeeps(p[0], spec)
 	// Everything the guardian reads goes into one mapping it owns.
-	size := guardianStack + int(C.sizeof_struct_se_guard) + 16*len(strs) + 8*len(keep) + 64
-	size += len(spec.Locks)*(int(C.sizeof_struct_se_guard_lock)+8) + nph*(int(C.sizeof_struct_se_guard_ph)+8)
-	size += len(spec.EmptyDirs) * (int(C.sizeof_struct_se_guard_empty) + 8)
-	for _, s := range strs {
-		size += len(s) + 1 + 8
-	}
-	size = (size + 4095) &^ 4095
+	size := guardianSize(spec, len(keep))
 	base := C.se_guard_alloc(C.size_t(size))
 	if base == nil {
 		unix.Close(p[0])
 		unix.Close(p[1])
 		return nil, fmt.Errorf("guardian: out of memory")
 	}
-	mem := unsafe.Slice((*byte)(base), size)
-	off := guardianStack
-	take := func(n int) unsafe.Pointer {
-		off = (off + 7) &^ 7
-		if off+n > size {
-			panic("spawn: guardian mapping too small") // the size sum above is wrong
-		}
-		ptr := unsafe.Pointer(&mem[off])
-		off += n
-		return ptr
-	}
-	str := func(s string) *C.char {
-		ptr := take(len(s) + 1)
-		copy(unsafe.Slice((*byte)(ptr), len(s)+1), s+"\x00")
-		return (*C.char)(ptr)
-	}
-	list := func(ss []string) **C.char {
-		if len(ss) == 0 {
-			return nil
-		}
-		arr := unsafe.Slice((**C.char)(take(len(ss)*int(unsafe.Sizeof((*C.char)(nil))))), len(ss))
-		for i, s := range ss {
-			arr[i] = str(s)
-		}
-		return &arr[0]
-	}
-	g := (*C.struct_se_guard)(take(int(C.sizeof_struct_se_guard)))
+	m := &guardMem{mem: unsafe.Slice((*byte)(base), size), off: guardianStack}
+	g := (*C.struct_se_guard)(m.take(int(C.sizeof_struct_se_guard)))
 	g.pipe_fd = C.int(p[0])
 	t := spec.Timings.orDefaults()
 	g.kill_rounds = C.int(t.KillRounds)
@@ -204,55 +157,15 @@ func StartGuardian(spec GuardianSpec) (*Guardian, error) {
 	g.child_wait_ms = C.int(t.ChildWait.Milliseconds())
 	g.ready_wait_ms = C.int(t.ReadyWait.Milliseconds())
 	g.clone_fallback = 1 // it is born into no cgroup: the legacy clone serves where clone3 is missing
-	if spec.KillFile != "" {
-		g.kill_file = str(spec.KillFile)
-	}
-	g.procs = list(spec.Procs)
-	g.nprocs = C.int(len(spec.Procs))
-	g.dirs = list(spec.CgroupDirs)
-	g.ndirs = C.int(len(spec.CgroupDirs))
-	if len(spec.EmptyDirs) > 0 {
-		ed := unsafe.Slice((*C.struct_se_guard_empty)(take(len(spec.EmptyDirs)*int(C.sizeof_struct_se_guard_empty))), len(spec.EmptyDirs))
-		for i, d := range spec.EmptyDirs {
-			ed[i].path = str(d.Path)
-			if d.Record != "" {
-				ed[i].record = str(d.Record)
-			}
-		}
-		g.empty_dirs = &ed[0]
-		g.nempty_dirs = C.int(len(spec.EmptyDirs))
-	}
-	if spec.SweepRequest != "" {
-		g.sweep_request = str(spec.SweepRequest)
-	}
-	ks := unsafe.Slice((*C.int)(take(len(keep)*int(unsafe.Sizeof(C.int(0))))), len(keep))
+	m.fillCleanup(g, spec)
+	ks := unsafe.Slice((*C.int)(m.take(len(keep)*int(unsafe.Sizeof(C.int(0))))), len(keep))
 	for i, fd := range keep {
 		ks[i] = C.int(fd)
 	}
 	g.keep_fds = &ks[0]
 	g.nkeep = C.int(len(keep))
-	if len(spec.Locks) > 0 {
-		locks := unsafe.Slice((*C.struct_se_guard_lock)(take(len(spec.Locks)*int(C.sizeof_struct_se_guard_lock))), len(spec.Locks))
-		for i, l := range spec.Locks {
-			locks[i].fd = C.int(l.FD)
-			if len(l.Placeholders) == 0 {
-				continue
-			}
-			phs := unsafe.Slice((*C.struct_se_guard_ph)(take(len(l.Placeholders)*int(C.sizeof_struct_se_guard_ph))), len(l.Placeholders))
-			for j, d := range l.Placeholders {
-				phs[j].path = str(d.Path)
-				phs[j].record = str(d.Record)
-				phs[j].dev = C.uint64_t(d.Dev)
-				phs[j].ino = C.uint64_t(d.Ino)
-				phs[j].ctime_sec = C.int64_t(d.Ctime.Sec)
-				phs[j].ctime_nsec = C.int64_t(d.Ctime.Nsec)
-			}
-			locks[i].ph = &phs[0]
-			locks[i].nph = C.int(len(l.Placeholders))
-		}
-		g.locks = &locks[0]
-		g.nlocks = C.int(len(spec.Locks))
-	}
+	m.fillLocks(g, spec.Locks)
+
 	reapReleased()
 	pid := C.se_guardian(g, base, guardianStack)
 	unix.Close(p[0])
@@ -261,6 +174,132 @@ func StartGuardian(spec GuardianSpec) (*Guardian, error) {
 		return nil, fmt.Errorf("guardian: clone: %w", unix.Errno(-pid))
 	}
 	return &Guardian{Pid: int(pid), w: p[1], g: g}, nil
+}
+
+// guardianKeeps are the descriptors the guardian holds: its pipe, the
+// spec's own and the locks'.
+func guardianKeeps(pipe int, spec GuardianSpec) []int {
+	keep := append([]int{pipe}, spec.KeepFDs...)
+	for _, l := range spec.Locks {
+		keep = append(keep, l.FD)
+	}
+	slices.Sort(keep)
+	return slices.Compact(keep)
+}
+
+// guardianStrings are the strings the guardian reads, and how many
+// placeholders there are.
+func guardianStrings(spec GuardianSpec) (strs []string, nph int) {
+	strs = append(append([]string{spec.KillFile, spec.SweepRequest}, spec.Procs...), spec.CgroupDirs...)
+	for _, d := range spec.EmptyDirs {
+		strs = append(strs, d.Path, d.Record)
+	}
+	for _, l := range spec.Locks {
+		for _, d := range l.Placeholders {
+			strs = append(strs, d.Path, d.Record)
+			nph++
+		}
+	}
+	return strs, nph
+}
+
+// guardianSize is the size of the guardian's mapping: its stack, its
+// struct, the lists, the strings and their alignment, in whole pages.
+func guardianSize(spec GuardianSpec, nkeep int) int {
+	strs, nph := guardianStrings(spec)
+	size := guardianStack + int(C.sizeof_struct_se_guard) + 16*len(strs) + 8*nkeep + 64
+	size += len(spec.Locks)*(int(C.sizeof_struct_se_guard_lock)+8) + nph*(int(C.sizeof_struct_se_guard_ph)+8)
+	size += len(spec.EmptyDirs) * (int(C.sizeof_struct_se_guard_empty) + 8)
+	for _, s := range strs {
+		size += len(s) + 1 + 8
+	}
+	return (size + 4095) &^ 4095
+}
+
+// guardMem hands out the guardian's mapping piece by piece, aligned.
+type guardMem struct {
+	mem []byte
+	off int
+}
+
+func (m *guardMem) take(n int) unsafe.Pointer {
+	m.off = (m.off + 7) &^ 7
+	if m.off+n > len(m.mem) {
+		panic("spawn: guardian mapping too small") // guardianSize is wrong
+	}
+	ptr := unsafe.Pointer(&m.mem[m.off])
+	m.off += n
+	return ptr
+}
+
+func (m *guardMem) str(s string) *C.char {
+	ptr := m.take(len(s) + 1)
+	copy(unsafe.Slice((*byte)(ptr), len(s)+1), s+"\x00")
+	return (*C.char)(ptr)
+}
+
+func (m *guardMem) list(ss []string) **C.char {
+	if len(ss) == 0 {
+		return nil
+	}
+	arr := unsafe.Slice((**C.char)(m.take(len(ss)*int(unsafe.Sizeof((*C.char)(nil))))), len(ss))
+	for i, s := range ss {
+		arr[i] = m.str(s)
+	}
+	return &arr[0]
+}
+
+// fillCleanup gives g what it kills and removes: the cgroup's kill file,
+// procs files and directories, the empty directories and the sweep request.
+func (m *guardMem) fillCleanup(g *C.struct_se_guard, spec GuardianSpec) {
+	if spec.KillFile != "" {
+		g.kill_file = m.str(spec.KillFile)
+	}
+	g.procs = m.list(spec.Procs)
+	g.nprocs = C.int(len(spec.Procs))
+	g.dirs = m.list(spec.CgroupDirs)
+	g.ndirs = C.int(len(spec.CgroupDirs))
+	if len(spec.EmptyDirs) > 0 {
+		ed := unsafe.Slice((*C.struct_se_guard_empty)(m.take(len(spec.EmptyDirs)*int(C.sizeof_struct_se_guard_empty))), len(spec.EmptyDirs))
+		for i, d := range spec.EmptyDirs {
+			ed[i].path = m.str(d.Path)
+			if d.Record != "" {
+				ed[i].record = m.str(d.Record)
+			}
+		}
+		g.empty_dirs = &ed[0]
+		g.nempty_dirs = C.int(len(spec.EmptyDirs))
+	}
+	if spec.SweepRequest != "" {
+		g.sweep_request = m.str(spec.SweepRequest)
+	}
+}
+
+// fillLocks gives g the locks it holds and the placeholders each guards.
+func (m *guardMem) fillLocks(g *C.struct_se_guard, ls []GuardedLock) {
+	if len(ls) == 0 {
+		return
+	}
+	locks := unsafe.Slice((*C.struct_se_guard_lock)(m.take(len(ls)*int(C.sizeof_struct_se_guard_lock))), len(ls))
+	for i, l := range ls {
+		locks[i].fd = C.int(l.FD)
+		if len(l.Placeholders) == 0 {
+			continue
+		}
+		phs := unsafe.Slice((*C.struct_se_guard_ph)(m.take(len(l.Placeholders)*int(C.sizeof_struct_se_guard_ph))), len(l.Placeholders))
+		for j, d := range l.Placeholders {
+			phs[j].path = m.str(d.Path)
+			phs[j].record = m.str(d.Record)
+			phs[j].dev = C.uint64_t(d.Dev)
+			phs[j].ino = C.uint64_t(d.Ino)
+			phs[j].ctime_sec = C.int64_t(d.Ctime.Sec)
+			phs[j].ctime_nsec = C.int64_t(d.Ctime.Nsec)
+		}
+		locks[i].ph = &phs[0]
+		locks[i].nph = C.int(len(l.Placeholders))
+	}
+	g.locks = &locks[0]
+	g.nlocks = C.int(len(ls))
 }
 
 // setChild sets the pid of the child the guardian waits for, as the
