@@ -3,8 +3,6 @@ package userscope
 import (
 	"context"
 	"fmt"
-	"os"
-	"slices"
 	"strings"
 
 	"github.com/godbus/dbus/v5"
@@ -27,41 +25,29 @@ type Manager struct {
 // nothing is left behind. Its error is ErrNoManager, wrapped, when no
 // manager answered at any address.
 func Ask(ctx context.Context, opt Options) (Manager, error) {
-	addrs := opt.Addresses
-	if len(addrs) == 0 {
-		addrs = Addresses(os.Getenv)
+	conn, a, err := dial(ctx, opt)
+	if err != nil {
+		return Manager{}, err
 	}
-	var tried, why []string
-	for _, a := range addrs {
-		conn, err := connect(ctx, a)
-		if err != nil {
-			tried = append(tried, a.Addr)
-			if r := reason(err); !slices.Contains(why, r) {
-				why = append(why, r)
-			}
-			continue
+	defer conn.Close()
+	m := Manager{Via: a.Addr}
+	obj := conn.Object(busName, managerPath)
+	get := func(name string) (string, error) {
+		var v dbus.Variant
+		if err := obj.CallWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0, managerIfc, name).Store(&v); err != nil {
+			return "", err
 		}
-		defer conn.Close()
-		m := Manager{Via: a.Addr}
-		obj := conn.Object(busName, managerPath)
-		get := func(name string) (string, error) {
-			var v dbus.Variant
-			if err := obj.CallWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0, managerIfc, name).Store(&v); err != nil {
-				return "", err
-			}
-			s, ok := v.Value().(string)
-			if !ok {
-				return "", fmt.Errorf("%s is a %s, not a string", name, v.Signature())
-			}
-			return s, nil
+		s, ok := v.Value().(string)
+		if !ok {
+			return "", fmt.Errorf("%s is a %s, not a string", name, v.Signature())
 		}
-		if m.Version, err = get("Version"); err != nil {
-			return Manager{}, fmt.Errorf("systemd user manager at %s: Version: %w", a.Addr, err)
-		}
-		if cg, err := get("ControlGroup"); err == nil && strings.HasPrefix(cg, "/") {
-			m.ControlGroup = cg
-		}
-		return m, nil
+		return s, nil
 	}
-	return Manager{}, fmt.Errorf("%w at %s (%s)", ErrNoManager, strings.Join(tried, " or "), strings.Join(why, "; "))
+	if m.Version, err = get("Version"); err != nil {
+		return Manager{}, fmt.Errorf("systemd user manager at %s: Version: %w", a.Addr, err)
+	}
+	if cg, err := get("ControlGroup"); err == nil && strings.HasPrefix(cg, "/") {
+		m.ControlGroup = cg
+	}
+	return m, nil
 }

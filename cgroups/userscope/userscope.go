@@ -107,32 +107,42 @@ type Scope struct {
 // the unit, or when the job ends other than "done"; the error says which,
 // in one line.
 func Join(ctx context.Context, opt Options) (Scope, error) {
-	addrs := opt.Addresses
-	if len(addrs) == 0 {
-		addrs = Addresses(os.Getenv)
-	}
 	name, err := unitName(opt.Prefix)
 	if err != nil {
 		return Scope{}, err
 	}
+	conn, a, err := dial(ctx, opt)
+	if err != nil {
+		return Scope{}, err
+	}
+	err = start(ctx, conn, a, name, opt.Description)
+	conn.Close()
+	if err != nil {
+		return Scope{}, fmt.Errorf("systemd user manager at %s: %w", a.Addr, err)
+	}
+	return Scope{Unit: name, Via: a.Addr}, nil
+}
+
+// dial connects to the first of the user manager's addresses (opt's, or
+// Addresses) that answers; its error is ErrNoManager, wrapped with every
+// address tried and why each failed, when none does.
+func dial(ctx context.Context, opt Options) (*dbus.Conn, Address, error) {
+	addrs := opt.Addresses
+	if len(addrs) == 0 {
+		addrs = Addresses(os.Getenv)
+	}
 	var tried, why []string
 	for _, a := range addrs {
 		conn, err := connect(ctx, a)
-		if err != nil {
-			tried = append(tried, a.Addr)
-			if r := reason(err); !slices.Contains(why, r) {
-				why = append(why, r)
-			}
-			continue
+		if err == nil {
+			return conn, a, nil
 		}
-		err = start(ctx, conn, a, name, opt.Description)
-		conn.Close()
-		if err != nil {
-			return Scope{}, fmt.Errorf("systemd user manager at %s: %w", a.Addr, err)
+		tried = append(tried, a.Addr)
+		if r := reason(err); !slices.Contains(why, r) {
+			why = append(why, r)
 		}
-		return Scope{Unit: name, Via: a.Addr}, nil
 	}
-	return Scope{}, fmt.Errorf("%w at %s (%s)", ErrNoManager, strings.Join(tried, " or "), strings.Join(why, "; "))
+	return nil, Address{}, fmt.Errorf("%w at %s (%s)", ErrNoManager, strings.Join(tried, " or "), strings.Join(why, "; "))
 }
 
 // ErrNoManager is Join's error when no user manager answered at any address
