@@ -8,19 +8,9 @@ import (
 	"sandbox-executable/hostfacts"
 )
 
-const statusRoot = `Name:	cat
-Umask:	0022
-State:	R (running)
-CapInh:	0000000000000000
-CapPrm:	000001fffeffffff
-CapEff:	000001fffeffffff
-CapBnd:	000001fffeffffff
-CapAmb:	0000000000000000
-NoNewPrivs:	0
-Seccomp:	2
-Seccomp_filters:	1
-Speculation_Store_Bypass:	thread vulnerable
-`
+// root's status, as hostfacts parses it: every capability but
+// SYS_RESOURCE (bit 24) of 41, no no_new_privs, one seccomp filter.
+var statusRoot = hostfacts.ProcStatus{CapEff: 0x1fffeffffff, HaveCapEff: true, NoNewPrivs: 0, Seccomp: 2, SeccompFilters: 1}
 
 func TestCapNames(t *testing.T) {
 	if got := capList(1<<capSysAdmin | 1<<capNetAdmin | 1<<capSysPtrace); !slices.Equal(got, []string{"NET_ADMIN", "SYS_PTRACE", "SYS_ADMIN"}) {
@@ -29,7 +19,7 @@ func TestCapNames(t *testing.T) {
 	if capName(40) != "CHECKPOINT_RESTORE" || capName(41) != "CAP_41" {
 		t.Errorf("capName(40), capName(41) = %s, %s", capName(40), capName(41))
 	}
-	it := privilegesItem(hostfacts.ParseStatus(statusRoot), 40)
+	it := privilegesItem(statusRoot, 40)
 	if it.Status != StatusOK || it.Strict {
 		t.Errorf("privileges item must be informational and ok: %+v", it)
 	}
@@ -38,7 +28,7 @@ func TestCapNames(t *testing.T) {
 			t.Errorf("detail %q lacks %q", it.Detail, want)
 		}
 	}
-	user := privilegesItem(hostfacts.ParseStatus("CapEff:\t0000000000000000\nNoNewPrivs:\t1\n"), 40)
+	user := privilegesItem(hostfacts.ProcStatus{HaveCapEff: true, NoNewPrivs: 1, Seccomp: -1, SeccompFilters: -1}, 40)
 	if !strings.Contains(user.Detail, "-SYS_ADMIN -NET_ADMIN -SYS_PTRACE") || !strings.Contains(user.Detail, "no capabilities") || len(user.Notes) != 1 {
 		t.Errorf("unprivileged item: %+v", user)
 	}
