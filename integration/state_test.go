@@ -422,3 +422,21 @@ func TestSharedTmpPlantedIsNotUsed(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedTmpUnderStrictUmask: the shared mount point a run makes has
+// mode 0700 whatever the caller's umask took away (under umask 0777 it was
+// made 0000, and the run refused itself: its own check found it unfit).
+func TestSharedTmpUnderStrictUmask(t *testing.T) {
+	isoNeedRoot(t)
+	tmpRoot := t.TempDir()
+	w := isoWorkspace(t, isoRoot)
+	shared := filepath.Join(tmpRoot, "sandbox-executable-tmp-uid0")
+	pol := policyJSON(t, map[string]any{"type": "workspace_write", "writable_roots": []any{}, "exclude_slash_tmp": true, "exclude_tmpdir_env_var": true})
+	via := []string{"/bin/sh", "-c", `umask 0777; exec "$0" "$@"`}
+	r := run(t, runOpts{env: isoEnv(w, "TMPDIR="+tmpRoot), dir: w.root, via: via}, append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", pol},
+		append(fsOpts(t, "exact"), "--", "/bin/sh", "-c", `echo data > "$TMPDIR/f" && echo "$TMPDIR"`)...)...)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != shared {
+		t.Fatalf("under umask 0777: %v (want TMPDIR %s)", r, shared)
+	}
+	checkTmpLeftNothing(t, "exact", isoRoot, shared)
+}

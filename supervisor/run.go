@@ -806,7 +806,12 @@ func makePrivateTmp(dir string) (lock *os.File, record string, err error) {
 // dirs where it is not there yet, and checks the one that is: Prepare
 // chose it from what the host facts saw, and it may have changed since.
 func makeSharedTmp(dir string) error {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := os.Mkdir(dir, 0o700); err == nil {
+		// Its mode exactly, whatever the umask took away.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("private temp dir: %w", err)
+		}
+	} else if !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("private temp dir: %w", err)
 	}
 	if err := hostfacts.CheckSharedTmp(dir, os.Geteuid(), false); err != nil {
