@@ -1,7 +1,6 @@
 package mountns
 
 import (
-	"bytes"
 	"os"
 	"strconv"
 	"strings"
@@ -41,15 +40,30 @@ func readInt(path string) (int, bool) {
 
 // hasCap reports whether the effective capability set holds bit n.
 func hasCap(n uint) bool {
+	caps, _ := selfStatus()
+	return caps&(1<<n) != 0
+}
+
+// seccompFiltered reports whether a seccomp filter applies to this process.
+func seccompFiltered() bool {
+	_, filtered := selfStatus()
+	return filtered
+}
+
+// selfStatus reads /proc/self/status once for what this package asks of
+// it: the effective capabilities (CapEff) and whether a seccomp filter
+// applies (Seccomp: 2). Unreadable, it says no capabilities and no filter.
+func selfStatus() (capEff uint64, filtered bool) {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return false
+		return 0, false
 	}
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte("CapEff:")); ok {
-			caps, err := strconv.ParseUint(strings.TrimSpace(string(v)), 16, 64)
-			return err == nil && caps&(1<<n) != 0
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			capEff, _ = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		} else if v, ok := strings.CutPrefix(line, "Seccomp:"); ok {
+			filtered = strings.TrimSpace(v) == "2"
 		}
 	}
-	return false
+	return capEff, filtered
 }

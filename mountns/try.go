@@ -173,10 +173,11 @@ var assumed struct {
 }
 
 func assume() (Availability, bool) {
-	if seccompFiltered() {
+	caps, filtered := selfStatus()
+	if filtered {
 		return Availability{}, false
 	}
-	priv := hasCap(capSysAdmin)
+	priv := caps&(1<<capSysAdmin) != 0
 	if !priv {
 		for _, s := range []struct {
 			name string
@@ -281,18 +282,4 @@ func diagnose(priv bool, a Attempt) (why, fix string) {
 		return why + " (a container's masked /proc, or an LSM)", containerFixUser
 	}
 	return why + " (an LSM policy: AppArmor, SELinux)", "allow namespaces and mount for sandbox-executable in that policy (a container: --security-opt apparmor=unconfined)"
-}
-
-// seccompFiltered reports whether a seccomp filter applies to this process.
-func seccompFiltered() bool {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "Seccomp:"); ok {
-			return strings.TrimSpace(v) == "2"
-		}
-	}
-	return false
 }
