@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -128,19 +130,32 @@ func TestForeignArchitectureKilled(t *testing.T) {
 	if runtime.GOARCH == "arm64" {
 		ops = []string{"compat32"}
 	}
-	// Unconfined, the foreign call works: the probe is sound.
-	out, err := exec.Command(probe, ops[0]).Output()
-	if runtime.GOARCH == "arm64" && strings.TrimSpace(string(out)) == "unsupported" {
-		t.Skip("this CPU or kernel runs no AArch32 code: there is no foreign architecture to call")
-	}
-	if err != nil || !strings.HasPrefix(string(out), "returned ") {
-		t.Fatalf("%s outside the sandbox: %q %v", ops[0], out, err)
-	}
+	// Unconfined, the foreign call works (or is only refused): the probe
+	// is sound. A virtualization without the i386 entry (int 0x80 faults
+	// with SIGSEGV in a PVM guest, whatever the kernel) has no i386 call to
+	// kill: that one is left out, the others must still be killed.
+	tested := 0
 	for _, op := range ops {
+		out, err := exec.Command(probe, op).Output()
+		if runtime.GOARCH == "arm64" && strings.TrimSpace(string(out)) == "unsupported" {
+			t.Skip("this CPU or kernel runs no AArch32 code: there is no foreign architecture to call")
+		}
+		var ee *exec.ExitError
+		if op == "int80" && errors.As(err, &ee) && ee.ProcessState.Sys().(syscall.WaitStatus).Signal() == syscall.SIGSEGV {
+			t.Logf("int80: faults outside the sandbox too (no i386 entry under this virtualization): not tested here")
+			continue
+		}
+		if err != nil || !strings.HasPrefix(string(out), "returned ") {
+			t.Fatalf("%s outside the sandbox: %q %v", op, out, err)
+		}
+		tested++
 		r := w.sandbox(t, roPolicy, nil, probe, op)
 		if r.code != 128+31 {
 			t.Errorf("%s: %v, want death by SIGSYS (159)", op, r)
 		}
+	}
+	if tested == 0 {
+		t.Skip("no foreign architecture's call can be made on this host")
 	}
 }
 
