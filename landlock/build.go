@@ -113,3 +113,12 @@ func (s *Spec) DirRulesWithin(dirs []string) []Rule {
 	}
 	return out
 }
+
+// FileRights are the only rights a rule on a non-directory keeps (Build
+// drops the others), and PortRuleAccess the access of a port rule: for a
+// builder that is not Build (the spawn stage's runner), which must add the
+// same rules.
+const (
+	FileRights     = fileRights
+	PortRuleAccess = netConnectTCP
+)

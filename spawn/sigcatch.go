@@ -47,6 +47,22 @@ func CatchSignals(sigs []syscall.Signal) (*Caught, error) {
 		catching.Unlock()
 		return nil, fmt.Errorf("signals: pipe: %w", err)
 	}
+	return catchLocked(p[0], p[1], sigs)
+}
+
+// catchOn catches sigs into the pipe r, w that the runner made and still
+// catches them into: the handler goes in again, the pipe is kept.
+func catchOn(r, w int, sigs []syscall.Signal) (*Caught, error) {
+	if !catching.TryLock() {
+		return nil, fmt.Errorf("signals: already caught")
+	}
+	return catchLocked(r, w, sigs)
+}
+
+// catchLocked installs the handler for sigs, writing into w, and reads r;
+// catching is held.
+func catchLocked(r, w int, sigs []syscall.Signal) (*Caught, error) {
+	p := [2]int{r, w}
 	cs := make([]C.int, len(sigs))
 	for i, s := range sigs {
 		cs[i] = C.int(s)

@@ -507,7 +507,7 @@ func (s *session) supervise() Result {
 	// start-up path: now and then, or when a guardian had to clean up.
 	go sweepStale(s.pr.cgroupPlan.host)
 
-	ending, status := s.watch(r, early)
+	ending, status := s.watch(r, early, time.Now(), false)
 	// The program is gone: nothing it started may run on.
 	s.timed("tree ended", r.tree.end)
 	if st, ok := r.proc.Status(); ok {
@@ -647,14 +647,15 @@ func (s *session) start(req *spawn.Request) (r running, failed *Result) {
 }
 
 // watch waits for the program's end, passing signals on and ending the
-// tree on a timeout, a spent CPU budget, an OOM kill or the caller's
-// cancel; it returns how the run ended (by the supervisor's hand, or ""
-// for the program's own end) and the program's wait status.
-func (s *session) watch(r running, early []syscall.Signal) (Ending, unix.WaitStatus) {
+// tree on a timeout (counted from started), a spent CPU budget (looked at
+// at once with cpuNow), an OOM kill or the caller's cancel; it returns how
+// the run ended (by the supervisor's hand, or "" for the program's own
+// end) and the program's wait status.
+func (s *session) watch(r running, early []syscall.Signal, started time.Time, cpuNow bool) (Ending, unix.WaitStatus) {
 	p, t, pid := s.pr.Plan, r.tree, r.proc.Pid
-	timeout := time.NewTimer(time.Duration(p.Limits.TimeoutSeconds) * time.Second)
+	timeout := time.NewTimer(time.Until(started.Add(time.Duration(p.Limits.TimeoutSeconds) * time.Second)))
 	defer timeout.Stop()
-	budget := newCPUWatch(s.group, p.Limits.CPUSeconds)
+	budget := newCPUWatch(s.group, p.Limits.CPUSeconds, cpuNow)
 	// The first OOM kill ends the whole tree, on every cgroup layout: a v1
 	// memory controller kills one process, and a shell that waits for it
 	// would run on (v2 kills the group itself: memory.oom.group).
@@ -970,10 +971,14 @@ type cpuWatch struct {
 	used   time.Duration
 }
 
-func newCPUWatch(g cgroups.Group, seconds uint64) *cpuWatch {
+func newCPUWatch(g cgroups.Group, seconds uint64, now bool) *cpuWatch {
 	w := &cpuWatch{group: g, budget: time.Duration(seconds) * time.Second}
 	if g != nil && seconds > 0 {
-		w.next = time.NewTimer(w.interval())
+		first := w.interval()
+		if now {
+			first = 0
+		}
+		w.next = time.NewTimer(first)
 	}
 	return w
 }

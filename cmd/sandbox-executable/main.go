@@ -212,6 +212,9 @@ func (inv *invocation) explain(pr *supervisor.Prepared) int {
 // the run's, the supervisor runs it (deciding again, once, where the
 // namespaces were assumed and refused), and the report is written.
 func (inv *invocation) execute(cfg supervisor.Config, facts *hostfacts.Facts, pr *supervisor.Prepared) int {
+	if code, ran := inv.runRecipe(pr); ran {
+		return code
+	}
 	reportDegraded(pr)
 	// It catches the signals the run passes on (without os/signal's
 	// thread) and becomes a child subreaper, as supervisor.Run asks of its
@@ -248,6 +251,31 @@ func (inv *invocation) execute(cfg supervisor.Config, facts *hostfacts.Facts, pr
 		fail(res.ExitCode, res.Err)
 	}
 	return res.ExitCode
+}
+
+// runRecipe carries the run out through the spawn stage's runner where it
+// can be (supervisor.Prepared.Recipe): the runner makes the run's objects
+// and waits for the program without this package, and exits with its
+// status; it returns only to hand over what needs Go (supervisor.Adopt),
+// or when it started nothing (ran is then false: execute runs it). A run
+// with a log or a report of its own is execute's.
+func (inv *invocation) runRecipe(pr *supervisor.Prepared) (code int, ran bool) {
+	if inv.out.logging || inv.out.report != nil || inv.out.denials != nil {
+		return 0, false
+	}
+	recipe, err := pr.Recipe()
+	if err != nil {
+		return 0, false
+	}
+	h, err := spawn.RunRecipe(recipe.Encode(), pr.Argv)
+	if err != nil || h.Reason == spawn.HandoverFallback {
+		return 0, false
+	}
+	res := supervisor.Adopt(context.Background(), pr, h)
+	if res.Err != nil {
+		fail(res.ExitCode, res.Err)
+	}
+	return res.ExitCode, true
 }
 
 // reportDegraded says on stderr, in one line, what --allow-degraded let go.

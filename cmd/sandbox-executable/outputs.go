@@ -21,6 +21,8 @@ type outputs struct {
 	denials  *json.Encoder
 	files    []io.Closer
 	log      *slog.Logger
+	// logging: a log was asked for (log writes somewhere).
+	logging bool
 }
 
 // logEnv is the environment variable that sets the log level when
@@ -87,6 +89,7 @@ func openOutputs(o *options) (*outputs, error) {
 			}
 			w = f
 		}
+		out.logging = true
 		opts := &slog.HandlerOptions{Level: l}
 		switch strings.ToLower(o.logFormat) {
 		case "", "text":
