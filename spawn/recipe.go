@@ -74,6 +74,10 @@ type Recipe struct {
 	// OOMWatch: an OOM kill in the group hands the run over (1: watched in
 	// the v1 memory directory, 2: in the v2 directory's memory.events).
 	OOMWatch int
+	// EndInGo hands the run over once the child is reaped, before any
+	// cleanup: for a run whose end Go reports (the cgroup's figures are
+	// read before it goes).
+	EndInGo bool
 	// Forwarded are the signals passed on to the program.
 	Forwarded []syscall.Signal
 }
@@ -260,6 +264,7 @@ func (r *Recipe) Encode() []byte {
 	h.timeout_ms = C.int64_t(r.Timeout.Milliseconds())
 	h.cpu_check_ms = C.int64_t(r.CPUCheck.Milliseconds())
 	h.oom_watch = C.int32_t(r.OOMWatch)
+	h.end_in_go = cbool32(r.EndInGo)
 	fw := make([]int32, len(r.Forwarded))
 	for i, s := range r.Forwarded {
 		fw[i] = int32(s)
@@ -301,11 +306,11 @@ const (
 	HandoverTimeout  HandoverReason = C.SE_HO_TIMEOUT  // the wall-clock limit passed
 	HandoverCPU      HandoverReason = C.SE_HO_CPU      // the CPU budget is due for a look
 	HandoverOOM      HandoverReason = C.SE_HO_OOM      // an OOM event in the group
-	HandoverTree     HandoverReason = C.SE_HO_TREE     // the init is gone, not the tree
+	HandoverEnded    HandoverReason = C.SE_HO_ENDED    // the child was reaped: Go ends the tree and cleans up
 )
 
 var handoverNames = map[HandoverReason]string{HandoverFallback: "fallback", HandoverNotify: "notification",
-	HandoverTimeout: "timeout", HandoverCPU: "cpu budget", HandoverOOM: "oom", HandoverTree: "tree"}
+	HandoverTimeout: "timeout", HandoverCPU: "cpu budget", HandoverOOM: "oom", HandoverEnded: "ended"}
 
 func (r HandoverReason) String() string {
 	if n, ok := handoverNames[r]; ok {
@@ -327,7 +332,7 @@ type Handover struct {
 	CgroupName string
 	// Proc is the child (the init, or the program without one).
 	Proc *Process
-	// Exited (Tree): the child was reaped; Status is its wait status (the
+	// Exited (Ended): the child was reaped; Status is its wait status (the
 	// program's, where the init recorded it).
 	Exited bool
 	Status syscall.WaitStatus

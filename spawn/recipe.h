@@ -137,7 +137,9 @@ struct se_recipe {
 	int64_t timeout_ms;   /* the wall-clock limit; 0: none */
 	int64_t cpu_check_ms; /* the CPU budget's first check; 0: no budget */
 	int32_t oom_watch;    /* a memory limit: an OOM kill hands over */
-	int32_t pad;
+	/* The run's end is Go's (a report or a log of it): once the child is
+	 * reaped, the run is handed over (SE_HO_ENDED) before any cleanup. */
+	int32_t end_in_go;
 	struct se_rref forwarded; /* int32_t[]: the signals passed on */
 };
 
@@ -149,7 +151,10 @@ enum se_handover_reason {
 	SE_HO_TIMEOUT, /* the wall-clock limit passed */
 	SE_HO_CPU,     /* the CPU budget is due for a look */
 	SE_HO_OOM,     /* the kernel OOM-killed a process of the group */
-	SE_HO_TREE,    /* the init is gone but not the tree */
+	/* The child was reaped: Go ends what is left of the tree and cleans
+	 * up (a tree that outlived its init, or a run whose end Go reports:
+	 * se_recipe.end_in_go). */
+	SE_HO_ENDED,
 };
 
 #define SE_MAX_CLAIMS 64
@@ -166,7 +171,7 @@ struct se_handover {
 	/* The child: the init (or the program), its pidfd, its init state. */
 	int32_t pid, pidfd;
 	struct se_init *init;
-	int32_t exited; /* SE_HO_TREE: the child was reaped; status is its */
+	int32_t exited; /* SE_HO_ENDED: the child was reaped; status is its */
 	int32_t status;
 	int32_t listener_fd; /* the seccomp listener, or -1 */
 	/* The signals, still caught into this pipe (sigcatch.c). */

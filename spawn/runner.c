@@ -1468,13 +1468,16 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 		status = prog;
 	int st;
 	pid_t other = waitpid(-1, &st, WNOHANG);
-	if (other != -1 || errno != ECHILD) {
+	if (r->end_in_go || other != -1 || errno != ECHILD) {
 		h->exited = 1;
 		h->status = status;
 		if (h->pidfd >= 0)
 			close(h->pidfd);
 		h->pidfd = -1;
-		return hand_over(&s, SE_HO_TREE);
+		if (listener >= 0)
+			close(listener);
+		h->listener_fd = -1;
+		return hand_over(&s, SE_HO_ENDED);
 	}
 	if (listener >= 0)
 		close(listener);

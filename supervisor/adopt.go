@@ -27,7 +27,8 @@ import (
 func Adopt(ctx context.Context, pr *Prepared, h *spawn.Handover) Result {
 	s := &session{pr: pr, cfg: pr.cfg, ctx: ctx, rulesetFD: -1, proxySock: -1, proxyChild: -1, notifySock: -1}
 	s.denials.out = pr.cfg.OnDenial
-	s.log().Debug("handed over", "reason", h.Reason.String())
+	s.log().Info("started", "pid", h.Proc.Pid, "program", pr.Argv)
+	s.log().Debug("handed over by the runner", "reason", h.Reason.String())
 	res := s.adopt(h)
 	s.timed("cleanup", func() { s.cleanup(&res) })
 	res.Wall = time.Since(h.Started)
@@ -92,7 +93,7 @@ func (s *session) adopt(h *spawn.Handover) Result {
 	if s.view != nil && s.view.Init {
 		r.tree.init, r.tree.initFD = h.Proc.Pid, h.Proc.PidFD
 	}
-	if h.Reason == spawn.HandoverTree {
+	if h.Reason == spawn.HandoverEnded {
 		// The runner reaped the child; what it left is ended here.
 		s.timed("tree ended", r.tree.end)
 		return s.result("", unix.WaitStatus(h.Status))

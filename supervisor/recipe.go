@@ -26,7 +26,7 @@ func notARecipe(why string) error { return &NotARecipeError{Why: why} }
 // runtime starts, from a stored recipe): the same objects Run makes, in
 // the same order, from the same decisions. It says why not (a
 // *NotARecipeError) for a run that needs Go from its start (the allowlist
-// proxy, a seccomp listener that records denials, a report's figures), a
+// proxy, a seccomp listener that records denials), a
 // degradation to say, a private temp dir of its own, or a cgroup only New
 // can make. What needs Go once the program runs (socket mediation, the
 // timeout, the CPU budget, an OOM kill, orphans) the runner hands over to
@@ -34,8 +34,6 @@ func notARecipe(why string) error { return &NotARecipeError{Why: why} }
 func (pr *Prepared) Recipe() (*spawn.Recipe, error) {
 	cfg, p := pr.cfg, pr.Plan
 	switch {
-	case cfg.Report:
-		return nil, notARecipe("a report is asked for")
 	case cfg.LogDenials || pr.Seccomp.Notify:
 		return nil, notARecipe("denials are logged")
 	case len(cfg.KeepFDs) > 0:
@@ -65,6 +63,8 @@ func (pr *Prepared) Recipe() (*spawn.Recipe, error) {
 		Timeout:          time.Duration(p.Limits.TimeoutSeconds) * time.Second,
 		Forwarded:        forwarded,
 		Guardian:         spawn.DefaultGuardianTimings,
+		// A report reads the cgroup's figures before it goes.
+		EndInGo: cfg.Report,
 	}
 	for _, root := range p.Filesystem.WritableRoots {
 		if root.Create {

@@ -257,21 +257,28 @@ func (inv *invocation) execute(cfg supervisor.Config, facts *hostfacts.Facts, pr
 // can be (supervisor.Prepared.Recipe): the runner makes the run's objects
 // and waits for the program without this package, and exits with its
 // status; it returns only to hand over what needs Go (supervisor.Adopt),
-// or when it started nothing (ran is then false: execute runs it). A run
-// with a log or a report of its own is execute's.
+// its end included when that is logged or reported, or when it started
+// nothing (ran is then false: execute runs it).
 func (inv *invocation) runRecipe(pr *supervisor.Prepared) (code int, ran bool) {
-	if inv.out.logging || inv.out.report != nil || inv.out.denials != nil {
-		return 0, false
-	}
 	recipe, err := pr.Recipe()
 	if err != nil {
+		inv.out.log.Debug("supervised by Go", "why", err.Error())
 		return 0, false
 	}
+	recipe.EndInGo = recipe.EndInGo || inv.out.logging || inv.out.report != nil
 	h, err := spawn.RunRecipe(recipe.Encode(), pr.Argv)
-	if err != nil || h.Reason == spawn.HandoverFallback {
+	if err != nil {
+		inv.out.log.Debug("supervised by Go", "why", err.Error())
+		return 0, false
+	}
+	if h.Reason == spawn.HandoverFallback {
+		inv.out.log.Debug("the runner started nothing: supervised by Go", "step", h.FailStep.String(), "errno", h.FailErrno, "what", h.FailWhat)
 		return 0, false
 	}
 	res := supervisor.Adopt(context.Background(), pr, h)
+	inv.out.log.Info("ended", "ending", string(res.Ending), "exit_code", res.ExitCode, "wall", res.Wall)
+	inv.out.writeReport(report.Input{ToolVersion: version, StartedAt: inv.startedAt, Program: inv.o.argv, Prepared: pr, Result: res,
+		DenialLog: inv.o.logDenials, ObservedSeccomp: pr.Seccomp.Notify})
 	if res.Err != nil {
 		fail(res.ExitCode, res.Err)
 	}

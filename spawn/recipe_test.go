@@ -1,0 +1,92 @@
+package spawn
+
+import (
+	"encoding/binary"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// sampleRecipe has something in every list the runner reads.
+func sampleRecipe() *Recipe {
+	return &Recipe{
+		Roots:     []string{"/tmp/ws"},
+		SharedTmp: "/tmp/sandbox-executable-tmp-uid0",
+		Claims: []RecipeClaim{{Parent: "/tmp/ws", Dir: "/run/sandbox-executable/placeholders/g-00",
+			Placeholders: []string{"/tmp/ws/.git", "/tmp/ws/.codex"}}},
+		Cgroups: []RecipeCgroup{
+			{Parent: "/sys/fs/cgroup/sandbox-executable", Require: "memory pids", V2: true,
+				Writes: []RecipeCgroupWrite{{File: "memory.max", Value: "536870912"}, {File: "memory.swap.max", Value: "0", SwapAccount: true},
+					{File: "memory.oom.group", Value: "1", MayMiss: true}}},
+			{Parent: "/sys/fs/cgroup/pids/x", Join: true, Writes: []RecipeCgroupWrite{{File: "pids.max", Value: "64"}}},
+		},
+		SweepRequest: "/run/sandbox-executable/sweep-wanted",
+		SweepStamps:  []SweepStamp{{Path: "/run/sandbox-executable/swept", Every: time.Hour}},
+		Landlock: RecipeLandlock{ABI: 7, HandledFS: 0xffff, HandledNet: 3, Scoped: 3, FileRights: 0x4007, NetConnect: 2,
+			Rules: []RecipeRule{{Path: "/", Access: 0x7}, {Path: "/tmp/ws", Access: 0xffff, Required: true}}, Ports: []uint16{443}},
+		Env:            []string{"PATH=/usr/bin:/bin", "HOME=/root"},
+		PathDirs:       []string{"/usr/bin", "/bin", "."},
+		ShellFallback:  true,
+		Init:           true,
+		NamespaceFlags: unix.CLONE_NEWNS | unix.CLONE_NEWPID,
+		UnshareFlags:   unix.CLONE_NEWCGROUP,
+		Pdeathsig:      unix.SIGKILL,
+		Ops:            []Op{MakePrivate("/", "private"), MountNew("tmpfs", "/dev", unix.MS_NOSUID, "mode=755", "dev")},
+		Rlimits:        []Rlimit{{Resource: unix.RLIMIT_CORE}},
+		BPF:            make([]byte, 8*4),
+		Notify:         true,
+		Timeout:        120 * time.Second,
+		CPUCheck:       time.Second,
+		OOMWatch:       1,
+		Forwarded:      []syscall.Signal{unix.SIGTERM, unix.SIGINT},
+	}
+}
+
+// TestRecipeEncodingIsValid: what Encode lays out is what the runner's own
+// check accepts, empty or full.
+func TestRecipeEncodingIsValid(t *testing.T) {
+	for name, r := range map[string]*Recipe{"full": sampleRecipe(), "empty": {}} {
+		b := r.Encode()
+		if len(b)%8 != 0 {
+			t.Errorf("%s: %d bytes, not a multiple of 8", name, len(b))
+		}
+		if !ValidRecipe(b) {
+			t.Errorf("%s: the runner rejects Encode's recipe", name)
+		}
+	}
+}
+
+// TestRecipeCheckRejects: a recipe cut short, of another size, version or
+// magic, or whose references point outside it, is refused.
+func TestRecipeCheckRejects(t *testing.T) {
+	good := sampleRecipe().Encode()
+	mutate := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
+	cases := map[string][]byte{
+		"truncated":        good[:len(good)-8],
+		"grown":            append(append([]byte(nil), good...), make([]byte, 8)...),
+		"magic":            mutate(func(b []byte) []byte { b[0] ^= 1; return b }),
+		"version":          mutate(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], 99); return b }),
+		"size":             mutate(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[12:], uint32(len(b)+8)); return b }),
+		"roots past end":   mutate(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[16:], uint32(len(b))); return b }),
+		"roots count huge": mutate(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[20:], 1<<30); return b }),
+		"header only":      good[:64],
+	}
+	for name, b := range cases {
+		if ValidRecipe(b) {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// FuzzRecipeCheck: the runner's check never reads past what it is given,
+// whatever the bytes (it runs on authenticated recipes only, but is strict
+// anyway).
+func FuzzRecipeCheck(f *testing.F) {
+	f.Add(sampleRecipe().Encode())
+	f.Add((&Recipe{}).Encode())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ValidRecipe(b)
+	})
+}
