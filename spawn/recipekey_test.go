@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -198,7 +199,9 @@ type keyRun struct {
 	args  []string // after the test flag and "x"
 	env   []string
 	dir   string
-	stdin *os.File
+	stdin *os.File // nil: /dev/null
+	// closeStdin starts the child with fd 0 closed.
+	closeStdin bool
 }
 
 type keyResult struct {
@@ -212,11 +215,24 @@ type keyResult struct {
 // is the one recipekey.h's encoding gives.
 func runKeyChild(t *testing.T, r keyRun) keyResult {
 	t.Helper()
+	return runKeyChildOf(t, os.Args[0], r)
+}
+
+// runKeyChildOf is runKeyChild with the test binary bin.
+func runKeyChildOf(t *testing.T, bin string, r keyRun) keyResult {
+	t.Helper()
 	// "x" ends the test flags: the rest looks like the helper's options.
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestRecipeKeyChild$", "x"}, r.args...)...)
+	cmd := exec.Command(bin, append([]string{"-test.run=^TestRecipeKeyChild$", "x"}, r.args...)...)
+	if r.closeStdin {
+		// The Go runtime of the child opens /dev/null on a closed fd
+		// 0 as it starts: the C key, computed before, saw it closed.
+		cmd = exec.Command("/bin/sh", append([]string{"-c", `exec "$0" "$@" <&-`}, cmd.Args...)...)
+	}
 	cmd.Env = append(append([]string{}, r.env...), keyChildEnv)
 	cmd.Dir = r.dir
-	cmd.Stdin = r.stdin
+	if r.stdin != nil {
+		cmd.Stdin = r.stdin
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -243,6 +259,9 @@ func runKeyChild(t *testing.T, r keyRun) keyResult {
 			t.Errorf("%q: a key (%s) where there should be none", r.args, res.key)
 		}
 		return res
+	}
+	if r.closeStdin {
+		return res // the Go side cannot see what the C side saw
 	}
 	if !res.ok || res.key != goKey {
 		t.Errorf("%q: C key %s (ok %t), the encoding gives %s", r.args, res.key, res.ok, goKey)
@@ -296,6 +315,7 @@ func TestRecipeKey(t *testing.T) {
 		"env reordered":             with(func(r *keyRun) { r.env[0], r.env[1] = r.env[1], r.env[0] }),
 		"env vars merged":           with(func(r *keyRun) { r.env = []string{"PATH=/usr/bin:/bin" + "HOME=/root"} }),
 		"other directory":           with(func(r *keyRun) { r.dir = other }),
+		"stdin closed":              with(func(r *keyRun) { r.closeStdin = true }),
 		"an arg moved into the env": with(func(r *keyRun) { r.args = r.args[2:]; r.env = append(r.env, "--sandbox-policy", "{}") }),
 	}
 	if pty, n, err := openPty(); err == nil {
@@ -354,4 +374,45 @@ func openPty() (master, slave *os.File, err error) {
 		return nil, nil, err
 	}
 	return m, s, nil
+}
+
+// TestRecipeKeyWithoutBuildID: a binary linked without a GNU build-id
+// note is named by the stat of /proc/self/exe instead, as recipekey.h
+// says; copies of it at other inodes have other keys.
+func TestRecipeKeyWithoutBuildID(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds this package's test binary again")
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		if goCmd, err = exec.LookPath("/usr/local/go/bin/go"); err != nil {
+			t.Skip("no go command to build with")
+		}
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "spawn.test")
+	build := exec.Command(goCmd, "test", "-c", "-o", bin, "-ldflags=-linkmode=external -extldflags=-Wl,--build-id=none", ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if id, err := buildID(bin); err != nil || id != nil {
+		t.Fatalf("the binary built without a build-id has one: %x, %v", id, err)
+	}
+	copyBin := filepath.Join(dir, "copy.test")
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(copyBin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := keyRun{args: []string{"--", "prog"}, env: []string{"PATH=/usr/bin:/bin"}, dir: dir}
+	k1 := runKeyChildOf(t, bin, r)
+	k2 := runKeyChildOf(t, copyBin, r)
+	if !k1.ok || !k2.ok || k1.key == k2.key {
+		t.Errorf("two copies of a binary without a build-id: %+v and %+v, want two different keys", k1, k2)
+	}
+	if again := runKeyChildOf(t, bin, r); again != k1 {
+		t.Errorf("the same binary again: %+v, want %+v", again, k1)
+	}
 }
