@@ -376,12 +376,14 @@ func openPty() (master, slave *os.File, err error) {
 	return m, s, nil
 }
 
-// TestRecipeKeyWithoutBuildID: a binary linked without a GNU build-id
-// note is named by the stat of /proc/self/exe instead, as recipekey.h
-// says; copies of it at other inodes have other keys.
-func TestRecipeKeyWithoutBuildID(t *testing.T) {
+// TestRecipeKeyOtherLinks: the key is the encoding's in a static binary
+// (the build-id found through dl_iterate_phdr without a dynamic loader,
+// as the release is linked) and in one linked without a GNU build-id
+// note, which is named by the stat of /proc/self/exe instead: copies of it
+// at other inodes have other keys.
+func TestRecipeKeyOtherLinks(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds this package's test binary again")
+		t.Skip("builds this package's test binary again, twice")
 	}
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
@@ -390,11 +392,25 @@ func TestRecipeKeyWithoutBuildID(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "spawn.test")
-	build := exec.Command(goCmd, "test", "-c", "-o", bin, "-ldflags=-linkmode=external -extldflags=-Wl,--build-id=none", ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	build := func(name string, args ...string) string {
+		bin := filepath.Join(dir, name)
+		cmd := exec.Command(goCmd, append(append([]string{"test", "-c", "-o", bin}, args...), ".")...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return bin
 	}
+	r := keyRun{args: []string{"--", "prog"}, env: []string{"PATH=/usr/bin:/bin"}, dir: dir}
+
+	static := build("static.test", "-tags=osusergo,netgo", "-ldflags=-linkmode=external -extldflags=-static")
+	if id, err := buildID(static); err != nil || id == nil {
+		t.Fatalf("the static binary has no build-id: %v", err)
+	}
+	if k := runKeyChildOf(t, static, r); !k.ok {
+		t.Errorf("static binary: no key")
+	}
+
+	bin := build("nobuildid.test", "-ldflags=-linkmode=external -extldflags=-Wl,--build-id=none")
 	if id, err := buildID(bin); err != nil || id != nil {
 		t.Fatalf("the binary built without a build-id has one: %x, %v", id, err)
 	}
@@ -406,7 +422,6 @@ func TestRecipeKeyWithoutBuildID(t *testing.T) {
 	if err := os.WriteFile(copyBin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := keyRun{args: []string{"--", "prog"}, env: []string{"PATH=/usr/bin:/bin"}, dir: dir}
 	k1 := runKeyChildOf(t, bin, r)
 	k2 := runKeyChildOf(t, copyBin, r)
 	if !k1.ok || !k2.ok || k1.key == k2.key {
