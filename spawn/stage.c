@@ -1146,13 +1146,15 @@ int se_init_status(struct se_init *g, int *status)
  * RLIMIT_NOFILE and installs its own signal handlers and mask, and the
  * program must get what the helper got. A constructor runs before the
  * runtime starts (Go links cgo programs externally, through the C start-up).
+ * Its priority, 101, runs it before every other constructor of the helper:
+ * the recipe key's (recipekey.c, 102) hashes the RLIMIT_NOFILE it records.
  */
 static sigset_t se_init_mask;
 static int se_init_ignored[64];
 static int se_init_nignored;
 static struct rlimit se_init_nofile;
 
-__attribute__((constructor)) static void se_capture_initial_state(void)
+__attribute__((constructor(101))) static void se_capture_initial_state(void)
 {
 	sigprocmask(SIG_SETMASK, 0, &se_init_mask);
 	for (int s = 1; s < 65; s++) {
