@@ -277,6 +277,15 @@ func (r *Recipe) Encode() []byte {
 	return w.buf
 }
 
+// recipeRecords are the record types a recipe holds, for the test that
+// they have no implicit padding: records are copied byte for byte, and
+// padding the compiler leaves unwritten would make two encodings of one
+// recipe differ.
+func recipeRecords() []any {
+	return []any{C.struct_se_recipe{}, C.struct_se_rref{}, C.struct_se_rop{}, C.struct_se_rwrite{}, C.struct_se_rcg{},
+		C.struct_se_rclaim{}, C.struct_se_rstamp{}, C.struct_se_rll{}, C.struct_se_rlimit{}, C.struct_se_exit_rule{}}
+}
+
 func cbool32(b bool) C.int32_t {
 	if b {
 		return 1
@@ -295,6 +304,15 @@ func ValidRecipe(b []byte) bool {
 	copy(unsafe.Slice((*byte)(p), len(b)), b)
 	return C.se_recipe_check(p, C.size_t(len(b))) == 1
 }
+
+// FallbackSweepDue is Handover.FailWhat when the runner started nothing
+// because the stale sweep, which is Go's, is due.
+const FallbackSweepDue = "sweep due"
+
+// WarmOff is the environment variable that turns the warm path off when
+// set to "off": no run is carried out from a stored recipe, and none is
+// stored.
+const WarmOff = "SANDBOX_EXECUTABLE_WARM"
 
 // HandoverReason says why the runner gave a run to Go.
 type HandoverReason int

@@ -2,6 +2,7 @@ package spawn
 
 import (
 	"encoding/binary"
+	"reflect"
 	"syscall"
 	"testing"
 	"time"
@@ -76,6 +77,22 @@ func TestRecipeCheckRejects(t *testing.T) {
 	for name, b := range cases {
 		if ValidRecipe(b) {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestRecipeRecordsHaveNoHiddenPadding: every byte of a recipe's records
+// is a field's (cgo names explicit padding "_"), so that one recipe always
+// encodes to the same bytes.
+func TestRecipeRecordsHaveNoHiddenPadding(t *testing.T) {
+	for _, rec := range recipeRecords() {
+		typ := reflect.TypeOf(rec)
+		var sum uintptr
+		for i := 0; i < typ.NumField(); i++ {
+			sum += typ.Field(i).Type.Size()
+		}
+		if sum != typ.Size() {
+			t.Errorf("%s: fields take %d of its %d bytes", typ, sum, typ.Size())
 		}
 	}
 }

@@ -1392,7 +1392,7 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 		return;
 	}
 	if (sweep_due(r)) {
-		fail(&s, 0, 0, "sweep due");
+		fail(&s, 0, 0, "sweep due"); /* spawn.FallbackSweepDue */
 		h->reason = SE_HO_FALLBACK;
 		return;
 	}

@@ -74,6 +74,7 @@ struct se_exit_rule {
 
 struct se_rlimit {
 	int resource;
+	int pad; /* explicit: a recipe's records are copied byte for byte */
 	uint64_t cur, max;
 };
 
