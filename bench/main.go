@@ -35,6 +35,7 @@ var (
 	noBw       = flag.Bool("no-bwrap", false, "leave bubblewrap out (where it cannot run)")
 	staticTrue = flag.Bool("static-true", false, "start the static probe doing nothing instead of /bin/true (where a dynamic exec is slow: the VM guest's 9p root)")
 	vsBin      = flag.String("vs", "", "another sandbox-executable binary (an earlier build) as one more contender, \"before\"")
+	cold       = flag.Bool("cold", false, "one more contender, \"cold\": the helper with the warm path off ("+warmOff+"=off), every run decided by Go")
 )
 
 func main() {
@@ -93,20 +94,28 @@ func main() {
 	}
 }
 
-// contender is one way of running a command line.
+// warmOff turns the helper's warm path off (spawn.WarmOff).
+const warmOff = "SANDBOX_EXECUTABLE_WARM"
+
+// contender is one way of running a command line, with env added to the
+// item's environment.
 type contender struct {
 	name string
 	wrap func(argv []string) []string
+	env  []string
 }
 
 func contenders(ws string) []contender {
-	cs := []contender{{"bare", func(a []string) []string { return a }}}
+	cs := []contender{{name: "bare", wrap: func(a []string) []string { return a }}}
 	if !*noBw {
-		cs = append(cs, contender{"bubblewrap", func(a []string) []string { return bwrap(ws, a...) }})
+		cs = append(cs, contender{name: "bubblewrap", wrap: func(a []string) []string { return bwrap(ws, a...) }})
 	}
-	cs = append(cs, contender{"sandbox-executable", func(a []string) []string { return ours(ws, a...) }})
+	cs = append(cs, contender{name: "sandbox-executable", wrap: func(a []string) []string { return ours(ws, a...) }})
+	if *cold {
+		cs = append(cs, contender{name: "cold", wrap: func(a []string) []string { return ours(ws, a...) }, env: []string{warmOff + "=off"}})
+	}
 	if *vsBin != "" {
-		cs = append(cs, contender{"before", func(a []string) []string {
+		cs = append(cs, contender{name: "before", wrap: func(a []string) []string {
 			o := ours(ws, a...)
 			o[0] = *vsBin
 			return o
@@ -204,12 +213,13 @@ func measure(cs []contender, it item) ([]sample, error) {
 		for k := range cs {
 			j := (k + r) % len(cs)
 			var err error
+			env := append(slices.Clip(it.env), cs[j].env...)
 			if it.net {
-				if s.base[j], err = run(cs[j].wrap(trueArgv()), it.dir, it.env); err != nil {
+				if s.base[j], err = run(cs[j].wrap(trueArgv()), it.dir, env); err != nil {
 					return nil, fmt.Errorf("%s: %w", cs[j].name, err)
 				}
 			}
-			if s.work[j], err = run(cs[j].wrap(it.argv), it.dir, it.env); err != nil {
+			if s.work[j], err = run(cs[j].wrap(it.argv), it.dir, env); err != nil {
 				return nil, fmt.Errorf("%s: %w", cs[j].name, err)
 			}
 		}
@@ -304,7 +314,7 @@ func table(ws string) {
 					rs = append(rs, a/b)
 				}
 			}
-			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "before": "before"}[cs[j].name]
+			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "cold": "cold", "before": "before"}[cs[j].name]
 			if i < startupRows {
 				st := summarize(rs)
 				parts = append(parts, fmt.Sprintf("%s +%s ms", short, num(st.med)))
@@ -356,8 +366,8 @@ func denials(ws string) {
 	for _, mode := range []string{"exact", "landlock"} {
 		opts := []string{"--fs-mode", mode}
 		ss, err := measure([]contender{
-			{"none", func(a []string) []string { return oursWith(ws, "[]", opts, a...) }},
-			{"25", func(a []string) []string { return oursWith(ws, "", opts, a...) }},
+			{name: "none", wrap: func(a []string) []string { return oursWith(ws, "[]", opts, a...) }},
+			{name: "25", wrap: func(a []string) []string { return oursWith(ws, "", opts, a...) }},
 		}, item{argv: trueArgv(), rounds: *n})
 		if err != nil {
 			fmt.Printf("  %-9s failed: %v\n", mode, err)

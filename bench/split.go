@@ -20,10 +20,10 @@ func split(ws string) {
 	self, err := os.Executable()
 	check(err)
 	conf := func(what string) contender {
-		return contender{what, func(a []string) []string { return append([]string{self, "confine", "-with", what, "--"}, a...) }}
+		return contender{name: what, wrap: func(a []string) []string { return append([]string{self, "confine", "-with", what, "--"}, a...) }}
 	}
-	cs := []contender{{"bare", func(a []string) []string { return a }}, conf("seccomp"), conf("landlock"), conf("seccomp+landlock"),
-		{"sandbox-executable", func(a []string) []string { return ours(ws, a...) }}}
+	cs := []contender{{name: "bare", wrap: func(a []string) []string { return a }}, conf("seccomp"), conf("landlock"), conf("seccomp+landlock"),
+		{name: "sandbox-executable", wrap: func(a []string) []string { return ours(ws, a...) }}}
 	fmt.Printf("\nfile work under the kernel's mechanisms alone, without the supervisor (work alone: the same round's /bin/true under the same wrapper taken away)\n\n")
 	fmt.Printf("%-18s %6s", "item", "rounds")
 	for _, c := range cs[1:] {
