@@ -184,6 +184,33 @@ func byPrefix(path string) Kind {
 	return KindFileMeta
 }
 
+// untrustedTimes are the filesystems whose file times a check cannot go
+// by: a userspace or network filesystem may keep a directory's mtime as it
+// was while its entries change (FUSE, 9p, vboxsf, SMB), or answer a stat
+// from a client cache (NFS, CIFS, Ceph, AFS, Coda). Listings and file reads
+// there taint the decision; a stat's answer (mode, owner, inode) is what a
+// fresh decision would see too.
+var untrustedTimes = map[int64]string{
+	unix.FUSE_SUPER_MAGIC: "fuse", unix.V9FS_MAGIC: "9p", 0x786f4256: "vboxsf", unix.CIFS_SUPER_MAGIC: "cifs",
+	unix.SMB_SUPER_MAGIC: "smb", 0xfe534d42: "smb2", unix.NFS_SUPER_MAGIC: "nfs", unix.CEPH_SUPER_MAGIC: "ceph",
+	unix.AFS_FS_MAGIC: "afs", unix.CODA_SUPER_MAGIC: "coda",
+}
+
+// timesUntrusted taints the decision when the open file fd is on a
+// filesystem whose times a check cannot go by, and says so.
+func timesUntrusted(op, path string, fd int) bool {
+	var s unix.Statfs_t
+	if err := unix.Fstatfs(fd, &s); err != nil {
+		Taint("fsdeps: " + op + " " + path + ": fstatfs: " + err.Error())
+		return true
+	}
+	if name, ok := untrustedTimes[int64(s.Type)]; ok {
+		Taint("fsdeps: " + op + " " + path + ": on " + name + ", whose file times a check cannot go by")
+		return true
+	}
+	return false
+}
+
 // racyWindow is how recent a recorded time may be before the record is
 // refused: file times come from a coarse clock (one tick behind at most),
 // so a change made in the same tick as the one the decision saw could
@@ -203,11 +230,16 @@ var racyWindow = sync.OnceValue(func() time.Duration {
 func now() time.Time { return time.Now() }
 
 // racy taints the decision when one of the times is not clearly older than
-// before (when the call was made), and says so.
+// before (when the call was made), and says so. A time of a whole second
+// may come from a filesystem that keeps whole seconds (or two: FAT): the
+// window is then that long.
 func racy(op, path string, before time.Time, ts ...Timespec) bool {
-	limit := before.Add(-racyWindow())
 	for _, t := range ts {
-		if !time.Unix(t.Sec, t.Nsec).Before(limit) {
+		window := racyWindow()
+		if t.Nsec == 0 {
+			window += 2 * time.Second
+		}
+		if !time.Unix(t.Sec, t.Nsec).Before(before.Add(-window)) {
 			Taint("fsdeps: " + op + " of " + path + ": changed within " + racyWindow().String() + " of the decision (a later change could keep the same time)")
 			return true
 		}
@@ -262,9 +294,10 @@ func LstatCtime(path string) (CtimeInfo, error) {
 		if err == nil {
 			d.Mode, d.UID, d.GID, d.Dev, d.Ino, d.Rdev = st.Mode, st.Uid, st.Gid, st.Dev, st.Ino, st.Rdev
 			d.Ctime = timespec(st.Ctim)
-			racy("lstat", path, before, d.Ctime)
 		}
-		record(d)
+		if err != nil || !racy("lstat", path, before, d.Ctime) {
+			record(d)
+		}
 	}
 	if err != nil {
 		return CtimeInfo{}, &fs.PathError{Op: "lstat", Path: path, Err: err}
@@ -379,6 +412,7 @@ func ReadDir(path string) ([]DirEntry, error) {
 		Taint("fsdeps: readdir " + path + ": " + rerr.Error())
 	case strings.HasPrefix(filepath.Clean(path), "/proc/"):
 		Taint("fsdeps: readdir " + path + ": a /proc directory's mtime does not follow its entries")
+	case timesUntrusted("readdir", path, fd):
 	default:
 		d := Dep{Kind: KindReadDir, Path: path, Dev: st.Dev, Ino: st.Ino, Mtime: timespec(st.Mtim)}
 		if !racy("readdir", path, before, d.Mtime) {
@@ -504,6 +538,9 @@ func recordRead(path string, fd int, flags uint8, st *unix.Stat_t, data []byte, 
 		}
 		record(Dep{Kind: KindFileContent, Flags: flags, Path: path, Data: string(data)})
 	case st.Mode&unix.S_IFMT == unix.S_IFREG:
+		if timesUntrusted("read", path, fd) {
+			return
+		}
 		d := Dep{Kind: KindFileMeta, Flags: flags, Path: path, Dev: st.Dev, Ino: st.Ino, Size: st.Size,
 			Mtime: timespec(st.Mtim), Ctime: timespec(st.Ctim)}
 		if !racy("read", path, before, d.Mtime, d.Ctime) {

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -314,4 +315,29 @@ func TestEncodeDecode(t *testing.T) {
 	if _, err := Encode([]Dep{{Kind: KindReadDir, Flags: FlagCtime, Path: "/"}}); err == nil {
 		t.Error("a flag another kind's encoded")
 	}
+}
+
+// TestWholeSecondTimesTaint: a time of a whole second may come from a
+// filesystem that keeps whole seconds, where a later change in the same
+// second keeps it: within two seconds of the read, it taints.
+func TestWholeSecondTimesTaint(t *testing.T) {
+	d := t.TempDir()
+	sub := filepath.Join(d, "sub")
+	os.Mkdir(sub, 0o755)
+	for _, c := range []struct {
+		ago   time.Duration
+		taint bool
+	}{{time.Second, true}, {5 * time.Second, false}} {
+		Reset()
+		when := time.Now().Add(-c.ago).Truncate(time.Second)
+		if err := os.Chtimes(sub, when, when); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Millisecond)
+		ReadDir(sub)
+		if got := len(Tainted()) > 0; got != c.taint {
+			t.Errorf("a directory's mtime a whole second %v ago: tainted %v (%v), want %v", c.ago, got, Tainted(), c.taint)
+		}
+	}
+	Reset()
 }
