@@ -36,7 +36,9 @@ import (
 //	    statfs         i64 f_type
 //	    faccessat      nothing
 const (
-	Magic   uint32 = 0x50444553
+	// Magic opens an encoding ("SEDP" in its bytes).
+	Magic uint32 = 0x50444553
+	// Version is the format's version; a verifier refuses any other.
 	Version uint16 = 1
 	// MaxPath bounds a path and a link's target (PATH_MAX less its NUL).
 	MaxPath = 4095

@@ -71,6 +71,7 @@ const (
 var kindNames = map[Kind]string{KindLstat: "lstat", KindStat: "stat", KindReadlink: "readlink", KindReadDir: "readdir",
 	KindFileMeta: "read (metadata)", KindFileContent: "read (content)", KindStatfs: "statfs", KindFaccessat: "faccessat"}
 
+// String names the call ("lstat").
 func (k Kind) String() string {
 	if n, ok := kindNames[k]; ok {
 		return n
@@ -128,6 +129,7 @@ func (d *Dep) call() string {
 	return fmt.Sprintf("%d/%d/%d/%d/%q", d.Kind, d.Flags, d.AccessMode, d.AccessFlags, d.Path)
 }
 
+// String is the call and, when it failed, its errno ("lstat /x: ENOENT").
 func (d *Dep) String() string {
 	s := d.Kind.String() + " " + d.Path
 	if d.Errno != 0 {

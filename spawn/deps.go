@@ -19,6 +19,7 @@ const (
 	DepsIO        DepsReason = C.SE_DEPS_IO
 )
 
+// String says the reason in words.
 func (r DepsReason) String() string {
 	switch r {
 	case DepsOK:
