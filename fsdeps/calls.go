@@ -308,18 +308,18 @@ func LstatCtime(path string) (CtimeInfo, error) {
 // Readlink is os.Readlink, recorded: the errno, or the target.
 func Readlink(path string) (string, error) {
 	target, err := os.Readlink(path)
-	if canRecord("readlink", path) {
-		d := Dep{Kind: KindReadlink, Path: path, Errno: errnoOf(err), Data: target}
-		if err != nil {
-			d.Data = ""
-		}
-		if d.Errno == 0 && err != nil {
-			Taint("fsdeps: readlink " + path + ": " + err.Error())
-		} else if len(target) > MaxPath {
-			Taint("fsdeps: readlink " + path + ": a target longer than " + itoa(MaxPath) + " bytes")
-		} else {
-			record(d)
-		}
+	if !canRecord("readlink", path) {
+		return target, err
+	}
+	switch errno := errnoOf(err); {
+	case err != nil && errno == 0:
+		Taint("fsdeps: readlink " + path + ": " + err.Error())
+	case err != nil:
+		record(Dep{Kind: KindReadlink, Path: path, Errno: errno})
+	case len(target) == 0 || len(target) > MaxPath:
+		Taint("fsdeps: readlink " + path + ": a target of " + itoa(len(target)) + " bytes")
+	default:
+		record(Dep{Kind: KindReadlink, Path: path, Data: target})
 	}
 	return target, err
 }
