@@ -197,18 +197,23 @@ var untrustedTimes = map[int64]string{
 }
 
 // timesUntrusted taints the decision when the open file fd is on a
-// filesystem whose times a check cannot go by, and says so.
+// filesystem whose times a check cannot go by, and says so: one of
+// untrustedTimes, or a kernel filesystem (a directory of /proc, sysfs or
+// cgroupfs keeps its mtime while its entries come and go).
 func timesUntrusted(op, path string, fd int) bool {
 	var s unix.Statfs_t
 	if err := unix.Fstatfs(fd, &s); err != nil {
 		Taint("fsdeps: " + op + " " + path + ": fstatfs: " + err.Error())
 		return true
 	}
-	if name, ok := untrustedTimes[int64(s.Type)]; ok {
-		Taint("fsdeps: " + op + " " + path + ": on " + name + ", whose file times a check cannot go by")
-		return true
+	name, ok := untrustedTimes[int64(s.Type)]
+	if kernelFS[int64(s.Type)] {
+		name, ok = "a kernel filesystem", true
 	}
-	return false
+	if ok {
+		Taint("fsdeps: " + op + " " + path + ": on " + name + ", whose file times a check cannot go by")
+	}
+	return ok
 }
 
 // racyWindow is how recent a recorded time may be before the record is
@@ -377,8 +382,9 @@ func (e DirEntry) IsDir() bool { return e.typ.IsDir() }
 // (O_DIRECTORY: a file that is not one fails with ENOTDIR, and a FIFO never
 // blocks), or its device, inode and mtime, taken before it is listed (an
 // entry made, removed or renamed later changes the mtime). Entries are
-// sorted by name. A directory of /proc is listed but taints the decision:
-// its mtime does not follow its entries.
+// sorted by name. A directory of a kernel, userspace or network
+// filesystem (/proc, sysfs, cgroupfs, FUSE, NFS ...) is listed but taints
+// the decision: its mtime need not follow its entries (timesUntrusted).
 func ReadDir(path string) ([]DirEntry, error) {
 	before := now()
 	var fd int
@@ -410,8 +416,6 @@ func ReadDir(path string) ([]DirEntry, error) {
 		Taint("fsdeps: readdir " + path + ": fstat: " + serr.Error())
 	case rerr != nil:
 		Taint("fsdeps: readdir " + path + ": " + rerr.Error())
-	case strings.HasPrefix(filepath.Clean(path), "/proc/"):
-		Taint("fsdeps: readdir " + path + ": a /proc directory's mtime does not follow its entries")
 	case timesUntrusted("readdir", path, fd):
 	default:
 		d := Dep{Kind: KindReadDir, Path: path, Dev: st.Dev, Ino: st.Ino, Mtime: timespec(st.Mtim)}

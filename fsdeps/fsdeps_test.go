@@ -341,3 +341,18 @@ func TestWholeSecondTimesTaint(t *testing.T) {
 	}
 	Reset()
 }
+
+// TestKernelListingsTaint: a directory of /proc or sysfs keeps
+// its mtime while its entries come and go: listing one taints.
+func TestKernelListingsTaint(t *testing.T) {
+	for _, d := range []string{"/proc", "/sys/kernel"} {
+		Reset()
+		if _, err := ReadDir(d); err != nil {
+			t.Skip(err)
+		}
+		if len(Tainted()) == 0 || len(Deps()) != 0 {
+			t.Errorf("listing %s: taints %v, deps %v", d, Tainted(), Deps())
+		}
+	}
+	Reset()
+}
