@@ -96,6 +96,24 @@ var allowed = map[string]string{
 	"seccomp/notify.go":  "run time: names a denied process's executable",
 }
 
+// procSelfReaders are the functions that read this process's own /proc
+// files unrecorded (ReadProcSelf, ReadlinkProcSelf), each with the
+// key-covered fact it reads: a new one must be added here, consciously.
+var procSelfReaders = map[string]string{
+	"sandbox-executable.terminalDevices": "/proc/self/fd/0-2: the stdio descriptors",
+	"mountns.selfStatus":                 "/proc/self/status: CapEff and Seccomp (capabilities, seccomp mode)",
+	"supervisor.effectiveCap":            "/proc/self/status: CapEff (capabilities)",
+	"cgroups.Detect":                     "/proc/self/cgroup: this process's cgroups",
+}
+
+// taintCallers are the functions of the decision packages that call
+// Taint, each with what it cannot record.
+var taintCallers = map[string]string{
+	"sandbox-executable.passwdHome": "user.Current through NSS",
+	"policy.hookGuard.expand":       "user.Lookup through NSS",
+	"mountns.probeNow":              "a namespace trial (a clone)",
+}
+
 // taints are the allowed functions that must call Taint (they read what no
 // dependency can check).
 var taints = []string{"sandbox-executable.passwdHome", "policy.hookGuard.expand"}
@@ -107,6 +125,7 @@ func TestDecisionReadsThroughFsdeps(t *testing.T) {
 	used := map[string]bool{}
 	var bad []string
 	calledTaint := map[string]bool{}
+	procSelfSeen := map[string]bool{}
 	var indirect []string
 	for _, dir := range decisionPackages {
 		g := &callGraph{calls: map[string][]string{}, direct: map[string]string{}, file: map[string]string{}, names: map[string][]string{}}
@@ -150,8 +169,19 @@ func TestDecisionReadsThroughFsdeps(t *testing.T) {
 					if !ok {
 						return true
 					}
-					if imports[id.Name] == "sandbox-executable/fsdeps" && sel.Sel.Name == "Taint" {
-						calledTaint[fn] = true
+					if imports[id.Name] == "sandbox-executable/fsdeps" {
+						switch sel.Sel.Name {
+						case "Taint":
+							calledTaint[fn] = true
+							if taintCallers[fn] == "" {
+								bad = append(bad, fset.Position(sel.Pos()).String()+": "+fn+" taints the decision: add it to taintCallers with why")
+							}
+						case "ReadProcSelf", "ReadlinkProcSelf":
+							procSelfSeen[fn] = true
+							if procSelfReaders[fn] == "" {
+								bad = append(bad, fset.Position(sel.Pos()).String()+": "+fn+" reads this process's own /proc unrecorded: add it to procSelfReaders with the key-covered fact it reads")
+							}
+						}
 					}
 					for _, b := range banned[imports[id.Name]] {
 						if sel.Sel.Name != b {
@@ -195,6 +225,16 @@ func TestDecisionReadsThroughFsdeps(t *testing.T) {
 	for _, fn := range taints {
 		if !calledTaint[fn] {
 			t.Errorf("%s reads what no dependency can check but does not call fsdeps.Taint", fn)
+		}
+	}
+	for k := range procSelfReaders {
+		if !procSelfSeen[k] {
+			t.Errorf("procSelfReaders entry %s does not read /proc/self: remove it", k)
+		}
+	}
+	for k := range taintCallers {
+		if !calledTaint[k] {
+			t.Errorf("taintCallers entry %s does not taint: remove it", k)
 		}
 	}
 	for k := range allowed {
