@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/fsdeps"
 )
 
 // Host describes the cgroup layout of this machine as this process sees it.
@@ -77,23 +79,37 @@ func (h *Host) V1For(c string) *Hierarchy {
 
 // Detect reads /proc/self/mountinfo and /proc/self/cgroup (and, for cgroup2,
 // the controllers at its mount) and describes the host. No cgroup at all is
-// not an error: the Host's Mode is then Unavailable.
+// not an error: the Host's Mode is then Unavailable. The host decides a
+// run: mountinfo (the mount namespace's, the same for every process in it)
+// and the controllers are recorded (fsdeps); /proc/self/cgroup, this
+// process's own, is in the recipe's key.
 func Detect() (*Host, error) {
-	mi, err := readFile("/proc/self/mountinfo")
+	mi, err := fsdeps.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return nil, err
+		return nil, pathErr("read", "/proc/self/mountinfo", bareErr(err))
 	}
-	pc, err := readFile("/proc/self/cgroup")
+	pc, err := fsdeps.ReadProcSelf("/proc/self/cgroup", "this process's cgroups")
 	if err != nil && !errors.Is(err, unix.ENOENT) {
-		return nil, err
+		return nil, pathErr("read", "/proc/self/cgroup", bareErr(err))
 	}
 	h := buildHost(parseMountinfo(string(mi)), parseProcCgroup(string(pc)))
 	if h.V2 != nil {
 		// A failure leaves the list empty: New then finds no v2
 		// controller and says which one it missed.
-		h.V2.Controllers, _ = readList(h.V2.Mount + "/cgroup.controllers")
+		if b, err := fsdeps.ReadFile(h.V2.Mount + "/cgroup.controllers"); err == nil {
+			h.V2.Controllers = strings.Fields(string(b))
+		}
 	}
 	return h, nil
+}
+
+// bareErr is the errno inside a filesystem error (pathErr names the path).
+func bareErr(err error) error {
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return err
 }
 
 // cgroupMount is one cgroup or cgroup2 line of mountinfo.

@@ -11,6 +11,10 @@ import (
 	"sandbox-executable/cgroups"
 )
 
+// Everything in this file is doctor's (Diagnosis.CgroupAccess): no run
+// decides from it, so its reads are not recorded (fsdeps; the guard test's
+// allowlist says so).
+
 // StrictControllers are the limits the strict model puts on every run.
 var StrictControllers = []string{"memory", "pids"}
 

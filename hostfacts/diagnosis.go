@@ -18,6 +18,9 @@ import (
 	"sandbox-executable/seccomp"
 )
 
+// Everything in this file is doctor's: no run decides from it, so its
+// reads are not recorded (fsdeps; the guard test's allowlist says so).
+
 // Diagnosis are the further facts `doctor` shows, probed only when
 // Options.Doctor asks: why something is missing, not whether (the run
 // path's fields of Facts say that).

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/cgroups"
+	"sandbox-executable/fsdeps"
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
 	"sandbox-executable/runstate"
@@ -122,6 +123,10 @@ func (f *Facts) CgroupfsMissing() bool { return f.Cgroups == nil && f.CgroupsWhy
 // Probe looks at this host once.
 func Probe(o Options) *Facts {
 	f := &Facts{UID: os.Getuid(), GID: os.Getgid(), EUID: os.Geteuid()}
+	// What the kernel itself answers (the Landlock ABI and errata, the
+	// calls MediationWorks tries, the seccomp actions) holds for this boot:
+	// its id, recorded by content, ties the decision to it.
+	fsdeps.ReadFile("/proc/sys/kernel/random/boot_id")
 	var diagnose func(*Facts) *Diagnosis
 	if o.Doctor {
 		// Its forks first, in parallel with the rest.
@@ -184,26 +189,64 @@ func SharedTmpPath(tempDir string, uid int) string {
 // sticky if others can write it). A name that is not there yet is fit when
 // missing is (the run makes it). Mounted over in every run's view, its
 // host side is never written, but a directory another user planted (to
-// see what a run leaves, or to swap it) must not be used.
+// see what a run leaves, or to swap it) must not be used. What it reads is
+// recorded (the decision's check; CheckSharedTmpNow is the run's).
 func CheckSharedTmp(dir string, uid int, missing bool) error {
-	parent, err := os.Stat(filepath.Dir(dir))
-	if err != nil {
-		return fmt.Errorf("shared temp dir mount point %s: %w", dir, err)
+	var parent, self fileFacts
+	fi, err := fsdeps.Stat(filepath.Dir(dir))
+	parent = fileFacts{err: err, ok: err == nil, uid: fi.UID(), mode: fi.Mode()}
+	if err == nil {
+		fi, err = fsdeps.Lstat(dir)
+		self = fileFacts{err: err, ok: err == nil, uid: fi.UID(), mode: fi.Mode()}
 	}
-	pst, _ := parent.Sys().(*syscall.Stat_t)
-	if pst == nil || (pst.Uid != 0 && int(pst.Uid) != uid) || (parent.Mode().Perm()&0o022 != 0 && parent.Mode()&os.ModeSticky == 0) {
+	return judgeSharedTmp(dir, uid, missing, parent, self)
+}
+
+// CheckSharedTmpNow is CheckSharedTmp at run time, after the decision:
+// the supervisor checks the mount point it made (nothing recorded).
+func CheckSharedTmpNow(dir string, uid int, missing bool) error {
+	facts := func(fi os.FileInfo, err error) fileFacts {
+		if err != nil {
+			return fileFacts{err: err}
+		}
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		if st == nil {
+			return fileFacts{mode: fi.Mode()}
+		}
+		return fileFacts{ok: true, uid: st.Uid, mode: fi.Mode()}
+	}
+	parent := facts(os.Stat(filepath.Dir(dir)))
+	var self fileFacts
+	if parent.err == nil {
+		self = facts(os.Lstat(dir))
+	}
+	return judgeSharedTmp(dir, uid, missing, parent, self)
+}
+
+// fileFacts are what CheckSharedTmp judges of a file: its stat's error, or
+// (ok) its owner and mode.
+type fileFacts struct {
+	err  error
+	ok   bool
+	uid  uint32
+	mode os.FileMode
+}
+
+func judgeSharedTmp(dir string, uid int, missing bool, parent, self fileFacts) error {
+	if parent.err != nil {
+		return fmt.Errorf("shared temp dir mount point %s: %w", dir, parent.err)
+	}
+	if !parent.ok || (parent.uid != 0 && int(parent.uid) != uid) || (parent.mode.Perm()&0o022 != 0 && parent.mode&os.ModeSticky == 0) {
 		return fmt.Errorf("shared temp dir mount point %s: its parent is not root's or uid %d's, or others can rename in it", dir, uid)
 	}
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, os.ErrNotExist) && missing {
+	if errors.Is(self.err, os.ErrNotExist) && missing {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("shared temp dir mount point %s: %w", dir, err)
+	if self.err != nil {
+		return fmt.Errorf("shared temp dir mount point %s: %w", dir, self.err)
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || st == nil || int(st.Uid) != uid || fi.Mode().Perm() != 0o700 {
-		return fmt.Errorf("shared temp dir mount point %s: not a directory of uid %d with mode 0700 (%v)", dir, uid, fi.Mode())
+	if !self.mode.IsDir() || !self.ok || int(self.uid) != uid || self.mode.Perm() != 0o700 {
+		return fmt.Errorf("shared temp dir mount point %s: not a directory of uid %d with mode 0700 (%v)", dir, uid, self.mode)
 	}
 	return nil
 }
@@ -255,10 +298,10 @@ func stateDirs(readOnly bool) ([]string, *seccomp.Cache, string) {
 // canonical is path with its symbolic links resolved (the Plan's paths are
 // canonical), as far as it exists.
 func canonical(path string) string {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
+	if real, err := fsdeps.EvalSymlinks(path); err == nil {
 		return real
 	}
-	if parent, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+	if parent, err := fsdeps.EvalSymlinks(filepath.Dir(path)); err == nil {
 		return filepath.Join(parent, filepath.Base(path))
 	}
 	return path
@@ -268,6 +311,18 @@ var (
 	mediationOnce sync.Once
 	mediationOK   bool
 )
+
+// openat2InRoot reports whether the kernel (and whatever filter the helper
+// runs under) has openat2 with RESOLVE_IN_ROOT: a feature probe on "/",
+// whose answer is the kernel's (the boot's), not a file's.
+func openat2InRoot() bool {
+	fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
+}
 
 // MediationWorks reports whether this kernel (and whatever filter the
 // helper itself runs under) lets the supervisor take a process's socket
@@ -279,7 +334,7 @@ func MediationWorks() bool {
 		// to CAP_SYS_PTRACE, 3 from everyone: every call would then be
 		// refused (the supervisor is the program's ancestor, which scope
 		// 1 allows).
-		if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
+		if b, err := fsdeps.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
 			if v := strings.TrimSpace(string(b)); v == "3" || (v == "2" && os.Geteuid() != 0) {
 				return
 			}
@@ -294,11 +349,9 @@ func MediationWorks() bool {
 			return
 		}
 		unix.Close(fd)
-		fd, err = unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
-		if err != nil {
+		if !openat2InRoot() {
 			return
 		}
-		unix.Close(fd)
 		src, dst := [1]byte{1}, [1]byte{}
 		_, err = unix.ProcessVMReadv(os.Getpid(), []unix.Iovec{{Base: &dst[0], Len: 1}}, []unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&src[0])), Len: 1}}, 0)
 		mediationOK = err == nil && dst[0] == 1

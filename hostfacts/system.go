@@ -9,6 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Everything in this file is doctor's (Diagnosis.System, Status,
+// CapLastCap): no run decides from it, so its reads are not recorded
+// (fsdeps; the guard test's allowlist says so).
+
 // System are the facts about the machine and this process that only
 // doctor shows: the kernel, the signs of a container or of WSL, systemd,
 // the root filesystem, the security modules.

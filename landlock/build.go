@@ -3,10 +3,11 @@ package landlock
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/fsdeps"
 )
 
 // Build creates the kernel ruleset for s and returns its fd (close-on-exec;
@@ -104,7 +105,7 @@ func (s *Spec) DirRulesWithin(dirs []string) []Rule {
 	for _, r := range s.Rules {
 		for _, d := range dirs {
 			if r.Path == d || strings.HasPrefix(r.Path, d+"/") {
-				if st, err := os.Stat(r.Path); err == nil && st.IsDir() && r.Access&s.HandledFS != 0 {
+				if st, err := fsdeps.Stat(r.Path); err == nil && st.IsDir() && r.Access&s.HandledFS != 0 {
 					out = append(out, Rule{Path: r.Path, Access: r.Access & s.HandledFS})
 				}
 				break

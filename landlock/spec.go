@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 
+	"sandbox-executable/fsdeps"
 	"sandbox-executable/policy"
 )
 
@@ -248,25 +249,32 @@ func (w *walker) grant(p string, required bool) {
 		w.rules = append(w.rules, Rule{Path: p, Access: w.access, Required: required})
 		return
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		if required && errors.Is(err, fs.ErrNotExist) {
-			// A root the run makes at its start (WritablePath.Create):
-			// empty, so split into nothing, and reported as narrowed.
-			w.split = append(w.split, p)
+	// The listing is recorded (fsdeps): an entry made, removed or renamed
+	// in p later changes the rules, and so the decision.
+	entries, err := fsdeps.ReadDir(p)
+	var pe *fs.PathError
+	if err != nil && errors.As(err, &pe) && pe.Op == "open" {
+		if errors.Is(err, syscall.ENOTDIR) {
+			// Not a directory: a failure to list it, as ever (opening
+			// it never failed before it was listed).
+			err = &fs.PathError{Op: "readdirent", Path: p, Err: syscall.ENOTDIR}
+		} else {
+			if required && errors.Is(err, fs.ErrNotExist) {
+				// A root the run makes at its start (WritablePath.Create):
+				// empty, so split into nothing, and reported as narrowed.
+				w.split = append(w.split, p)
+				return
+			}
+			if required {
+				w.err = fmt.Errorf("landlock: list %s: %w", p, err)
+			}
 			return
 		}
-		if required {
-			w.err = fmt.Errorf("landlock: list %s: %w", p, err)
-		}
-		return
 	}
-	entries, err := f.ReadDir(-1)
-	f.Close()
 	for try := 0; errors.Is(err, fs.ErrNotExist) && try < 3; try++ {
 		// An entry removed while it was listed (a busy /tmp; seen on a
 		// 9p root in the VM guest): list again.
-		entries, err = os.ReadDir(p)
+		entries, err = fsdeps.ReadDir(p)
 	}
 	if err != nil {
 		w.err = fmt.Errorf("landlock: list %s: %w", p, err)
@@ -280,7 +288,7 @@ func (w *walker) grant(p string, required bool) {
 	for _, e := range entries {
 		// A symlink needs no rule: following it lands on its target,
 		// whose own ancestors decide.
-		if e.Type()&os.ModeSymlink != 0 {
+		if e.Type()&fs.ModeSymlink != 0 {
 			continue
 		}
 		w.grant(filepath.Join(p, e.Name()), false)

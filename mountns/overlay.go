@@ -1,11 +1,12 @@
 package mountns
 
 import (
-	"os"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/fsdeps"
 )
 
 // OverlayAvailable reports whether the child can mount overlayfs (for the
@@ -23,17 +24,17 @@ func OverlayAvailable(privileged bool) (bool, string) {
 	if !privileged && !kernelAtLeast(release, 5, 11) {
 		return false, "Linux " + release + " cannot mount overlayfs in a user namespace (5.11 or later can)"
 	}
-	if b, err := os.ReadFile("/proc/filesystems"); err == nil {
+	if b, err := fsdeps.ReadFile("/proc/filesystems"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.TrimSpace(strings.TrimPrefix(l, "nodev")) == "overlay" {
 				return true, ""
 			}
 		}
 	}
-	if _, err := os.Stat("/sys/module/overlay"); err == nil {
+	if _, err := fsdeps.Stat("/sys/module/overlay"); err == nil {
 		return true, ""
 	}
-	if _, err := os.Stat("/lib/modules/" + release + "/kernel/fs/overlayfs"); err == nil {
+	if _, err := fsdeps.Stat("/lib/modules/" + release + "/kernel/fs/overlayfs"); err == nil {
 		return true, "" // loaded on the first mount
 	}
 	return false, "this kernel has no overlayfs"

@@ -1,9 +1,10 @@
 package mountns
 
 import (
-	"os"
 	"strconv"
 	"strings"
+
+	"sandbox-executable/fsdeps"
 )
 
 // capSysAdmin is CAP_SYS_ADMIN's bit in /proc/self/status's CapEff.
@@ -29,8 +30,9 @@ type Availability struct {
 	Attempt *Attempt `json:"-"`
 }
 
+// readInt reads a one-number file (a sysctl), recorded by its content.
 func readInt(path string) (int, bool) {
-	b, err := os.ReadFile(path)
+	b, err := fsdeps.ReadFile(path)
 	if err != nil {
 		return 0, false
 	}
@@ -53,8 +55,9 @@ func seccompFiltered() bool {
 // selfStatus reads /proc/self/status once for what this package asks of
 // it: the effective capabilities (CapEff) and whether a seccomp filter
 // applies (Seccomp: 2). Unreadable, it says no capabilities and no filter.
+// Both are in the recipe's key: this process's own file is read unrecorded.
 func selfStatus() (capEff uint64, filtered bool) {
-	b, err := os.ReadFile("/proc/self/status")
+	b, err := fsdeps.ReadProcSelf("/proc/self/status", "CapEff and Seccomp (capabilities, seccomp mode)")
 	if err != nil {
 		return 0, false
 	}

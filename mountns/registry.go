@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/fsdeps"
 	"sandbox-executable/runstate"
 	"sandbox-executable/spawn"
 )
@@ -152,10 +153,12 @@ func Claim(v *View) (*View, *Claims, error) {
 
 // peekRegistered returns a test for recorded placeholders that takes no
 // claim, for a view that is only shown (Build): a run decides again under
-// its claims.
-func peekRegistered() func(string, *unix.Stat_t) bool {
+// its claims. What it reads is the decision's: the record (a recorded
+// readlink) and, where there is one, the directory's identity with its
+// ctime (a recorded lstat that compares the ctime).
+func peekRegistered() func(string) bool {
 	reg := ""
-	return func(path string, st *unix.Stat_t) bool {
+	return func(path string) bool {
 		if reg == "" {
 			var err error
 			if reg, err = runstate.Dir(registryDir); err != nil {
@@ -163,7 +166,12 @@ func peekRegistered() func(string, *unix.Stat_t) bool {
 			}
 		}
 		d, ok := readRecord(groupDir(reg, filepath.Dir(path)), filepath.Base(path))
-		return ok && d.Matches(st)
+		if !ok {
+			return false
+		}
+		fi, err := fsdeps.LstatCtime(path)
+		return err == nil && fi.IsDir() && fi.Dev() == d.Dev && fi.Ino() == d.Ino &&
+			fi.Ctime.Sec == d.Ctime.Sec && fi.Ctime.Nsec == d.Ctime.Nsec
 	}
 }
 
@@ -206,9 +214,9 @@ func lockWait(f *os.File, how int) error {
 	}
 }
 
-// registered reports whether the directory at path, whose lstat is st, is
-// a recorded placeholder of a group this run claims (and remembers it).
-func (c *Claims) registered(path string, st *unix.Stat_t) bool {
+// registered reports whether the directory at path is a recorded
+// placeholder of a group this run claims (and remembers it).
+func (c *Claims) registered(path string) bool {
 	g := c.byParent[filepath.Dir(path)]
 	if g == nil {
 		return false
@@ -217,7 +225,11 @@ func (c *Claims) registered(path string, st *unix.Stat_t) bool {
 		return true
 	}
 	d, ok := readRecord(g.dir, filepath.Base(path))
-	if !ok || !d.Matches(st) {
+	if !ok {
+		return false
+	}
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil || !d.Matches(&st) {
 		return false
 	}
 	d.Path = path
@@ -263,10 +275,12 @@ func (c *Claims) create(path string) error {
 
 func recordPath(group, name string) string { return filepath.Join(group, "n-"+name) }
 
-// readRecord reads the record of the placeholder name in a group.
+// readRecord reads the record of the placeholder name in a group (a
+// recorded readlink: the decision's view depends on it, see
+// peekRegistered).
 func readRecord(group, name string) (spawn.GuardedDir, bool) {
 	rec := recordPath(group, name)
-	text, err := os.Readlink(rec)
+	text, err := fsdeps.Readlink(rec)
 	if err != nil {
 		return spawn.GuardedDir{}, false
 	}

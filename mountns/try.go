@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/fsdeps"
 	"sandbox-executable/spawn"
 )
 
@@ -192,6 +193,9 @@ func assume() (Availability, bool) {
 }
 
 func probeNow() Availability {
+	// A trial's answer comes from a clone, not from a file: no recorded
+	// dependency can say it still holds.
+	fsdeps.Taint("mountns: the namespaces were tried (a clone), an answer no dependency can check")
 	priv := hasCap(capSysAdmin)
 	full := Try(runFlags|unix.CLONE_NEWNET, !priv, 0)
 	if full.OK {

@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/fsdeps"
 	"sandbox-executable/policy"
 	"sandbox-executable/spawn"
 )
@@ -146,7 +147,7 @@ func Build(p *policy.Plan, o Options) (*View, error) {
 
 // redecide returns the view decided again, with registered telling which
 // existing directories are placeholders.
-func (v *View) redecide(registered func(string, *unix.Stat_t) bool) (*View, error) {
+func (v *View) redecide(registered func(string) bool) (*View, error) {
 	if !v.exact {
 		return v, nil
 	}
@@ -227,13 +228,12 @@ func (v *View) findDevices() {
 		return
 	}
 	for _, d := range Devices {
-		var st unix.Stat_t
-		if unix.Stat("/dev/"+d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFCHR {
+		if fi, err := fsdeps.Stat("/dev/" + d); err == nil && fi.IsCharDevice() {
 			v.devices = append(v.devices, d)
 		}
 	}
-	var st unix.Stat_t
-	v.hostPts = unix.Stat("/dev/pts/ptmx", &st) == nil
+	_, err := fsdeps.Stat("/dev/pts/ptmx")
+	v.hostPts = err == nil
 }
 
 // assemble writes the view's operations from its options and decisions:
@@ -398,7 +398,7 @@ func underAny(path string, dirs []string) bool {
 // decides the mount that denies it (v.masks), with the placeholders that
 // mounts over missing names need; registered tells which existing
 // directories are placeholders (of this run or another).
-func (v *View) decideMasks(registered func(string, *unix.Stat_t) bool) error {
+func (v *View) decideMasks(registered func(string) bool) error {
 	p, o := v.plan, v.opts
 	_, inRoot := v.writable()
 	isRoot := func(path string) bool {
@@ -495,18 +495,17 @@ const (
 // it exists; else, when the program could create it (inside a writable
 // root), the first missing component on the way to it, beneath the root. A
 // registered placeholder counts as missing: it is one, made by this run or
-// another.
-func maskTarget(path string, inRoot, isRoot func(string) bool, registered func(string, *unix.Stat_t) bool) (string, targetKind, error) {
-	var st unix.Stat_t
-	err := unix.Lstat(path, &st)
+// another (registered is asked only of existing directories).
+func maskTarget(path string, inRoot, isRoot func(string) bool, registered func(string) bool) (string, targetKind, error) {
+	fi, err := fsdeps.Lstat(path)
 	if err == nil {
-		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			if inRoot(path) && !isRoot(path) && registered(path, &st) {
+		if fi.IsDir() {
+			if inRoot(path) && !isRoot(path) && registered(path) {
 				return path, targetPlaceholder, nil
 			}
 			return path, targetDir, nil
 		}
-		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		if fi.IsSymlink() {
 			// The Plan's paths are canonical; a symlink here appeared
 			// since it was made.
 			return "", 0, fmt.Errorf("mountns: %s: became a symbolic link after it was resolved", path)
@@ -514,6 +513,10 @@ func maskTarget(path string, inRoot, isRoot func(string) bool, registered func(s
 		return path, targetFile, nil
 	}
 	if !errors.Is(err, unix.ENOENT) {
+		var errno unix.Errno
+		if errors.As(err, &errno) {
+			err = errno // as unix.Lstat gave it
+		}
 		return "", 0, fmt.Errorf("mountns: %s: %w", path, err)
 	}
 	if !inRoot(path) {
@@ -522,8 +525,7 @@ func maskTarget(path string, inRoot, isRoot func(string) bool, registered func(s
 	// Walk up towards the root to the first missing component.
 	first := path
 	for dir := filepath.Dir(path); dir != "/" && inRoot(dir) && !isRoot(dir); dir = filepath.Dir(dir) {
-		var st unix.Stat_t
-		if unix.Lstat(dir, &st) == nil && (st.Mode&unix.S_IFMT != unix.S_IFDIR || !registered(dir, &st)) {
+		if fi, err := fsdeps.Lstat(dir); err == nil && (!fi.IsDir() || !registered(dir)) {
 			break
 		}
 		first = dir

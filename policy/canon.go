@@ -3,10 +3,11 @@ package policy
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"sandbox-executable/fsdeps"
 )
 
 // maxSymlinks bounds the symlinks followed while resolving one path, as the
@@ -49,7 +50,7 @@ type statMemo struct {
 }
 
 type lstatAnswer struct {
-	fi  fs.FileInfo
+	fi  fsdeps.Info
 	err error
 }
 
@@ -62,26 +63,26 @@ func newStatMemo() *statMemo {
 	return &statMemo{lstat: map[string]lstatAnswer{}, link: map[string]linkAnswer{}}
 }
 
-func (m *statMemo) lstatPath(p string) (fs.FileInfo, error) {
+func (m *statMemo) lstatPath(p string) (fsdeps.Info, error) {
 	if m == nil {
-		return os.Lstat(p)
+		return fsdeps.Lstat(p)
 	}
 	if a, ok := m.lstat[p]; ok {
 		return a.fi, a.err
 	}
-	fi, err := os.Lstat(p)
+	fi, err := fsdeps.Lstat(p)
 	m.lstat[p] = lstatAnswer{fi, err}
 	return fi, err
 }
 
 func (m *statMemo) readlink(p string) (string, error) {
 	if m == nil {
-		return os.Readlink(p)
+		return fsdeps.Readlink(p)
 	}
 	if a, ok := m.link[p]; ok {
 		return a.target, a.err
 	}
-	t, err := os.Readlink(p)
+	t, err := fsdeps.Readlink(p)
 	m.link[p] = linkAnswer{t, err}
 	return t, err
 }

@@ -1,12 +1,11 @@
 package policy
 
 import (
-	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"sandbox-executable/fsdeps"
 )
 
 // deniedList collects DeniedPaths, de-duplicated by Path (first wins).
@@ -254,18 +253,9 @@ const maxGitFile = 1 << 20
 // of at most maxGitFile bytes. It never blocks on a FIFO or device and never
 // follows a symlink in the last component (p is already canonical).
 func readSmallRegularFile(p string) (string, bool) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err != nil {
+	f, err := fsdeps.ReadNoFollow(p, maxGitFile)
+	if err != nil || !f.Info.IsRegular() || f.Size > maxGitFile || len(f.Data) > maxGitFile {
 		return "", false
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxGitFile {
-		return "", false
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxGitFile+1))
-	if err != nil || len(b) > maxGitFile {
-		return "", false
-	}
-	return string(b), true
+	return string(f.Data), true
 }

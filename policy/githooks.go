@@ -2,13 +2,13 @@ package policy
 
 import (
 	"errors"
-	"io"
-	"os"
+	"io/fs"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"sandbox-executable/fsdeps"
 )
 
 // gitRepo is a repository git would use for a writable root: the one whose
@@ -98,7 +98,7 @@ func (r *resolver) gitRepos(roots []WritablePath) ([]gitRepo, error) {
 // dotGit) is at top.
 func (r *resolver) gitRepoAt(top, given, dotGit string) (gitRepo, error) {
 	repo := gitRepo{top: top}
-	fi, err := os.Stat(dotGit)
+	fi, err := fsdeps.Stat(dotGit)
 	switch {
 	case err != nil:
 		return repo, nil
@@ -297,19 +297,15 @@ func (g *hookGuard) parse(c canonical) (*gitConfigFile, error) {
 // readGitConfig reads the configuration file at the canonical path p: nil
 // when it is not a regular file or cannot be opened.
 func readGitConfig(p string) (*string, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil, nil
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxGitFile+1))
-	if err != nil {
+	f, err := fsdeps.ReadNoFollow(p, maxGitFile)
+	var pe *fs.PathError
+	if err != nil && errors.As(err, &pe) && pe.Op == "read" {
 		return nil, errors.New(errnoText(err))
 	}
+	if err != nil || !f.Info.IsRegular() {
+		return nil, nil
+	}
+	b := f.Data
 	if len(b) > maxGitFile {
 		return nil, errors.New("larger than " + strconv.Itoa(maxGitFile) + " bytes")
 	}
@@ -337,6 +333,9 @@ func (g *hookGuard) expand(v string) (string, bool) {
 		}
 		home = h
 	} else {
+		// The password database through NSS: nothing a recorded
+		// dependency can check.
+		fsdeps.Taint("policy: " + quote("~"+name) + " in a git configuration: the password database (user.Lookup), which no dependency can check")
 		u, err := user.Lookup(name)
 		if err != nil || u.HomeDir == "" {
 			return "", false
@@ -363,12 +362,12 @@ func (g *hookGuard) protectHookDir(p, given, source string) error {
 	if !c.Exists {
 		return nil
 	}
-	entries, err := os.ReadDir(c.Path)
+	entries, err := fsdeps.ReadDir(c.Path)
 	if err != nil {
 		return nil
 	}
 	for _, e := range entries {
-		if e.Type()&os.ModeSymlink == 0 {
+		if e.Type()&fs.ModeSymlink == 0 {
 			continue
 		}
 		hook := c.Path + "/" + e.Name()

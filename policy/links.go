@@ -2,8 +2,9 @@ package policy
 
 import (
 	"io/fs"
-	"os"
 	"path/filepath"
+
+	"sandbox-executable/fsdeps"
 )
 
 // grantTrace is one path given to become writable (a writable root or the
@@ -78,7 +79,7 @@ var sharedDirKind = modeSharedDirKind
 
 // modeSharedDirKind is sharedDirKind from the directory's mode.
 func modeSharedDirKind(d string) string {
-	fi, err := os.Lstat(d)
+	fi, err := fsdeps.Lstat(d)
 	if err != nil {
 		return "a directory that could not be examined (" + errnoText(err) + ")"
 	}

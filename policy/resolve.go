@@ -2,12 +2,14 @@ package policy
 
 import (
 	"errors"
-	"golang.org/x/sys/unix"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/fsdeps"
 )
 
 // Resolve turns a decoded policy and its context into a Plan: canonical
@@ -181,7 +183,7 @@ func (r *resolver) policyCwd() (string, error) {
 		return "", &Error{Source: SourcePolicyCwd, Arg: arg, Msg: err.Error()}
 	}
 	r.cwdLinks = links
-	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+	if fi, err := fsdeps.Stat(cwd); err != nil || !fi.IsDir() {
 		return "", &Error{Source: SourcePolicyCwd, Arg: arg, Msg: plain(given) + ": not a directory"}
 	}
 	return cwd, nil
@@ -330,14 +332,14 @@ func missingRoot(root string) (string, []string, bool) {
 	if clean == "/" {
 		return "", nil, false
 	}
-	if _, err := os.Lstat(clean); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := fsdeps.Lstat(clean); !errors.Is(err, fs.ErrNotExist) {
 		return "", nil, false
 	}
 	parent, links, err := resolveExisting(filepath.Dir(clean))
 	if err != nil {
 		return "", nil, false
 	}
-	if st, err := os.Stat(parent); err != nil || !st.IsDir() {
+	if st, err := fsdeps.Stat(parent); err != nil || !st.IsDir() {
 		return "", nil, false
 	}
 	return filepath.Join(parent, filepath.Base(clean)), links, true
@@ -358,16 +360,15 @@ var pseudoFS = map[int64]string{
 // rootKind says why an existing path cannot be a writable root ("" when
 // it can): it must be a directory, on a filesystem that holds files.
 func rootKind(path string) string {
-	st, err := os.Stat(path)
+	st, err := fsdeps.Stat(path)
 	if err != nil {
 		return errnoText(err)
 	}
 	if !st.IsDir() {
 		return "not a directory (a writable root is a directory the program may write in)"
 	}
-	var fs unix.Statfs_t
-	if unix.Statfs(path, &fs) == nil {
-		if name, ok := pseudoFS[int64(fs.Type)]; ok {
+	if fsType, err := fsdeps.Statfs(path); err == nil {
+		if name, ok := pseudoFS[fsType]; ok {
 			return "on " + name + ", the kernel's own view of itself, which cannot be a writable root"
 		}
 	}

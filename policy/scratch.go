@@ -1,9 +1,10 @@
 package policy
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
+
+	"sandbox-executable/fsdeps"
 )
 
 // ScratchCache is a build cache of the host that the built-in default lets
@@ -65,11 +66,11 @@ func (r *resolver) scratchCaches() []ScratchCache {
 				p = v
 			}
 		}
-		real, err := filepath.EvalSymlinks(p)
+		real, err := fsdeps.EvalSymlinks(p)
 		if err != nil || seen[real] || !filepath.IsAbs(real) {
 			continue
 		}
-		if fi, err := os.Stat(real); err != nil || !fi.IsDir() || real == "/" {
+		if fi, err := fsdeps.Stat(real); err != nil || !fi.IsDir() || real == "/" {
 			continue
 		}
 		// Overlay options cannot carry these characters unescaped.
@@ -123,7 +124,7 @@ func (r *resolver) goBuildVCS() {
 	}
 	dir := r.plan.PolicyCwd
 	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+		if _, err := fsdeps.Lstat(filepath.Join(d, ".git")); err == nil {
 			return // a real repository (or a worktree's .git file)
 		}
 		if d == "/" || d == "." {

@@ -30,6 +30,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/fsdeps"
 )
 
 // Base overrides the location of the directory (tests). It must exist; it
@@ -185,34 +187,46 @@ func ensureNow(dir string, euid int) error {
 // checkPrivate checks that dir is a directory, not a link, owned by euid,
 // with no rights for group or others.
 func checkPrivate(dir string, euid int) error {
-	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		return fmt.Errorf("state directory %s: %w", dir, err)
+	fi, err := fsdeps.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("state directory %s: %w", dir, bare(err))
 	}
+	mode := fi.RawMode()
 	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+	case !fi.IsDir():
 		return fmt.Errorf("state directory %s: not a directory (a symbolic link or a file is never followed): remove it", dir)
-	case int(st.Uid) != euid:
-		return fmt.Errorf("state directory %s: owned by uid %d, not by this user (uid %d): remove it", dir, st.Uid, euid)
-	case st.Mode&0o077 != 0:
-		return fmt.Errorf("state directory %s: mode %04o gives rights to group or others; it must be 0700 (chmod 700 %s)", dir, st.Mode&0o7777, dir)
+	case int(fi.UID()) != euid:
+		return fmt.Errorf("state directory %s: owned by uid %d, not by this user (uid %d): remove it", dir, fi.UID(), euid)
+	case mode&0o077 != 0:
+		return fmt.Errorf("state directory %s: mode %04o gives rights to group or others; it must be 0700 (chmod 700 %s)", dir, mode&0o7777, dir)
 	}
 	return nil
+}
+
+// bare is the errno inside a filesystem error, as the system call gave
+// it (the messages name the path themselves).
+func bare(err error) error {
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return err
 }
 
 // checkParent checks that nobody but root and euid can replace entries of
 // dir: owned by one of them, and writable by others only with the sticky
 // bit (/tmp).
 func checkParent(dir string, euid int) error {
-	var st unix.Stat_t
-	if err := unix.Stat(dir, &st); err != nil {
-		return fmt.Errorf("state directory: parent %s: %w", dir, err)
+	fi, err := fsdeps.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("state directory: parent %s: %w", dir, bare(err))
 	}
-	if st.Uid != 0 && int(st.Uid) != euid {
-		return fmt.Errorf("state directory: parent %s is owned by uid %d: another user could replace the state directory", dir, st.Uid)
+	mode := fi.RawMode()
+	if fi.UID() != 0 && int(fi.UID()) != euid {
+		return fmt.Errorf("state directory: parent %s is owned by uid %d: another user could replace the state directory", dir, fi.UID())
 	}
-	if st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
-		return fmt.Errorf("state directory: parent %s (mode %04o) is writable by others and not sticky: another user could replace the state directory", dir, st.Mode&0o7777)
+	if mode&0o022 != 0 && mode&unix.S_ISVTX == 0 {
+		return fmt.Errorf("state directory: parent %s (mode %04o) is writable by others and not sticky: another user could replace the state directory", dir, mode&0o7777)
 	}
 	return nil
 }
@@ -267,27 +281,25 @@ func Key() ([]byte, error) {
 }
 
 // readKey reads the key at path, refusing anything but this user's private
-// regular file of KeySize bytes.
+// regular file of KeySize bytes. The read is recorded by the file's
+// metadata (fsdeps.ReadNoFollow), never by its content.
 func readKey(path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil, fs.ErrNotExist
-		}
+	f, err := fsdeps.ReadNoFollow(path, KeySize)
+	var pe *fs.PathError
+	switch {
+	case err == nil:
+	case errors.Is(err, unix.ENOENT) && errors.As(err, &pe) && pe.Op == "open":
+		return nil, fs.ErrNotExist
+	case errors.As(err, &pe) && pe.Op == "read":
 		return nil, fmt.Errorf("state key %s: %w", path, err)
+	default:
+		return nil, fmt.Errorf("state key %s: %w", path, bare(err))
 	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("state key %s: %w", path, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 || st.Size != KeySize {
+	if !f.Info.IsRegular() || int(f.Info.UID()) != os.Geteuid() || f.Info.RawMode()&0o077 != 0 || f.Size != KeySize {
 		return nil, fmt.Errorf("state key %s: not a private file of %d bytes of this user", path, KeySize)
 	}
-	key := make([]byte, KeySize)
-	if _, err := io.ReadFull(f, key); err != nil {
-		return nil, fmt.Errorf("state key %s: %w", path, err)
+	if len(f.Data) != KeySize {
+		return nil, fmt.Errorf("state key %s: %w", path, io.ErrUnexpectedEOF)
 	}
-	return key, nil
+	return f.Data, nil
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"sandbox-executable/cgroups"
+	"sandbox-executable/fsdeps"
 	"sandbox-executable/remedy"
 )
 
@@ -65,9 +66,11 @@ func capabilitiesWithoutNamespaces(def string) string {
 // capSetpcap is CAP_SETPCAP's number.
 const capSetpcap = 8
 
-// effectiveCap reports whether this process's effective set holds cap.
+// effectiveCap reports whether this process's effective set holds cap
+// (decided by Prepare: the capabilities are in the recipe's key, and this
+// process's own status is read unrecorded).
 func effectiveCap(c uint) bool {
-	b, err := os.ReadFile("/proc/self/status")
+	b, err := fsdeps.ReadProcSelf("/proc/self/status", "CapEff (capabilities)")
 	if err != nil {
 		return false
 	}

@@ -11,13 +11,13 @@ import (
 
 	"golang.org/x/sys/unix"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"sandbox-executable/cgroups"
+	"sandbox-executable/fsdeps"
 	"sandbox-executable/hostfacts"
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
@@ -650,7 +650,7 @@ func withStateProtected(p *policy.Plan, dirs []string) *policy.Plan {
 		if i > 0 {
 			src += " (where it would go without the user's runtime directory)"
 		}
-		_, err := os.Lstat(dir)
+		_, err := fsdeps.Lstat(dir)
 		c.Filesystem.ReadDenied = append(c.Filesystem.ReadDenied, policy.DeniedPath{Path: dir, Source: src, Exists: err == nil})
 	}
 	return &c
@@ -732,7 +732,7 @@ func needsPrivateTmp(p *policy.Plan) bool {
 			break
 		}
 	}
-	if real, err := filepath.EvalSymlinks(tmp); err == nil {
+	if real, err := fsdeps.EvalSymlinks(tmp); err == nil {
 		tmp = real
 	}
 	for _, r := range p.Filesystem.WritableRoots {

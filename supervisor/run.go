@@ -815,7 +815,7 @@ func makeSharedTmp(dir string) error {
 	} else if !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("private temp dir: %w", err)
 	}
-	if err := hostfacts.CheckSharedTmp(dir, os.Geteuid(), false); err != nil {
+	if err := hostfacts.CheckSharedTmpNow(dir, os.Geteuid(), false); err != nil {
 		return fmt.Errorf("private temp dir: %w", err)
 	}
 	return nil

@@ -13,11 +13,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"math"
 	"os"
 	"os/user"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/doctor"
+	"sandbox-executable/fsdeps"
 	"sandbox-executable/hostfacts"
 	"sandbox-executable/mountns"
 	"sandbox-executable/policy"
@@ -158,7 +158,7 @@ func (inv *invocation) config() (supervisor.Config, error) {
 		return supervisor.Config{}, err
 	}
 	out.log.Debug("resolved", "took", time.Since(t0), "since_start", time.Since(inv.startedAt))
-	cwd, err := os.Getwd()
+	cwd, err := fsdeps.Getwd()
 	if err != nil {
 		return supervisor.Config{}, fmt.Errorf("working directory: %w", err)
 	}
@@ -310,7 +310,7 @@ func failedBeforeExec(res supervisor.Result) bool {
 // run.
 func tempDirAndRunID() (string, string, error) {
 	dir := os.TempDir()
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
+	if real, err := fsdeps.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
 	var b [8]byte
@@ -411,7 +411,7 @@ func parseCPUQuota(o *options) (float64, error) {
 
 // resolvePlan decodes the three JSON arguments and resolves them into a Plan.
 func resolvePlan(o *options) (*policy.Plan, error) {
-	cwd, err := os.Getwd()
+	cwd, err := fsdeps.Getwd()
 	if err != nil {
 		return nil, fmt.Errorf("working directory: %w", err)
 	}
@@ -496,12 +496,11 @@ func argValue(name, v string) ([]byte, error) {
 	if !ok {
 		return []byte(v), nil
 	}
-	f, err := os.Open(path)
-	if err != nil {
+	data, err := fsdeps.ReadFileAtMost(path, maxArgFile)
+	var pe *fs.PathError
+	if err != nil && errors.As(err, &pe) && pe.Op == "open" {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxArgFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", name, path, err)
 	}
@@ -519,7 +518,9 @@ func terminalDevices() []string {
 		if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
 			continue
 		}
-		if p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd)); err == nil && strings.HasPrefix(p, "/dev/") {
+		// The caller's descriptors 0-2 are in the recipe's key.
+		p, err := fsdeps.ReadlinkProcSelf(fmt.Sprintf("/proc/self/fd/%d", fd), "the terminal on stdio (descriptors 0-2)")
+		if err == nil && strings.HasPrefix(p, "/dev/") {
 			out = append(out, p)
 		}
 	}
@@ -533,6 +534,8 @@ func passwdHome() (string, error) {
 	if h, ok := etcPasswdHome("/etc/passwd", os.Getuid()); ok {
 		return h, nil
 	}
+	// Through NSS: nothing a recorded dependency can check.
+	fsdeps.Taint("cmd: the home directory from the password database through NSS (user.Current): uid " + strconv.Itoa(os.Getuid()) + " has no line in /etc/passwd")
 	u, err := user.Current()
 	if err != nil {
 		return "", err
@@ -542,7 +545,7 @@ func passwdHome() (string, error) {
 
 // etcPasswdHome returns the home field of uid's line in a passwd file.
 func etcPasswdHome(path string, uid int) (string, bool) {
-	b, err := os.ReadFile(path)
+	b, err := fsdeps.ReadFile(path)
 	if err != nil {
 		return "", false
 	}

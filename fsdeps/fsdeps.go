@@ -1,0 +1,219 @@
+// Package fsdeps records what a decision read from the filesystem, so that
+// the decision can be replayed later only while everything it read is still
+// as it was.
+//
+// The code that decides a run (from the process's start to the end of
+// supervisor.Prepare) reads the filesystem through this package's calls
+// instead of os, path/filepath and x/sys/unix: each call is made, and the
+// call with its result is added to a process-global list (Deps). Encode
+// turns that list into the binary format of spawn/deps.h, which the C
+// verifier (spawn's se_deps_check) checks by making each call again before
+// the Go runtime starts. A dependency holds when the call gives the same
+// answer: the same errno when it failed, otherwise the same facts, as listed
+// per Kind.
+//
+// The results are restricted to what is checked: an Info has the mode,
+// device, inode, owner and rdev of a file, but no size and no times, since a
+// Stat's check does not cover them. A caller that needs more reads through a
+// call whose check covers it (ReadNoFollow gives a regular file's size, which
+// its check compares).
+//
+// Some reads cannot be checked that way: a file of this process's own in
+// /proc (ReadProcSelf: allowed only for facts the recipe's key covers), a
+// pipe, the password database through NSS. Taint marks the decision as not
+// replayable, with why; Tainted lists the reasons.
+//
+// Deps is meant to be taken once the decision is complete (after
+// supervisor.Prepare): what is recorded later, by run-time code that shares
+// a function with the decision (mountns.Claim deciding the view again under
+// its claims), is not part of it.
+package fsdeps
+
+import (
+	"fmt"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Kind is the call a dependency records.
+type Kind uint8
+
+// The calls, as the C verifier makes them again (see spawn/deps.h).
+const (
+	// KindLstat is lstat(2): the errno, else mode (type and permission
+	// bits), dev, ino, uid, gid and rdev (and the ctime with FlagCtime).
+	KindLstat Kind = 1
+	// KindStat is stat(2), compared as KindLstat.
+	KindStat Kind = 2
+	// KindReadlink is readlink(2): the errno, else the target.
+	KindReadlink Kind = 3
+	// KindReadDir is a directory's listing: the errno of opening it, else
+	// the directory's dev, ino and mtime, which every entry created,
+	// removed or renamed in it changes (checked with one stat(2)).
+	KindReadDir Kind = 4
+	// KindFileMeta is a regular file of a real filesystem read whole (or
+	// up to a bound): the errno of opening it, else its dev, ino, size,
+	// mtime and ctime (any write changes the ctime). FlagNoFollow: the
+	// last component was not followed (lstat(2) checks it).
+	KindFileMeta Kind = 5
+	// KindFileContent is a file of /proc, /sys or another kernel
+	// filesystem, whose metadata says nothing of its content: the errno
+	// of opening it, else the content, byte for byte.
+	KindFileContent Kind = 6
+	// KindStatfs is statfs(2): the errno, else f_type.
+	KindStatfs Kind = 7
+	// KindFaccessat is faccessat(2) with AccessMode and AccessFlags: the
+	// errno (0 when allowed).
+	KindFaccessat Kind = 8
+)
+
+var kindNames = map[Kind]string{KindLstat: "lstat", KindStat: "stat", KindReadlink: "readlink", KindReadDir: "readdir",
+	KindFileMeta: "read (metadata)", KindFileContent: "read (content)", KindStatfs: "statfs", KindFaccessat: "faccessat"}
+
+// String names the call ("lstat").
+func (k Kind) String() string {
+	if n, ok := kindNames[k]; ok {
+		return n
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Flags refine a Kind.
+const (
+	// FlagNoFollow: a file read (KindFileMeta, KindFileContent) opened
+	// with O_NOFOLLOW.
+	FlagNoFollow uint8 = 1
+	// FlagCtime: a KindLstat whose check compares the ctime too.
+	FlagCtime uint8 = 2
+)
+
+// Timespec is a file time.
+type Timespec struct{ Sec, Nsec int64 }
+
+func timespec(t unix.Timespec) Timespec { return Timespec{Sec: t.Sec, Nsec: t.Nsec} }
+
+// Dep is one recorded call and its result. Only the fields its Kind names
+// are meaningful; the others are zero.
+type Dep struct {
+	Kind  Kind
+	Flags uint8
+	// Path is the path as the call was given it (relative paths are
+	// relative to the working directory, which the recipe's key holds).
+	Path string
+	// AccessMode and AccessFlags are KindFaccessat's arguments.
+	AccessMode  uint32
+	AccessFlags int32
+	// Errno is the call's error, 0 when it succeeded (the fields below
+	// are then its result).
+	Errno unix.Errno
+	// Stat results (KindLstat, KindStat): the full st_mode.
+	Mode     uint32
+	UID, GID uint32
+	Rdev     uint64
+	// Dev and Ino: KindLstat, KindStat, KindReadDir, KindFileMeta.
+	Dev, Ino uint64
+	// Size: KindFileMeta.
+	Size int64
+	// Mtime: KindReadDir, KindFileMeta; Ctime: KindFileMeta, and
+	// KindLstat with FlagCtime.
+	Mtime, Ctime Timespec
+	// Data is the target (KindReadlink) or the content (KindFileContent).
+	Data string
+	// FsType is statfs's f_type (KindStatfs).
+	FsType int64
+}
+
+// call is what identifies the call of a Dep, whatever its result.
+func (d *Dep) call() string {
+	return fmt.Sprintf("%d/%d/%d/%d/%q", d.Kind, d.Flags, d.AccessMode, d.AccessFlags, d.Path)
+}
+
+// String is the call and, when it failed, its errno ("lstat /x: ENOENT").
+func (d *Dep) String() string {
+	s := d.Kind.String() + " " + d.Path
+	if d.Errno != 0 {
+		return s + ": " + unix.ErrnoName(d.Errno)
+	}
+	return s
+}
+
+// The process-global record.
+var rec struct {
+	sync.Mutex
+	deps     []Dep
+	exact    map[string]bool // encoded deps already in deps
+	answers  map[string]int  // call -> index of its first answer in deps
+	taints   []string
+	procSelf []string
+}
+
+// record adds d, unless the same call gave the same answer before. The
+// same call with another answer means the filesystem changed while the
+// decision was made: both are kept (the C check fails on one of them), and
+// the decision is tainted.
+func record(d Dep) {
+	enc := string(encodeDep(nil, &d))
+	rec.Lock()
+	defer rec.Unlock()
+	if rec.exact[enc] {
+		return
+	}
+	if rec.exact == nil {
+		rec.exact, rec.answers = map[string]bool{}, map[string]int{}
+	}
+	rec.exact[enc] = true
+	c := d.call()
+	if _, ok := rec.answers[c]; ok {
+		rec.taints = append(rec.taints, "fsdeps: "+d.Kind.String()+" of "+d.Path+" gave two answers while deciding")
+	} else {
+		rec.answers[c] = len(rec.deps)
+	}
+	rec.deps = append(rec.deps, d)
+}
+
+// Deps returns the dependencies recorded so far, in the order they were
+// first made, each call with the same answer once.
+func Deps() []Dep {
+	rec.Lock()
+	defer rec.Unlock()
+	return append([]Dep(nil), rec.deps...)
+}
+
+// Taint marks the decision as not replayable: it read something no
+// recorded dependency can check. reason says what, for a report.
+func Taint(reason string) {
+	rec.Lock()
+	defer rec.Unlock()
+	rec.taints = append(rec.taints, reason)
+}
+
+// Tainted returns the reasons given to Taint (and the ones this package
+// found itself), nil when the decision can be replayed.
+func Tainted() []string {
+	rec.Lock()
+	defer rec.Unlock()
+	return append([]string(nil), rec.taints...)
+}
+
+// ProcSelfReads returns the reasons given to ReadProcSelf and
+// ReadlinkProcSelf so far, with the path read: what the decision took from
+// this process's own /proc files, which the recipe's key must cover.
+func ProcSelfReads() []string {
+	rec.Lock()
+	defer rec.Unlock()
+	return append([]string(nil), rec.procSelf...)
+}
+
+// Reset forgets everything recorded (tests).
+func Reset() {
+	rec.Lock()
+	defer rec.Unlock()
+	rec.deps, rec.exact, rec.answers, rec.taints, rec.procSelf = nil, nil, nil, nil, nil
+}
+
+func noteProcSelf(path, why string) {
+	rec.Lock()
+	defer rec.Unlock()
+	rec.procSelf = append(rec.procSelf, path+": "+why)
+}
