@@ -186,8 +186,8 @@ func (w *recipeWriter) strs(ss []string) C.struct_se_rref {
 func (r *Recipe) Encode() []byte {
 	var h C.struct_se_recipe
 	w := &recipeWriter{buf: make([]byte, unsafe.Sizeof(h), 4096)}
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&h.magic[0])), 8), C.SE_RECIPE_MAGIC)
-	h.version = C.SE_RECIPE_VERSION
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&h.magic[0])), 8), C.SE_RCP_MAGIC)
+	h.version = C.SE_RCP_VERSION
 
 	h.roots = w.strs(r.Roots)
 	h.shared_tmp = w.str(r.SharedTmp)

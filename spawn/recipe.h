@@ -30,9 +30,9 @@
 
 #include "stage.h"
 
-#define SE_RECIPE_MAGIC "SE-RCP-1"
+#define SE_RCP_MAGIC "SE-RCP-1"
 /* Bumped whenever the layout or meaning of a field changes. */
-#define SE_RECIPE_VERSION 1
+#define SE_RCP_VERSION 1
 
 /* A string (n bytes, NUL after them) or an array of n records, at off. */
 struct se_rref {

@@ -75,8 +75,8 @@ static int strs_ok(const struct se_recipe *r, struct se_rref arr)
 int se_recipe_check(const void *p, size_t len)
 {
 	const struct se_recipe *r = p;
-	if (len < sizeof *r || ((uintptr_t)p & 7) || memcmp(r->magic, SE_RECIPE_MAGIC, 8) != 0 ||
-	    r->version != SE_RECIPE_VERSION || r->size != len)
+	if (len < sizeof *r || ((uintptr_t)p & 7) || memcmp(r->magic, SE_RCP_MAGIC, 8) != 0 ||
+	    r->version != SE_RCP_VERSION || r->size != len)
 		return 0;
 	if (!strs_ok(r, r->roots) || !ref_ok(r, r->shared_tmp, 1, 1) || !ref_ok(r, r->registry, 1, 1) ||
 	    !ref_ok(r, r->sweep_request, 1, 1) || !strs_ok(r, r->env) || !strs_ok(r, r->path_dirs) ||

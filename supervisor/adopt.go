@@ -49,7 +49,7 @@ func (s *session) adopt(h *spawn.Handover) Result {
 	if err != nil {
 		// Nothing can be waited for: end the tree and let the
 		// guardian clean up after it.
-		killAll(h)
+		h.Abandon()
 		return setupFailed(fmt.Errorf("handed over: %w", err))
 	}
 	s.undo = append(s.undo, caught.Release)
@@ -57,7 +57,7 @@ func (s *session) adopt(h *spawn.Handover) Result {
 	if h.CgroupName != "" {
 		g, err := cgroups.Attach(pr.cgroupPlan.host, pr.cgroupPlan.limits, cgroups.Options{MoveSelf: s.cfg.MoveSelf}, h.CgroupName)
 		if err != nil {
-			killAll(h)
+			h.Abandon()
 			return setupFailed(fmt.Errorf("handed over: %w", err))
 		}
 		s.group = g
@@ -69,7 +69,7 @@ func (s *session) adopt(h *spawn.Handover) Result {
 			claims, err = mountns.AdoptClaims(groups, h.ClaimFDs, h.Locks)
 		}
 		if err != nil {
-			killAll(h)
+			h.Abandon()
 			return setupFailed(fmt.Errorf("handed over: %w", err))
 		}
 		s.claims = claims
@@ -132,14 +132,4 @@ func (s *session) observeHandedOver(h *spawn.Handover) error {
 	}
 	s.watcher = w
 	return nil
-}
-
-// killAll ends a handed-over child that cannot be supervised: its end
-// ends its namespace, and the guardian (never released) the rest.
-func killAll(h *spawn.Handover) {
-	if h.Proc.PidFD >= 0 {
-		_ = unix.PidfdSendSignal(h.Proc.PidFD, unix.SIGKILL, nil, 0)
-	} else {
-		_ = unix.Kill(h.Proc.Pid, unix.SIGKILL)
-	}
 }

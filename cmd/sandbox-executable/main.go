@@ -7,6 +7,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -30,6 +31,7 @@ import (
 	"sandbox-executable/hostfacts"
 	"sandbox-executable/mountns"
 	"sandbox-executable/policy"
+	"sandbox-executable/recipestore"
 	"sandbox-executable/report"
 	"sandbox-executable/seccomp"
 	"sandbox-executable/spawn"
@@ -41,8 +43,17 @@ var version = "dev"
 const prog = "sandbox-executable"
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	code := run(os.Args[1:])
+	// A run the warm path handed over that this process did not adopt
+	// (deciding again refused it, or decided another) ends with it.
+	if st, h, _ := spawn.Warm(); st == spawn.WarmHandedOver && !warmAdopted {
+		h.Abandon()
+	}
+	os.Exit(code)
 }
+
+// warmAdopted is set once a run the warm path handed over is adopted.
+var warmAdopted bool
 
 // fail prints the one stderr line of a fatal error and returns code.
 func fail(code int, err error) int {
@@ -258,23 +269,93 @@ func (inv *invocation) execute(cfg supervisor.Config, facts *hostfacts.Facts, pr
 // and waits for the program without this package, and exits with its
 // status; it returns only to hand over what needs Go (supervisor.Adopt),
 // its end included when that is logged or reported, or when it started
-// nothing (ran is then false: execute runs it).
+// nothing (ran is then false: execute runs it). The recipe is stored for
+// the warm path with what the decision read (fsdeps): a later run of the
+// same invocation is carried out from it before the Go runtime starts,
+// while all of that still holds. A run the warm path handed over is
+// adopted here, when deciding again gives the recipe it ran.
 func (inv *invocation) runRecipe(pr *supervisor.Prepared) (code int, ran bool) {
 	recipe, err := pr.Recipe()
+	var encoded []byte
+	if err == nil {
+		recipe.EndInGo = recipe.EndInGo || inv.out.logging || inv.out.report != nil
+		encoded = recipe.Encode()
+	}
+	key, keyed := spawn.RecipeKeyFor(inv.o.argv)
+	keyed = keyed && os.Getenv(spawn.WarmOff) != "off"
+	if st, h, ranRecipe := spawn.Warm(); st == spawn.WarmHandedOver {
+		warmAdopted = true
+		if err != nil || !bytes.Equal(encoded, ranRecipe) {
+			h.Abandon()
+			if keyed {
+				_ = recipestore.Remove(key)
+			}
+			return fail(supervisor.ExitSetup, errors.New("a stored decision started this program and deciding again gave another (the host changed meanwhile): the program was ended; run the command again")), true
+		}
+		inv.out.log.Debug("handed over by the warm path", "reason", h.Reason.String())
+		return inv.adopt(pr, h), true
+	} else if st == spawn.WarmFellBack {
+		inv.out.log.Debug("the stored recipe started nothing: decided again")
+	}
 	if err != nil {
 		inv.out.log.Debug("supervised by Go", "why", err.Error())
+		if keyed {
+			_ = recipestore.Remove(key)
+		}
 		return 0, false
 	}
-	recipe.EndInGo = recipe.EndInGo || inv.out.logging || inv.out.report != nil
-	h, err := spawn.RunRecipe(recipe.Encode(), pr.Argv)
+	if keyed {
+		inv.storeRecipe(key, encoded)
+	}
+	h, err := spawn.RunRecipe(encoded, pr.Argv)
 	if err != nil {
 		inv.out.log.Debug("supervised by Go", "why", err.Error())
 		return 0, false
 	}
 	if h.Reason == spawn.HandoverFallback {
 		inv.out.log.Debug("the runner started nothing: supervised by Go", "step", h.FailStep.String(), "errno", h.FailErrno, "what", h.FailWhat)
+		// Kept where the next run may well start (the sweep was due; the
+		// program was not found, which says nothing of the next one's).
+		if keyed && h.FailWhat != spawn.FallbackSweepDue && h.FailStep != spawn.StepExec {
+			_ = recipestore.Remove(key)
+		}
 		return 0, false
 	}
+	return inv.adopt(pr, h), true
+}
+
+// storeRecipe stores recipe under key for the warm path, with what the
+// decision read; a decision that read what cannot be checked again is not
+// stored (and an older entry goes).
+func (inv *invocation) storeRecipe(key [32]byte, recipe []byte) {
+	if t := fsdeps.Tainted(); len(t) > 0 {
+		warmSay("not stored: the decision read what cannot be checked again: " + strings.Join(t, "; "))
+		_ = recipestore.Remove(key)
+		return
+	}
+	deps := fsdeps.Deps()
+	enc, err := fsdeps.Encode(deps)
+	if err == nil {
+		err = recipestore.Store(key, spawn.StoredRecipe(enc, recipe))
+	}
+	if err != nil {
+		warmSay("not stored: " + err.Error())
+		return
+	}
+	warmSay(fmt.Sprintf("stored: %d dependencies, a recipe of %d bytes", len(deps), len(recipe)))
+}
+
+// warmSay writes one line to stderr when SANDBOX_EXECUTABLE_WARM=debug
+// asked what the warm path does, as its C part does (spawn/warm.c).
+func warmSay(what string) {
+	if os.Getenv(spawn.WarmOff) == "debug" {
+		fmt.Fprintf(os.Stderr, "%s: warm path: %s\n", prog, what)
+	}
+}
+
+// adopt supervises a run the runner handed over, and ends it as execute
+// ends one.
+func (inv *invocation) adopt(pr *supervisor.Prepared, h *spawn.Handover) int {
 	res := supervisor.Adopt(context.Background(), pr, h)
 	inv.out.log.Info("ended", "ending", string(res.Ending), "exit_code", res.ExitCode, "wall", res.Wall)
 	inv.out.writeReport(report.Input{ToolVersion: version, StartedAt: inv.startedAt, Program: inv.o.argv, Prepared: pr, Result: res,
@@ -282,7 +363,7 @@ func (inv *invocation) runRecipe(pr *supervisor.Prepared) (code int, ran bool) {
 	if res.Err != nil {
 		fail(res.ExitCode, res.Err)
 	}
-	return res.ExitCode, true
+	return res.ExitCode
 }
 
 // reportDegraded says on stderr, in one line, what --allow-degraded let go.

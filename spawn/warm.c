@@ -1,0 +1,130 @@
+/*
+ * The warm path: a run of an invocation seen before, carried out before the
+ * Go runtime starts. An earlier run of the same invocation (the same recipe
+ * key: recipekey.c) was decided by Go, which stored its recipe together with
+ * everything the decision read from the filesystem (fsdeps, deps.c),
+ * authenticated under the user's key (recipestore.c). When that entry is
+ * there, every dependency still holds and the runner can carry the recipe
+ * out, the Go runtime never starts: the runner exits with the program's
+ * status. When the runner hands the run over, or the entry is missing,
+ * stale or refused, the constructor returns and Go starts as always; it
+ * finds the handed-over run through se_warm (warm.go).
+ */
+#define _GNU_SOURCE
+#include "recipe.h"
+#include "recipekey.h"
+#include "recipestore.h"
+#include "deps.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A stored recipe's body: the dependencies, then the recipe, 8-aligned. */
+struct se_stored_head {
+	uint32_t deps_len, recipe_len;
+};
+
+static struct se_handover se_warm_h;
+static int se_warm_state; /* 0: no warm run; 1: the runner fell back; 2: it handed over */
+static void *se_warm_recipe;
+static size_t se_warm_recipe_len;
+
+/* say writes one line to stderr when SANDBOX_EXECUTABLE_WARM=debug asked
+ * what the warm path does (and only then: stderr is the program's). */
+static void say(int debug, const char *what)
+{
+	if (!debug)
+		return;
+	char line[256];
+	int n = snprintf(line, sizeof line, "sandbox-executable: warm path: %s\n", what);
+	if (n > 0)
+		(void)!write(2, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1));
+}
+
+/* Priority: after se_capture_initial_state (101) and the key (102). */
+__attribute__((constructor(110))) static void se_warm_run(void)
+{
+	unsigned char key[32];
+	int prog;
+	unsigned char *body = NULL;
+	size_t len = 0;
+	const char *mode = getenv("SANDBOX_EXECUTABLE_WARM");
+	int debug = mode && strcmp(mode, "debug") == 0;
+	if (mode && strcmp(mode, "off") == 0)
+		return;
+	if (!se_recipe_key(key, &prog)) {
+		say(debug, "no recipe key (no \"--\", or an input unreadable)");
+		return;
+	}
+	/* A closed standard fd is one the Go runtime would open on /dev/null
+	 * before a run it decides: such a start is Go's. */
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) < 0) {
+			say(debug, "a standard descriptor is closed");
+			return;
+		}
+	}
+	char **argv = se_recipe_argv();
+	if (!argv || prog <= 0 || !argv[prog])
+		return;
+	if (!se_recipe_lookup(key, &body, &len)) {
+		say(debug, "no stored recipe for this invocation");
+		return;
+	}
+	struct se_stored_head hd;
+	if (len < sizeof hd)
+		goto out;
+	memcpy(&hd, body, sizeof hd);
+	size_t roff = (sizeof hd + hd.deps_len + 7) & ~(size_t)7;
+	if (hd.deps_len > len || hd.recipe_len > len || roff > len || len - roff != hd.recipe_len)
+		goto out;
+	long index = 0;
+	int reason = 0;
+	if (!se_deps_check_ex(body + sizeof hd, hd.deps_len, &index, &reason)) {
+		if (debug) {
+			char line[160];
+			snprintf(line, sizeof line, "what the decision read changed: dependency %ld (reason %d)", index, reason);
+			say(1, line);
+		}
+		goto out;
+	}
+	/* malloc is 16-aligned: the runner reads the recipe's records in place. */
+	void *recipe = malloc(hd.recipe_len ? hd.recipe_len : 1);
+	if (!recipe)
+		goto out;
+	memcpy(recipe, body + roff, hd.recipe_len);
+	if (!se_recipe_check(recipe, hd.recipe_len)) {
+		free(recipe);
+		goto out;
+	}
+	free(body);
+	body = NULL;
+	se_warm_recipe = recipe;
+	se_warm_recipe_len = hd.recipe_len;
+	say(debug, "carrying out the stored recipe");
+	se_run(recipe, argv + prog, &se_warm_h);
+	/* Back here: the runner fell back (nothing ran) or handed over. */
+	se_warm_state = se_warm_h.reason == SE_HO_FALLBACK ? 1 : 2;
+	if (debug) {
+		char line[200];
+		snprintf(line, sizeof line, "%s (%s)", se_warm_state == 1 ? "the runner started nothing" : "handed over to Go",
+			 se_warm_state == 1 ? se_warm_h.fail_what : "");
+		say(1, line);
+	}
+out:
+	free(body);
+}
+
+/* se_warm reports what the warm path did: 0 nothing, 1 fell back, 2 handed
+ * a run over (*h, and the recipe it ran). */
+int se_warm(struct se_handover **h, void **recipe, size_t *len)
+{
+	*h = &se_warm_h;
+	*recipe = se_warm_recipe;
+	*len = se_warm_recipe_len;
+	return se_warm_state;
+}
