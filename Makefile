@@ -1,7 +1,7 @@
 # sandbox-executable: build, test and release entry points.
 #   make build         the binary, bin/sandbox-executable
 #   make test          what CI runs: lint, unit tests (race), integration
-#                      tests on this kernel, a short fuzz run, the VM suites
+#                      tests on this kernel (and again through the warm path), a short fuzz run, the VM suites
 #                      (6.1; 5.10, 6.12, 7.3; arm64; a systemd guest)
 #   make host-kinds    the README's table of host kinds, from the tests
 #   make bench         one table: start-up and real work under bare,
@@ -18,7 +18,7 @@ DIST     ?= dist
 # The architectures make release builds (packaging/release.sh).
 RELEASE_ARCHES ?= amd64 arm64
 
-.PHONY: all build build-arm64 probe probe-arm64 test lint lint-packaging unit integration fuzz-short vm-test vm-test-kernels vm-test-arm64 vm-test-systemd vm-selfcheck host-kinds bench vm-bench release test-release manpage clean
+.PHONY: all build build-arm64 probe probe-arm64 test lint lint-packaging unit integration integration-warm fuzz-short vm-test vm-test-kernels vm-test-arm64 vm-test-systemd vm-selfcheck host-kinds bench vm-bench release test-release manpage clean
 
 all: build
 
@@ -49,6 +49,12 @@ unit:
 
 integration: build probe
 	SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) SANDBOX_PROBE=$(CURDIR)/$(PROBE) $(GO) test -race -count=1 -timeout 30m ./integration/...
+
+# The integration suite again with every run carried out by the warm path
+# where it can be: each helper invocation first runs once with /bin/true as
+# its program, which stores the invocation's recipe (integration/harness_test.go).
+integration-warm: build probe
+	SE_IT_WARM=1 SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) SANDBOX_PROBE=$(CURDIR)/$(PROBE) $(GO) test -count=1 -timeout 30m ./integration/
 
 # A short, bounded fuzz run of the policy decoders (the corpus is kept in
 # policy/testdata/fuzz).
@@ -118,7 +124,7 @@ host-kinds: build probe build-arm64 probe-arm64
 vm-test-systemd: build probe
 	integration/vm/systemd/run.sh $(CURDIR)/$(BIN) $(BASE)
 
-test: lint lint-packaging unit integration fuzz-short vm-test vm-test-kernels vm-test-arm64 vm-test-systemd
+test: lint lint-packaging unit integration integration-warm fuzz-short vm-test vm-test-kernels vm-test-arm64 vm-test-systemd
 
 # The static "install anywhere" binaries (linux-amd64, linux-arm64) and their
 # .sha256 in $(DIST), checked by the script (statically linked, no dynamic

@@ -17,9 +17,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -48,7 +50,44 @@ func TestMain(m *testing.M) {
 	if code >= 0 {
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	code = m.Run()
+	if warmMode {
+		fmt.Fprintf(os.Stderr, "warm path: %d of %d runs that had a stored recipe to find were carried out from it\n", warmHits.Load(), warmRuns.Load())
+	}
+	os.Exit(code)
+}
+
+// warmMode (SE_IT_WARM=1, make integration-warm) runs every helper
+// invocation with a "--" once more first, with the program replaced by
+// /bin/true: the program's arguments are not part of an invocation's key,
+// so the test's own run finds the recipe that run stored and is carried
+// out by the warm path, before the Go runtime starts, wherever what its
+// decision read still holds. Both say what the warm path did on stderr
+// (SANDBOX_EXECUTABLE_WARM=debug); run takes those lines out before a test
+// sees stderr, and counts them.
+var (
+	warmMode           = os.Getenv("SE_IT_WARM") == "1"
+	warmHits, warmRuns atomic.Int64
+)
+
+const warmLine = "sandbox-executable: warm path: "
+
+// withoutWarmLines removes the warm path's own lines from stderr and says
+// whether the run was carried out from a stored recipe.
+func withoutWarmLines(stderr string) (string, bool) {
+	if !strings.Contains(stderr, warmLine) {
+		return stderr, false
+	}
+	var keep []string
+	hit := false
+	for _, l := range strings.SplitAfter(stderr, "\n") {
+		if strings.HasPrefix(l, warmLine) {
+			hit = hit || strings.Contains(l, "carrying out the stored recipe")
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, ""), hit
 }
 
 func setup() (int, error) {
@@ -128,6 +167,27 @@ type runOpts struct {
 
 // run runs the helper with args and waits for it.
 func run(t *testing.T, o runOpts, args ...string) result {
+	t.Helper()
+	if warmMode {
+		if i := slices.Index(args, "--"); i >= 0 && i+1 < len(args) {
+			o.env = append(slices.Clip(o.env), "SANDBOX_EXECUTABLE_WARM=debug")
+			prime := o
+			prime.stdin, prime.extra = nil, nil
+			runOnce(t, prime, append(slices.Clip(args[:i+1]), "/bin/true")...)
+			r := runOnce(t, o, args...)
+			warmRuns.Add(1)
+			var hit bool
+			if r.stderr, hit = withoutWarmLines(r.stderr); hit {
+				warmHits.Add(1)
+			}
+			return r
+		}
+	}
+	return runOnce(t, o, args...)
+}
+
+// runOnce runs the helper with args once and waits for it.
+func runOnce(t *testing.T, o runOpts, args ...string) result {
 	t.Helper()
 	timeout := o.timeout
 	if timeout == 0 {

@@ -1,0 +1,222 @@
+package integration
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// warmRun runs the helper over w with policy and argv as run does, but
+// returns how many threads the helper had while its program ran (the
+// program sleeps first, so that they can be counted): 1 for a run the
+// warm path carried out before the Go runtime started, several for one
+// Go decided. env is added to the run's environment.
+func warmRun(t *testing.T, w *workspace, policy string, env []string, script string) (result, int) {
+	t.Helper()
+	args := []string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", policy, "--", "/bin/sh", "-c", "sleep 0.4; " + script}
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = w.root
+	cmd.Env = append(append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C"}, w.env()...), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started.Store(cmd.Process.Pid, true)
+	time.Sleep(200 * time.Millisecond)
+	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/task")
+	err := cmd.Wait()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}, len(tasks)
+}
+
+// settle waits out the window in which a change to what a decision reads
+// could keep its old time stamps: a decision that reads something changed
+// that recently is not stored (fsdeps), and the test wants it stored.
+func settle() { time.Sleep(50 * time.Millisecond) }
+
+// TestWarmPathRunsWithoutGo: once an invocation has run, the next run of
+// it (with any program) is carried out from the recipe the first stored,
+// before the Go runtime starts: the helper is a single thread while its
+// program runs (a run Go supervises has five or more), and the program is
+// confined exactly as before: it writes the workspace, not outside it, and
+// reads no secret. With SANDBOX_EXECUTABLE_WARM=off every run is Go's.
+func TestWarmPathRunsWithoutGo(t *testing.T) {
+	for _, policy := range []string{"workspace_write", "read_only"} {
+		t.Run(policy, func(t *testing.T) {
+			w := newWorkspace(t)
+			pol := roPolicy
+			if policy == "workspace_write" {
+				pol = wsPolicy(t, w.root)
+			}
+			settle()
+			script := "cat " + w.home + "/.aws/credentials; echo pwned > " + w.out + "/victim; echo written > " + w.root + "/written; echo done"
+			first, firstThreads := warmRun(t, w, pol, nil, script)
+			second, threads := warmRun(t, w, pol, nil, script)
+			off, offThreads := warmRun(t, w, pol, []string{"SANDBOX_EXECUTABLE_WARM=off"}, script)
+			if firstThreads < 3 {
+				t.Errorf("the first run had %d threads: not decided by Go?", firstThreads)
+			}
+			if threads != 1 {
+				t.Errorf("the second run had %d threads, want 1 (the warm path, no Go runtime)", threads)
+			}
+			if offThreads < 3 {
+				t.Errorf("with the warm path off the run had %d threads", offThreads)
+			}
+			for name, r := range map[string]result{"first": first, "second": second, "off": off} {
+				if strings.Contains(r.stdout, "aws secret") || !strings.Contains(r.stdout, "done") {
+					t.Errorf("%s run: %v", name, r)
+				}
+				if r.stdout != first.stdout || r.stderr != first.stderr || r.code != first.code {
+					t.Errorf("%s run differs from the first: %v against %v", name, r, first)
+				}
+			}
+			if got := readFile(t, filepath.Join(w.out, "victim")); got != "original\n" {
+				t.Errorf("the file outside was written: %q", got)
+			}
+			_, err := os.Stat(filepath.Join(w.root, "written"))
+			if (policy == "workspace_write") != (err == nil) {
+				t.Errorf("%s: writing the workspace: %v", policy, err)
+			}
+		})
+	}
+}
+
+// TestWarmPathFollowsChanges: what a stored decision read is checked again
+// before it is carried out; when it changed, the run is decided again and
+// follows the new state. Each change here is one a stale recipe would get
+// wrong: a core.hooksPath added to .git/config (the new hooks directory
+// must be unwritable), a policy file (@FILE) edited to read_only (the
+// workspace must be unwritable), a writable root replaced by a symbolic
+// link (refused), a secret file made where a denied directory had none.
+func TestWarmPathFollowsChanges(t *testing.T) {
+	t.Run("hooksPath added", func(t *testing.T) {
+		w := newWorkspace(t)
+		gitRepo(t, w)
+		mustMkdir(t, filepath.Join(w.root, "scripts"))
+		pol := wsPolicy(t, w.root)
+		settle()
+		if _, threads := warmRun(t, w, pol, nil, "true"); threads < 3 {
+			t.Fatalf("the first run was not Go's (%d threads)", threads)
+		}
+		if _, threads := warmRun(t, w, pol, nil, "true"); threads != 1 {
+			t.Fatalf("the second run was not the warm path's (%d threads)", threads)
+		}
+		gitIn(t, w, w.root, "config", "core.hooksPath", "scripts")
+		settle()
+		r, _ := warmRun(t, w, pol, nil, "echo pwned > scripts/pre-commit")
+		if r.code == 0 {
+			t.Errorf("a hook was written into the new core.hooksPath: %v", r)
+		}
+		if _, err := os.Stat(filepath.Join(w.root, "scripts", "pre-commit")); err == nil {
+			t.Errorf("scripts/pre-commit exists")
+		}
+	})
+	t.Run("policy file edited", func(t *testing.T) {
+		w := newWorkspace(t)
+		file := filepath.Join(w.out, "policy.json")
+		write(t, file, wsPolicy(t, w.root))
+		settle()
+		pol := "@" + file
+		for i := 0; i < 2; i++ {
+			if r, _ := warmRun(t, w, pol, nil, "echo x > w"+strconv.Itoa(i)); r.code != 0 {
+				t.Fatalf("run %d: %v", i, r)
+			}
+		}
+		write(t, file, roPolicy)
+		settle()
+		if r, _ := warmRun(t, w, pol, nil, "echo x > after"); r.code == 0 {
+			t.Errorf("the workspace is writable under the edited read_only policy: %v", r)
+		}
+	})
+	t.Run("root replaced by a link", func(t *testing.T) {
+		w := newWorkspace(t)
+		proj := filepath.Join(w.root, "proj")
+		mustMkdir(t, proj)
+		pol := wsPolicy(t, w.root, proj)
+		settle()
+		for i := 0; i < 2; i++ {
+			if r, _ := warmRun(t, w, pol, nil, "true"); r.code != 0 {
+				t.Fatalf("run %d: %v", i, r)
+			}
+		}
+		if err := os.Remove(proj); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(w.out, proj); err != nil {
+			t.Fatal(err)
+		}
+		settle()
+		r, _ := warmRun(t, w, pol, nil, "echo pwned > "+w.out+"/victim")
+		if r.code != 125 || !strings.Contains(r.stderr, proj) {
+			t.Errorf("a writable root turned into a link: %v, want a refusal naming it", r)
+		}
+		if got := readFile(t, filepath.Join(w.out, "victim")); got != "original\n" {
+			t.Errorf("written through the link: %q", got)
+		}
+	})
+	t.Run("secret made", func(t *testing.T) {
+		w := newWorkspace(t)
+		pol := policyJSON(t, map[string]any{"type": "workspace_write", "writable_roots": []map[string]string{{"root": w.root}},
+			"sensitive_paths": []map[string]any{{"path": "~/vault"}}, "exclude_slash_tmp": true, "exclude_tmpdir_env_var": true})
+		settle()
+		for i := 0; i < 2; i++ {
+			if r, _ := warmRun(t, w, pol, nil, "true"); r.code != 0 {
+				t.Fatalf("run %d: %v", i, r)
+			}
+		}
+		mustMkdir(t, filepath.Join(w.home, "vault"))
+		write(t, filepath.Join(w.home, "vault", "key"), "vault secret\n")
+		settle()
+		r, _ := warmRun(t, w, pol, nil, "cat ~/vault/key; ls ~/vault; echo done")
+		if strings.Contains(r.stdout, "vault secret") || strings.Contains(r.stdout, "key") || !strings.Contains(r.stdout, "done") {
+			t.Errorf("the new secret was read: %v", r)
+		}
+	})
+}
+
+// TestWarmPathHandsOver: a run the warm path started hands what needs Go
+// over to it, and it is done as in any run: a unix socket the program
+// connects to in the workspace (mediated), the wall-clock timeout (124,
+// the whole tree ended).
+func TestWarmPathHandsOver(t *testing.T) {
+	w := newWorkspace(t)
+	pol := wsPolicy(t, w.root)
+	settle()
+	for i := 0; i < 2; i++ {
+		if r, _ := warmRun(t, w, pol, nil, "true"); r.code != 0 {
+			t.Fatalf("run %d: %v", i, r)
+		}
+	}
+	sock := filepath.Join(w.root, "s.sock")
+	r, threads := warmRun(t, w, pol, nil, probe+" unixserve "+sock+" 1 & sleep 0.3; "+probe+" unixconnect "+sock+"; wait")
+	if threads != 1 {
+		t.Errorf("the run had %d threads before its first socket call: not the warm path's", threads)
+	}
+	if !strings.Contains(r.stdout, "ok") {
+		t.Errorf("a socket in the workspace: %v", r)
+	}
+	limited := policyJSON(t, map[string]any{"type": "workspace_write", "writable_roots": []map[string]string{{"root": w.root}},
+		"resource_limits": map[string]any{"timeout_secs": 1}, "exclude_slash_tmp": true, "exclude_tmpdir_env_var": true})
+	for i := 0; i < 2; i++ {
+		warmRun(t, w, limited, nil, "true")
+	}
+	start := time.Now()
+	r, threads = warmRun(t, w, limited, nil, "sleep 30 & sleep 30")
+	if r.code != 124 || time.Since(start) > 10*time.Second {
+		t.Errorf("timeout: %v after %s, want 124 within seconds", r, time.Since(start))
+	}
+	if threads != 1 {
+		t.Errorf("the timed-out run had %d threads before its timeout", threads)
+	}
+}
