@@ -293,6 +293,7 @@ func (inv *invocation) runRecipe(pr *supervisor.Prepared) (code int, ran bool) {
 			return fail(supervisor.ExitSetup, errors.New("a stored decision started this program and deciding again gave another (the host changed meanwhile): the program was ended; run the command again")), true
 		}
 		inv.out.log.Debug("handed over by the warm path", "reason", h.Reason.String())
+		inv.startedAt = h.Started // the run began before this process's Go did
 		return inv.adopt(pr, h), true
 	} else if st == spawn.WarmFellBack {
 		inv.out.log.Debug("the stored recipe started nothing: decided again")
