@@ -266,7 +266,14 @@ func (g *group) createV1(h *Host, lim Limits, opt Options, n v1Need, name string
 		return pathErr("open", dir+"/tasks", err)
 	}
 	g.joinFDs = append(g.joinFDs, fd)
-	for _, c := range n.hier.Controllers {
+	g.answersFor(d)
+	return nil
+}
+
+// answersFor makes d, a v1 directory of the group, the one that answers
+// for each controller of its hierarchy (its figures, its kill).
+func (g *group) answersFor(d *v1Dir) {
+	for _, c := range d.hier.Controllers {
 		switch c {
 		case "memory":
 			g.mem = d
@@ -278,7 +285,6 @@ func (g *group) createV1(h *Host, lim Limits, opt Options, n v1Need, name string
 			g.freezer = d
 		}
 	}
-	return nil
 }
 
 // permErr turns a permission failure into an *UnavailableError that says

@@ -120,18 +120,7 @@ func Attach(h *Host, lim Limits, opt Options, name string) (Group, error) {
 		i++
 		g.v1 = append(g.v1, d)
 		g.pending = append(g.pending, d.path)
-		for _, c := range n.hier.Controllers {
-			switch c {
-			case "memory":
-				g.mem = d
-			case "pids":
-				g.pids = d
-			case "cpuacct":
-				g.cpuacct = d
-			case "freezer":
-				g.freezer = d
-			}
-		}
+		g.answersFor(d)
 	}
 	return g, nil
 }

@@ -255,6 +255,12 @@ func (inv *invocation) execute(cfg supervisor.Config, facts *hostfacts.Facts, pr
 			res = supervisor.Run(context.Background(), pr, sigs)
 		}
 	}
+	return inv.ended(pr, res)
+}
+
+// ended logs and reports how a run ended, says its error, and returns its
+// exit code.
+func (inv *invocation) ended(pr *supervisor.Prepared, res supervisor.Result) int {
 	inv.out.log.Info("ended", "ending", string(res.Ending), "exit_code", res.ExitCode, "wall", res.Wall)
 	inv.out.writeReport(report.Input{ToolVersion: version, StartedAt: inv.startedAt, Program: inv.o.argv, Prepared: pr, Result: res,
 		DenialLog: inv.o.logDenials, ObservedSeccomp: pr.Seccomp.Notify})
@@ -357,14 +363,7 @@ func warmSay(what string) {
 // adopt supervises a run the runner handed over, and ends it as execute
 // ends one.
 func (inv *invocation) adopt(pr *supervisor.Prepared, h *spawn.Handover) int {
-	res := supervisor.Adopt(context.Background(), pr, h)
-	inv.out.log.Info("ended", "ending", string(res.Ending), "exit_code", res.ExitCode, "wall", res.Wall)
-	inv.out.writeReport(report.Input{ToolVersion: version, StartedAt: inv.startedAt, Program: inv.o.argv, Prepared: pr, Result: res,
-		DenialLog: inv.o.logDenials, ObservedSeccomp: pr.Seccomp.Notify})
-	if res.Err != nil {
-		fail(res.ExitCode, res.Err)
-	}
-	return res.ExitCode
+	return inv.ended(pr, supervisor.Adopt(context.Background(), pr, h))
 }
 
 // reportDegraded says on stderr, in one line, what --allow-degraded let go.
