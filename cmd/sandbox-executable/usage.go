@@ -76,6 +76,13 @@ Information:
   --help, -h                  this text
   --version                   the version
 
+Environment:
+  SANDBOX_EXECUTABLE_WARM     "off": every run is decided anew (no recipe is
+                              looked up or stored); "debug": say on stderr
+                              what the warm path did. By default a run of an
+                              invocation seen before is carried out from its
+                              stored decision while what it read still holds
+
 Exit status:
   the program's own; 128+N when it was killed by signal N (137 when the
   memory limit ended the tree); 124 when the wall-clock timeout ended it; 152
