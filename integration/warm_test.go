@@ -40,6 +40,19 @@ func warmRun(t *testing.T, w *workspace, policy string, env []string, script str
 	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}, len(tasks)
 }
 
+// warmRunAgain is warmRun, once more when the run was not the warm path's:
+// once a minute a run is Go's to sweep what dead runs left (the runner falls
+// back when the sweep is due), and that run sweeps, so the next is the warm
+// path's. script must bear running twice.
+func warmRunAgain(t *testing.T, w *workspace, policy, script string) (result, int) {
+	t.Helper()
+	r, threads := warmRun(t, w, policy, nil, script)
+	if threads != 1 {
+		r, threads = warmRun(t, w, policy, nil, script)
+	}
+	return r, threads
+}
+
 // settle waits out the window in which a change to what a decision reads
 // could keep its old time stamps: a decision that reads something changed
 // that recently is not stored (fsdeps), and the test wants it stored.
@@ -62,7 +75,7 @@ func TestWarmPathRunsWithoutGo(t *testing.T) {
 			settle()
 			script := "cat " + w.home + "/.aws/credentials; echo pwned > " + w.out + "/victim; echo written > " + w.root + "/written; echo done"
 			first, firstThreads := warmRun(t, w, pol, nil, script)
-			second, threads := warmRun(t, w, pol, nil, script)
+			second, threads := warmRunAgain(t, w, pol, script)
 			off, offThreads := warmRun(t, w, pol, []string{"SANDBOX_EXECUTABLE_WARM=off"}, script)
 			if firstThreads < 3 {
 				t.Errorf("the first run had %d threads: not decided by Go?", firstThreads)
@@ -109,7 +122,7 @@ func TestWarmPathFollowsChanges(t *testing.T) {
 		if _, threads := warmRun(t, w, pol, nil, "true"); threads < 3 {
 			t.Fatalf("the first run was not Go's (%d threads)", threads)
 		}
-		if _, threads := warmRun(t, w, pol, nil, "true"); threads != 1 {
+		if _, threads := warmRunAgain(t, w, pol, "true"); threads != 1 {
 			t.Fatalf("the second run was not the warm path's (%d threads)", threads)
 		}
 		gitIn(t, w, w.root, "config", "core.hooksPath", "scripts")
@@ -199,7 +212,7 @@ func TestWarmPathHandsOver(t *testing.T) {
 		}
 	}
 	sock := filepath.Join(w.root, "s.sock")
-	r, threads := warmRun(t, w, pol, nil, probe+" unixserve "+sock+" 1 & sleep 0.3; "+probe+" unixconnect "+sock+"; wait")
+	r, threads := warmRunAgain(t, w, pol, "rm -f "+sock+"; "+probe+" unixserve "+sock+" 1 & sleep 0.3; "+probe+" unixconnect "+sock+"; wait")
 	if threads != 1 {
 		t.Errorf("the run had %d threads before its first socket call: not the warm path's", threads)
 	}
@@ -212,7 +225,7 @@ func TestWarmPathHandsOver(t *testing.T) {
 		warmRun(t, w, limited, nil, "true")
 	}
 	start := time.Now()
-	r, threads = warmRun(t, w, limited, nil, "sleep 30 & sleep 30")
+	r, threads = warmRunAgain(t, w, limited, "sleep 30 & sleep 30")
 	if r.code != 124 || time.Since(start) > 10*time.Second {
 		t.Errorf("timeout: %v after %s, want 124 within seconds", r, time.Since(start))
 	}
