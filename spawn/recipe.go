@@ -305,8 +305,8 @@ func ValidRecipe(b []byte) bool {
 	return C.se_recipe_check(p, C.size_t(len(b))) == 1
 }
 
-// FallbackSweepDue is Handover.FailWhat when the runner started nothing
-// because the stale sweep, which is Go's, is due.
+// FallbackSweepDue begins Handover.FailWhat when the runner started
+// nothing because the stale sweep, which is Go's, is due.
 const FallbackSweepDue = "sweep due"
 
 // WarmOff is the environment variable that turns the warm path off when

@@ -225,19 +225,24 @@ static ssize_t read_small(const char *path, char *buf, size_t cap)
 
 /* ---- the sweep ---- */
 
-static int sweep_due(const struct se_recipe *r)
+/* sweep_due says why the stale sweep is due (into why), or returns 0. */
+static int sweep_due(const struct se_recipe *r, char *why, size_t n)
 {
 	struct stat st;
-	if (r->sweep_request.n && access(rs(r, r->sweep_request), F_OK) == 0)
+	if (r->sweep_request.n && access(rs(r, r->sweep_request), F_OK) == 0) {
+		snprintf(why, n, "sweep due: %s", rs(r, r->sweep_request));
 		return 1;
+	}
 	time_t now = time(NULL);
 	for (uint32_t i = 0; i < r->sweep_stamps.n; i++) {
 		const struct se_rstamp *t = &RA(r, r->sweep_stamps, struct se_rstamp)[i];
-		if (stat(rs(r, t->path), &st) != 0)
+		int64_t age = -1;
+		if (stat(rs(r, t->path), &st) == 0)
+			age = (int64_t)now - (int64_t)st.st_mtim.tv_sec;
+		if (age < 0 || age >= t->every_s) {
+			snprintf(why, n, "sweep due: %s (age %lld s)", rs(r, t->path), (long long)age);
 			return 1;
-		int64_t age = (int64_t)now - (int64_t)st.st_mtim.tv_sec;
-		if (age < 0 || age >= t->every_s)
-			return 1;
+		}
 	}
 	return 0;
 }
@@ -1391,8 +1396,9 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 		h->reason = SE_HO_FALLBACK;
 		return;
 	}
-	if (sweep_due(r)) {
-		fail(&s, 0, 0, "sweep due"); /* spawn.FallbackSweepDue */
+	char why[sizeof h->fail_what];
+	if (sweep_due(r, why, sizeof why)) {
+		fail(&s, 0, 0, why); /* begins with spawn.FallbackSweepDue */
 		h->reason = SE_HO_FALLBACK;
 		return;
 	}

@@ -505,7 +505,7 @@ func (s *session) supervise() Result {
 	// does not count: cgroups do not survive it), and the placeholders and
 	// temp dirs of such runs, are swept while the program runs, off its
 	// start-up path: now and then, or when a guardian had to clean up.
-	go sweepStale(s.pr.cgroupPlan.host)
+	go sweepStale(s.pr.cgroupPlan.host)()
 
 	ending, status := s.watch(r, early, time.Now(), false)
 	// The program is gone: nothing it started may run on.

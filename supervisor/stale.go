@@ -86,26 +86,53 @@ func recordTmp(dir string) (string, error) {
 // guardian asked for it or no such sweep began in the last
 // cgroupSweepEvery, and their placeholders and temp dirs when a guardian
 // asked or no sweep began in the last sweepEvery, unless another one is
-// running.
-func sweepStale(h *cgroups.Host) {
+// running. What is due is decided and stamped at once, by the caller's
+// goroutine (dueSweeps); the sweeping itself is returned to run off the
+// start-up path. Stamping first matters: a run whose program ends before a
+// background goroutine got to stamp would leave the sweep due, and every
+// run the warm path would carry out falls back to Go while one is due.
+func sweepStale(h *cgroups.Host) (sweep func()) {
 	stamp, wanted := stateFile(sweptStamp), stateFile(sweepWanted)
 	if stamp == "" {
-		if h != nil {
-			_, _ = cgroups.CleanupStale(h)
+		if h == nil {
+			return func() {}
 		}
-		return
+		return func() { _, _ = cgroups.CleanupStale(h) }
 	}
 	asked := unix.Access(wanted, unix.F_OK) == nil
+	cgroupsDue := false
 	if h != nil {
 		if cs := stateFile(cgroupSweptStamp); asked || !recent(cs, cgroupSweepEvery) {
 			// Stamped first: runs starting meanwhile leave it to this one.
 			touch(cs)
-			_, _ = cgroups.CleanupStale(h)
+			cgroupsDue = true
 		}
 	}
-	if !asked && recent(stamp, sweepEvery) {
-		return
+	fullDue := asked || !recent(stamp, sweepEvery)
+	if asked {
+		// Consumed at once: a request made meanwhile asks for another.
+		_ = unix.Unlink(wanted)
 	}
+	if fullDue {
+		// Stamped before the sweep too: a short program's run often exits
+		// before its sweep ends, and a stamp made only at the end would
+		// have every later run start the whole sweep again; what one cut
+		// short leaves waits for the next (or for a guardian's request).
+		touch(stamp)
+	}
+	return func() {
+		if cgroupsDue {
+			_, _ = cgroups.CleanupStale(h)
+		}
+		if fullDue {
+			sweepFull()
+		}
+	}
+}
+
+// sweepFull sweeps the placeholders and temp dirs of dead runs, unless
+// another sweep is running.
+func sweepFull() {
 	l, err := os.OpenFile(stateFile("sweep.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return
@@ -114,13 +141,6 @@ func sweepStale(h *cgroups.Host) {
 	if unix.Flock(int(l.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return
 	}
-	// Consumed before the sweep: a request made meanwhile asks for another.
-	_ = unix.Unlink(wanted)
-	// Stamped before it too: a short program's run often exits before its
-	// sweep ends, and a stamp made only at the end would have every later
-	// run start the whole sweep again; what one cut short leaves waits
-	// for the next (or for a guardian's request).
-	touch(stamp)
 	mountns.SweepStale()
 	if recs, err := runstate.Dir(tmpRecords); err == nil {
 		sweepTmp(recs)

@@ -323,7 +323,7 @@ func (inv *invocation) runRecipe(pr *supervisor.Prepared) (code int, ran bool) {
 		inv.out.log.Debug("the runner started nothing: supervised by Go", "step", h.FailStep.String(), "errno", h.FailErrno, "what", h.FailWhat)
 		// Kept where the next run may well start (the sweep was due; the
 		// program was not found, which says nothing of the next one's).
-		if keyed && h.FailWhat != spawn.FallbackSweepDue && h.FailStep != spawn.StepExec {
+		if keyed && !strings.HasPrefix(h.FailWhat, spawn.FallbackSweepDue) && h.FailStep != spawn.StepExec {
 			_ = recipestore.Remove(key)
 		}
 		return 0, false
