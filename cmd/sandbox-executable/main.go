@@ -321,11 +321,10 @@ func (inv *invocation) runRecipe(pr *supervisor.Prepared) (code int, ran bool) {
 	}
 	if h.Reason == spawn.HandoverFallback {
 		inv.out.log.Debug("the runner started nothing: supervised by Go", "step", h.FailStep.String(), "errno", h.FailErrno, "what", h.FailWhat)
-		// Kept where the next run may well start (the sweep was due; the
-		// program was not found, which says nothing of the next one's).
-		if keyed && !strings.HasPrefix(h.FailWhat, spawn.FallbackSweepDue) && h.FailStep != spawn.StepExec {
-			_ = recipestore.Remove(key)
-		}
+		warmSay(fmt.Sprintf("the runner started nothing (%s: %s; step %s): Go runs it", h.FailWhat, h.FailErrno, h.FailStep))
+		// The entry stays: the Go run that follows may make what the runner
+		// lacked (a cgroup parent's controllers, the sweep), and a runner
+		// that falls back again costs less than the Go run that follows.
 		return 0, false
 	}
 	return inv.adopt(pr, h), true
