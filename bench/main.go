@@ -52,6 +52,15 @@ func main() {
 	ws, err = filepath.EvalSymlinks(ws)
 	check(err)
 	defer os.RemoveAll(ws)
+	// The items' HOME: beside the workspace, not in it, as a user's is
+	// (the workspace is somewhere under HOME, never the reverse). A HOME
+	// inside the writable workspace makes each of the 25 default secrets
+	// under it a placeholder the helper makes and removes on every run.
+	home, err = os.MkdirTemp("", "se-bench-home-")
+	check(err)
+	home, err = filepath.EvalSymlinks(home)
+	check(err)
+	defer os.RemoveAll(home)
 	if *probe == "" {
 		*probe = filepath.Join(ws, "probe")
 		out, err := exec.Command("gcc", "-static", "-O2", "-o", *probe, "integration/probes/probe.c").CombinedOutput()

@@ -8,6 +8,9 @@ import (
 	"strings"
 )
 
+// home is the work items' HOME, made beside the workspace by main.
+var home string
+
 // workItem makes the work item called name ready in ws (generating its
 // tree once) and says whether it can run here; one that cannot is named on
 // stderr and left out.
@@ -50,7 +53,7 @@ func workItem(ws, name string) (item, bool) {
 		if err := genTree(repo, 250, 200, 64); err != nil {
 			return skip(err.Error())
 		}
-		env := []string{"GIT_CONFIG_NOSYSTEM=1", "HOME=" + ws, "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@b", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@b"}
+		env := []string{"GIT_CONFIG_NOSYSTEM=1", "HOME=" + home, "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@b", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@b"}
 		for _, a := range [][]string{{"git", "init", "-q"}, {"git", "add", "-A"}, {"git", "commit", "-q", "-m", "tree"}} {
 			if err := warm(a, repo, env); err != nil {
 				return skip(err.Error())
@@ -155,7 +158,7 @@ func genTree(root string, dirs, files, size int) error {
 func genNpm(ws string) (string, []string, error) {
 	base := filepath.Join(ws, "npm")
 	tarballs := mkdir(base, "tarballs")
-	env := []string{"npm_config_cache=" + filepath.Join(base, "cache"), "npm_config_update_notifier=false", "HOME=" + base}
+	env := []string{"npm_config_cache=" + filepath.Join(base, "cache"), "npm_config_update_notifier=false", "HOME=" + home}
 	var deps []string
 	for i := 0; i < 20; i++ {
 		name := fmt.Sprintf("se-bench-pkg%02d", i)
