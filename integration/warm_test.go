@@ -79,11 +79,18 @@ func warmSaid(stderr string) string {
 // must bear running more than once.
 func warmRunAgain(t *testing.T, w *workspace, policy, script string) (result, int) {
 	t.Helper()
+	r, threads, _ := warmRunAgainSaid(t, w, policy, script)
+	return r, threads
+}
+
+// warmRunAgainSaid is warmRunAgain, with what the warm path said.
+func warmRunAgainSaid(t *testing.T, w *workspace, policy, script string) (result, int, string) {
+	t.Helper()
 	r, threads, said := warmRunSaid(t, w, policy, nil, script)
 	for i := 0; i < 3 && threads != 1 && (strings.Contains(said, "sweep due") || strings.Contains(said, "what the decision read changed")); i++ {
 		r, threads, said = warmRunSaid(t, w, policy, nil, script)
 	}
-	return r, threads
+	return r, threads, said
 }
 
 // warmRunStored is warmRun for a first run, whose decision the test wants
@@ -297,5 +304,56 @@ func TestWarmPathAfterASweep(t *testing.T) {
 	}
 	if _, threads := warmRunAgain(t, w, pol, "true"); threads != 1 {
 		t.Errorf("the run after the sweep had %d threads: not the warm path's", threads)
+	}
+}
+
+// TestWarmPathSaysWhereTheTimeWent: with SANDBOX_EXECUTABLE_WARM=debug a
+// run the warm path carried out ends with one line giving each of its
+// phases in microseconds, in the order they ran, and the total (the
+// start-up profile of a warm run); a run Go decided has no such line.
+func TestWarmPathSaysWhereTheTimeWent(t *testing.T) {
+	w := newWorkspace(t)
+	pol := wsPolicy(t, w.root)
+	settle()
+	_, _ = warmRunStored(t, w, pol, "true")
+	_, threads, said := warmRunAgainSaid(t, w, pol, "true")
+	if threads != 1 {
+		t.Fatalf("the second run was not the warm path's (%d threads): %s", threads, said)
+	}
+	const lead = "time in us: "
+	i := strings.Index(said, lead)
+	if i < 0 {
+		t.Fatalf("no time line; the warm path said: %s", said)
+	}
+	line := said[i+len(lead):]
+	phases, total, ok := strings.Cut(line, "; total ")
+	if !ok {
+		t.Fatalf("no total in %q", line)
+	}
+	sum := 0
+	var names []string
+	for _, p := range strings.Split(phases, ", ") {
+		j := strings.LastIndexByte(p, ' ')
+		us, err := strconv.Atoi(p[j+1:])
+		if j < 0 || err != nil || us < 0 {
+			t.Fatalf("phase %q in %q", p, line)
+		}
+		names = append(names, p[:j])
+		sum += us
+	}
+	want := []string{"key", "lookup", "dependencies", "signals", "placeholders", "cgroups", "guardian", "landlock",
+		"start", "program", "cgroups removed", "placeholders removed", "guardian released"}
+	if !slices.Equal(names, want) {
+		t.Errorf("phases %q, want %q", names, want)
+	}
+	// Each phase is rounded down on its own: the sum may fall short of the
+	// total by less than a microsecond per phase, never exceed it.
+	tot, err := strconv.Atoi(strings.TrimSpace(total))
+	if err != nil || sum > tot || tot-sum > len(want) {
+		t.Errorf("total %q against the phases' sum %d", total, sum)
+	}
+	_, _, said = warmRunSaid(t, w, pol, []string{"SANDBOX_EXECUTABLE_WARM=off"}, "true")
+	if said != "" {
+		t.Errorf("with the warm path off it said: %s", said)
 	}
 }

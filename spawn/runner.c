@@ -7,6 +7,7 @@
  * before the program starts is undone, and Go runs the run instead.
  */
 #define _GNU_SOURCE
+#include "phases.h"
 #include "recipe.h"
 #include "sigcatch.h"
 
@@ -1407,9 +1408,17 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 		h->reason = SE_HO_FALLBACK;
 		return;
 	}
+	se_phase("signals");
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 || make_roots(&s) != 0 || make_shared_tmp(&s) != 0 ||
-	    claim(&s) != 0 || make_cgroups(&s) != 0 || start_guardian(&s) != 0)
+	    claim(&s) != 0)
 		goto fallback;
+	se_phase("placeholders");
+	if (make_cgroups(&s) != 0)
+		goto fallback;
+	se_phase("cgroups");
+	if (start_guardian(&s) != 0)
+		goto fallback;
+	se_phase("guardian");
 	if (r->notify) {
 		int sp[2];
 		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp) != 0) {
@@ -1421,6 +1430,7 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 	}
 	if (build_ruleset(&s) != 0)
 		goto fallback;
+	se_phase("landlock");
 	/* Signals that came while the run was set up: a terminating one keeps
 	 * the program from starting; the others are passed on once it runs. */
 	for (;;) {
@@ -1446,6 +1456,7 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 		goto fallback;
 	h->pid = (int)pid;
 	h->program_ns = se_now_ns();
+	se_phase("start");
 	close(s.ruleset);
 	s.ruleset = -1;
 	if (s.notify_child >= 0)
@@ -1467,6 +1478,7 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 	int status = 0;
 	if (wait_quietly(&s, (int)pid, listener, &status) != 0)
 		return;
+	se_phase("program");
 	/* The init is gone, and with it its PID namespace: the tree is gone
 	 * when no child is left to reap (the guardian is not waited for). */
 	int prog;
@@ -1496,9 +1508,13 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 	s.oom_fd = -1;
 	int busy = 0;
 	remove_cgroups(&s, &busy);
+	se_phase("cgroups removed");
 	release_claims(&s);
+	se_phase("placeholders removed");
 	if (!busy)
 		release_guardian(&s);
+	se_phase("guardian released");
+	se_phases_say();
 	_exit(exit_code(status));
 
 fallback:

@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "stage.h"
+#include "phases.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1156,6 +1157,7 @@ static struct rlimit se_init_nofile;
 
 __attribute__((constructor(101))) static void se_capture_initial_state(void)
 {
+	se_phases_begin();
 	sigprocmask(SIG_SETMASK, 0, &se_init_mask);
 	for (int s = 1; s < 65; s++) {
 		if (s == SIGKILL || s == SIGSTOP)

@@ -15,6 +15,7 @@
 #include "recipekey.h"
 #include "recipestore.h"
 #include "deps.h"
+#include "phases.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -71,6 +72,7 @@ __attribute__((constructor(110))) static void se_warm_run(void)
 	char **argv = se_recipe_argv();
 	if (!argv || prog <= 0 || !argv[prog])
 		return;
+	se_phase("key");
 	if (!se_recipe_lookup(key, &body, &len)) {
 		say(debug, "no stored recipe for this invocation");
 		return;
@@ -82,6 +84,7 @@ __attribute__((constructor(110))) static void se_warm_run(void)
 	size_t roff = (sizeof hd + hd.deps_len + 7) & ~(size_t)7;
 	if (hd.deps_len > len || hd.recipe_len > len || roff > len || len - roff != hd.recipe_len)
 		goto out;
+	se_phase("lookup");
 	long index = 0;
 	int reason = 0;
 	if (!se_deps_check_ex(body + sizeof hd, hd.deps_len, &index, &reason)) {
@@ -103,6 +106,7 @@ __attribute__((constructor(110))) static void se_warm_run(void)
 	}
 	free(body);
 	body = NULL;
+	se_phase("dependencies");
 	se_warm_recipe = recipe;
 	se_warm_recipe_len = hd.recipe_len;
 	say(debug, "carrying out the stored recipe");

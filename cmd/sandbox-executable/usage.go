@@ -79,9 +79,11 @@ Information:
 Environment:
   SANDBOX_EXECUTABLE_WARM     "off": every run is decided anew (no recipe is
                               looked up or stored); "debug": say on stderr
-                              what the warm path did. By default a run of an
-                              invocation seen before is carried out from its
-                              stored decision while what it read still holds
+                              what the warm path did, and where a warm run's
+                              time went (microseconds per phase). By default
+                              a run of an invocation seen before is carried
+                              out from its stored decision while what it
+                              read still holds
 
 Exit status:
   the program's own; 128+N when it was killed by signal N (137 when the

@@ -1,0 +1,20 @@
+/*
+ * Where a warm run's time goes. With SANDBOX_EXECUTABLE_WARM=debug the
+ * warm path ends a run it carried out with one line on stderr naming each
+ * of its phases and the microseconds it took, from the first constructor
+ * to the helper's exit; otherwise nothing is recorded. Only the process
+ * that runs the constructors records (never a child of the spawn stage).
+ */
+#ifndef SE_PHASES_H
+#define SE_PHASES_H
+
+/* se_phases_begin starts the clock when the environment asks for debug
+ * output; the first constructor calls it. */
+void se_phases_begin(void);
+/* se_phase closes the phase that began at the previous mark, as name (a
+ * string literal). */
+void se_phase(const char *name);
+/* se_phases_say writes the line (a no-op when not recording). */
+void se_phases_say(void);
+
+#endif
