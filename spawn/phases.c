@@ -11,7 +11,7 @@
 #define SE_MAX_PHASES 24
 
 static struct {
-	int on, n;
+	int on, warm, n;
 	int64_t start, last;
 	struct {
 		const char *name;
@@ -46,9 +46,14 @@ void se_phase(const char *name)
 	se_ph.last = now;
 }
 
+void se_phases_warm_run(void)
+{
+	se_ph.warm = 1;
+}
+
 void se_phases_say(void)
 {
-	if (!se_ph.on)
+	if (!se_ph.on || !se_ph.warm)
 		return;
 	char line[1024];
 	size_t n = (size_t)snprintf(line, sizeof line, "sandbox-executable: warm path: time in us:");

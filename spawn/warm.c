@@ -107,6 +107,7 @@ __attribute__((constructor(110))) static void se_warm_run(void)
 	free(body);
 	body = NULL;
 	se_phase("dependencies");
+	se_phases_warm_run();
 	se_warm_recipe = recipe;
 	se_warm_recipe_len = hd.recipe_len;
 	say(debug, "carrying out the stored recipe");
