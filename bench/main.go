@@ -185,6 +185,9 @@ type item struct {
 	// net: the start-up (/bin/true under the same contender, in the same
 	// round) is taken away, so the ratio is the work's own.
 	net bool
+	// alone: the ratio is given both ways, with the start-up (what a user
+	// waits for) and without it (the work's own, as for net).
+	alone bool
 }
 
 // sample is one round's wall times: by contender, the work and (for a net
@@ -223,7 +226,7 @@ func measure(cs []contender, it item) ([]sample, error) {
 			j := (k + r) % len(cs)
 			var err error
 			env := append(slices.Clip(it.env), cs[j].env...)
-			if it.net {
+			if it.net || it.alone {
 				if s.base[j], err = run(cs[j].wrap(trueArgv()), it.dir, env); err != nil {
 					return nil, fmt.Errorf("%s: %w", cs[j].name, err)
 				}
@@ -271,7 +274,8 @@ func table(ws string) {
 		items = append(items, it)
 	}
 	fmt.Printf("\nwall time, ms: min / median / p90 over the rounds; ratios pair by pair (median, p90)\n")
-	fmt.Printf("start-up: the overhead over bare; work items marked * have the same round's start-up (the no-op) under the same contender taken away\n\n")
+	fmt.Printf("start-up: the overhead over bare; work items marked * have the same round's start-up (the no-op) under the same contender taken away;\n")
+	fmt.Printf("the other work items give both: the ratio with the start-up (what a user waits for), and the work alone (median)\n\n")
 	fmt.Printf("%-28s %6s", "item", "rounds")
 	for _, c := range cs {
 		fmt.Printf("  %-22s", c.name)
@@ -300,7 +304,7 @@ func table(ws string) {
 		// compares the work (alone, for a net item) to bare's.
 		var parts []string
 		for j := 1; j < len(cs); j++ {
-			var rs, rb []float64
+			var rs, rb, ra []float64
 			for _, s := range ss {
 				var a, b, c float64
 				if i < startupRows {
@@ -312,6 +316,9 @@ func table(ws string) {
 					a, b = ms(s.work[j]-s.base[j]), ms(s.work[0]-s.base[0])
 				} else {
 					a, b = ms(s.work[j]), ms(s.work[0])
+					if alone := ms(s.work[0] - s.base[0]); it.alone && alone > 0 {
+						ra = append(ra, ms(s.work[j]-s.base[j])/alone)
+					}
 				}
 				if i < startupRows {
 					// overhead in ms, and over bubblewrap's
@@ -333,7 +340,11 @@ func table(ws string) {
 				}
 			} else {
 				st := summarize(rs)
-				parts = append(parts, fmt.Sprintf("%s %.3fx (p90 %.3fx)", short, st.med, st.p90))
+				alone := ""
+				if len(ra) > 0 {
+					alone = fmt.Sprintf("; work alone %.3fx", summarize(ra).med)
+				}
+				parts = append(parts, fmt.Sprintf("%s %.3fx (p90 %.3fx%s)", short, st.med, st.p90, alone))
 			}
 		}
 		fmt.Printf("%s\n", strings.Join(parts, ", "))

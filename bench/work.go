@@ -44,7 +44,7 @@ func workItem(ws, name string) (item, bool) {
 		if err := warm(argv, root, env); err != nil {
 			return skip(err.Error())
 		}
-		return item{name: "go build (warm cache)", argv: argv, dir: root, env: env, rounds: 5}, true
+		return item{name: "go build (warm cache)", argv: argv, dir: root, env: env, rounds: 10, alone: true}, true
 	case "gitstatus":
 		if _, err := exec.LookPath("git"); err != nil {
 			return skip("no git on PATH")
@@ -63,7 +63,7 @@ func workItem(ws, name string) (item, bool) {
 		if err := warm(argv, repo, env); err != nil {
 			return skip(err.Error())
 		}
-		return item{name: "git status, 50k files", argv: argv, dir: repo, env: env, rounds: 10}, true
+		return item{name: "git status, 50k files", argv: argv, dir: repo, env: env, rounds: 20, alone: true}, true
 	case "npmci":
 		if _, err := exec.LookPath("npm"); err != nil {
 			return skip("no npm on PATH")
@@ -76,7 +76,7 @@ func workItem(ws, name string) (item, bool) {
 		if err := warm(argv, dir, env); err != nil {
 			return skip(err.Error())
 		}
-		return item{name: "npm ci, local tarballs", argv: argv, dir: dir, env: env, rounds: 5}, true
+		return item{name: "npm ci, local tarballs", argv: argv, dir: dir, env: env, rounds: 8, alone: true}, true
 	case "compileall":
 		py, err := exec.LookPath("/usr/bin/python3")
 		if err != nil {
@@ -98,7 +98,7 @@ func workItem(ws, name string) (item, bool) {
 			}
 		}
 		argv := []string{py, "-m", "compileall", "-q", "-f", "-j", "1", tree}
-		return item{name: "python3 -m compileall -f", argv: argv, rounds: 5, env: []string{"PYTHONDONTWRITEBYTECODE="}}, true
+		return item{name: "python3 -m compileall -f", argv: argv, rounds: 10, env: []string{"PYTHONDONTWRITEBYTECODE="}, alone: true}, true
 	}
 	return skip("unknown work item (open, stat, gobuild, gitstatus, npmci, compileall)")
 }
