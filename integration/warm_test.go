@@ -48,7 +48,13 @@ func warmRunWatched(t *testing.T, w *workspace, policy string, env []string, scr
 		t.Fatal(err)
 	}
 	started.Store(cmd.Process.Pid, true)
-	time.Sleep(200 * time.Millisecond)
+	// Threads are counted once the program runs (its sleep is there), not
+	// after a fixed time: in an emulated guest the helper's own start can
+	// outlast any guess, and a Go runtime not started yet has one thread.
+	// A helper that ends first (a refused run) ends the wait too.
+	if !isoPoll(20*time.Second, func() bool { return descendantNamed(cmd.Process.Pid, "sleep") || exited(cmd.Process.Pid) }) {
+		t.Logf("the program's sleep never showed under the helper")
+	}
 	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/task")
 	if watch != nil {
 		watch(cmd.Process.Pid)
@@ -433,6 +439,39 @@ func TestWarmPathPlaceholdersGoWithTheRun(t *testing.T) {
 	if !gone {
 		t.Errorf("5 s after the run, open fds still point into the workspace: %q", left)
 	}
+}
+
+// descendantNamed says whether a process under pid (its children, theirs,
+// and so on) has the command name comm.
+func descendantNamed(pid int, comm string) bool {
+	queue := []string{strconv.Itoa(pid)}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		kids, _ := filepath.Glob("/proc/" + p + "/task/*/children")
+		for _, k := range kids {
+			b, _ := os.ReadFile(k)
+			for _, c := range strings.Fields(string(b)) {
+				if name, err := os.ReadFile("/proc/" + c + "/comm"); err == nil && strings.TrimSpace(string(name)) == comm {
+					return true
+				}
+				queue = append(queue, c)
+			}
+		}
+	}
+	return false
+}
+
+// exited says whether process pid (a child of the test's, not yet waited
+// for) has exited: it is a zombie.
+func exited(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z'
 }
 
 // fdsUnder lists what the fds of process pid point at under dir (a removed
