@@ -102,9 +102,16 @@ func warmRunAgain(t *testing.T, w *workspace, policy, script string) (result, in
 // warmRunAgainSaid is warmRunAgain, with what the warm path said.
 func warmRunAgainSaid(t *testing.T, w *workspace, policy, script string) (result, int, string) {
 	t.Helper()
-	r, threads, said := warmRunSaid(t, w, policy, nil, script)
+	return warmRunAgainWatched(t, w, policy, script, nil)
+}
+
+// warmRunAgainWatched is warmRunAgainSaid, calling watch as
+// warmRunWatched does on each run.
+func warmRunAgainWatched(t *testing.T, w *workspace, policy, script string, watch func(pid int)) (result, int, string) {
+	t.Helper()
+	r, threads, said := warmRunWatched(t, w, policy, nil, script, watch)
 	for i := 0; i < 3 && threads != 1 && (strings.Contains(said, "sweep due") || strings.Contains(said, "what the decision read changed")); i++ {
-		r, threads, said = warmRunSaid(t, w, policy, nil, script)
+		r, threads, said = warmRunWatched(t, w, policy, nil, script, watch)
 	}
 	return r, threads, said
 }
@@ -397,25 +404,12 @@ func TestWarmPathPlaceholdersGoWithTheRun(t *testing.T) {
 	var held []string
 	watch := func(pid int) {
 		// The guardian is the helper's child, outside the program's tree.
-		kids, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
-		pids := []string{strconv.Itoa(pid)}
-		for _, k := range kids {
-			b, _ := os.ReadFile(k)
-			pids = append(pids, strings.Fields(string(b))...)
-		}
-		for _, p := range pids {
-			held = append(held, fdsUnder(p, w.root)...)
+		held = fdsUnder(strconv.Itoa(pid), w.root)
+		for _, c := range childrenOf(strconv.Itoa(pid)) {
+			held = append(held, fdsUnder(c, w.root)...)
 		}
 	}
-	var threads int
-	var said string
-	for i := 0; i < 4; i++ {
-		held = nil
-		_, threads, said = warmRunWatched(t, w, pol, nil, "true", watch)
-		if threads == 1 || !strings.Contains(said, "sweep due") {
-			break
-		}
-	}
+	_, threads, said := warmRunAgainWatched(t, w, pol, "true", watch)
 	if threads != 1 {
 		t.Fatalf("the run was not the warm path's (%d threads): %s", threads, said)
 	}
@@ -448,18 +442,25 @@ func descendantNamed(pid int, comm string) bool {
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		kids, _ := filepath.Glob("/proc/" + p + "/task/*/children")
-		for _, k := range kids {
-			b, _ := os.ReadFile(k)
-			for _, c := range strings.Fields(string(b)) {
-				if name, err := os.ReadFile("/proc/" + c + "/comm"); err == nil && strings.TrimSpace(string(name)) == comm {
-					return true
-				}
-				queue = append(queue, c)
+		for _, c := range childrenOf(p) {
+			if name, err := os.ReadFile("/proc/" + c + "/comm"); err == nil && strings.TrimSpace(string(name)) == comm {
+				return true
 			}
+			queue = append(queue, c)
 		}
 	}
 	return false
+}
+
+// childrenOf lists the pids of process pid's children (of all its threads).
+func childrenOf(pid string) []string {
+	var out []string
+	kids, _ := filepath.Glob("/proc/" + pid + "/task/*/children")
+	for _, k := range kids {
+		b, _ := os.ReadFile(k)
+		out = append(out, strings.Fields(string(b))...)
+	}
+	return out
 }
 
 // exited says whether process pid (a child of the test's, not yet waited
