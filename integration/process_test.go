@@ -182,6 +182,38 @@ func TestSignalsReachTheProgram(t *testing.T) {
 	}
 }
 
+// TestIgnoredSignalsStayIgnored: signals the caller ignores (nohup, a
+// shell's empty trap) arrive ignored in the program as they would through a
+// plain exec, real-time ones among them (the helper reads the ignored set
+// before the Go runtime installs its handlers), on a run Go decides and on
+// the warm path's.
+func TestIgnoredSignalsStayIgnored(t *testing.T) {
+	w := newWorkspace(t)
+	const trap = `trap '' USR1 35 40; exec "$@"`
+	bare, err := exec.Command("bash", "-c", trap, "bash", "grep", "^SigIgn", "/proc/self/status").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mask uint64
+	if _, err := fmt.Sscanf(string(bare), "SigIgn:\t%x", &mask); err != nil {
+		t.Fatalf("bare SigIgn %q: %v", bare, err)
+	}
+	if want := uint64(1)<<9 | 1<<34 | 1<<39; mask&want != want {
+		t.Fatalf("bare SigIgn %#x lacks the trapped signals %#x", mask, want)
+	}
+	for i, mode := range []string{"off", "debug", "debug"} {
+		env := append(w.env(), "SANDBOX_EXECUTABLE_WARM="+mode)
+		r := run(t, runOpts{env: env, via: []string{"bash", "-c", trap, "bash"}},
+			"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--", "grep", "^SigIgn", "/proc/self/status")
+		if r.code != 0 || r.stdout != string(bare) {
+			t.Errorf("run %d (warm path %s): %v; want %q as without the sandbox", i, mode, r, bare)
+		}
+		if i == 2 && !strings.Contains(r.stderr, "carrying out the stored recipe") {
+			t.Logf("the last run was not the warm path's: %s", r.stderr)
+		}
+	}
+}
+
 // TestStdioPassThrough: an MCP-style JSON-RPC exchange over stdio round
 // trips byte for byte, large and binary payloads included, and the helper
 // adds nothing to stdout or stderr.
