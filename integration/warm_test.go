@@ -303,6 +303,53 @@ func TestWarmPathHandsOver(t *testing.T) {
 	}
 }
 
+// TestWarmPathStaleListedTypes: the runner takes the type of a split
+// directory's entries from the decision's listing instead of a stat of its
+// own. When the listing is stale all the same (an entry's type changed and
+// the directory's time stamp was set back, which fools the dependency
+// check), the run is still the warm path's and the entries are granted:
+// one listed as a directory that is now a file (the kernel refuses a
+// directory's rights on it) is stat'ed and readable as a file; one listed
+// as a file that is now a directory keeps a file's rights, so what is in
+// it can be read (listing it is the split HOME's right, as before).
+func TestWarmPathStaleListedTypes(t *testing.T) {
+	w := newWorkspace(t)
+	// HOME is split around the default secrets it lacks, so its entries
+	// are rules of their own, each with its listed type.
+	mustMkdir(t, filepath.Join(w.home, "swap"))
+	write(t, filepath.Join(w.home, "swap", "inner.txt"), "inner\n")
+	write(t, filepath.Join(w.home, "flip"), "flip file\n")
+	pol := wsPolicy(t, w.root)
+	settle()
+	warmRunStored(t, w, pol, "true")
+	r, threads := warmRunAgain(t, w, pol, "cat ~/swap/inner.txt ~/flip")
+	if threads != 1 || r.stdout != "inner\nflip file\n" {
+		t.Fatalf("before the change: %v (%d threads), want both read on the warm path", r, threads)
+	}
+	st, err := os.Stat(w.home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(w.home, "swap"), filepath.Join(w.home, "flip")} {
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(w.home, "swap"), "now a file\n")
+	mustMkdir(t, filepath.Join(w.home, "flip"))
+	write(t, filepath.Join(w.home, "flip", "in.txt"), "in flip\n")
+	if err := os.Chtimes(w.home, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	r, threads, said := warmRunSaid(t, w, pol, nil, "cat ~/swap ~/flip/in.txt")
+	if threads != 1 || strings.Contains(said, "changed") {
+		t.Fatalf("the run after the change was not the warm path's with the stale recipe (%d threads): %s", threads, said)
+	}
+	if r.code != 0 || r.stdout != "now a file\nin flip\n" {
+		t.Errorf("the entries with a changed type were not read: %v", r)
+	}
+}
+
 // TestWarmPathAfterASweep: the run a due sweep makes Go's stamps the sweep
 // as soon as its program has started, not in a goroutine that a short run
 // may end first, so however short that program, the next run is the warm

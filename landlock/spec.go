@@ -67,7 +67,28 @@ type Rule struct {
 	// Required rules fail the build when their path cannot be opened; the
 	// others (enumerated siblings, devices) are skipped when they vanished.
 	Required bool
+	// Listed is the type an enumerated sibling had in its directory's
+	// listing (ListedDir or ListedFile), and 0 for a path that was not
+	// listed. The listing is a dependency of the decision (fsdeps), so a
+	// builder may take the type from here instead of a stat of its own
+	// (the spawn stage's runner does, for rules that are not Required). A
+	// type that is stale all the same fails safe: the kernel refuses a
+	// directory's rights on a non-directory (the builder then stats), and
+	// a non-directory's rights on a directory grant less than the rule
+	// would have (no listing, creating or removing beneath it).
+	Listed Listed
 }
+
+// Listed is a file type as a directory listing gave it (Rule.Listed).
+type Listed uint8
+
+// The types of Rule.Listed: a directory, or anything else that is not a
+// symbolic link (links are never granted: following one lands on its
+// target, whose own ancestors decide).
+const (
+	ListedDir  Listed = 1
+	ListedFile Listed = 2
+)
 
 // Narrowing is a directory where Landlock-only mode grants less than the
 // policy says, because a denied path lies beneath it.
@@ -166,7 +187,7 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 
 	read := &walker{denied: sortedUnique(readDenied), access: (readRights | ReadDir) & s.HandledFS, listSplit: opt.Exact}
 	if read.access != 0 {
-		read.grant("/", true)
+		read.grant("/", true, 0)
 	}
 	for _, d := range read.split {
 		effect := "cannot be listed, and entries created in it after the start cannot be read"
@@ -177,7 +198,7 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 	}
 	write := &walker{denied: sortedUnique(writeDenied), access: (writeRights | ResolveUnx) & s.HandledFS}
 	for _, r := range p.Filesystem.WritableRoots {
-		write.grant(r.Path, true)
+		write.grant(r.Path, true, 0)
 	}
 	for _, d := range write.split {
 		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: "entries directly in it cannot be created, removed or renamed"})
@@ -240,13 +261,15 @@ func (w *walker) classify(p string) (covered, below bool) {
 	return false, below
 }
 
-func (w *walker) grant(p string, required bool) {
+// grant grants w.access on p, split where a denied path lies beneath it;
+// listed is p's type in its parent's listing, 0 when p was not listed.
+func (w *walker) grant(p string, required bool, listed Listed) {
 	covered, below := w.classify(p)
 	if covered || w.err != nil {
 		return
 	}
 	if !below {
-		w.rules = append(w.rules, Rule{Path: p, Access: w.access, Required: required})
+		w.rules = append(w.rules, Rule{Path: p, Access: w.access, Required: required, Listed: listed})
 		return
 	}
 	// The listing is recorded (fsdeps): an entry made, removed or renamed
@@ -291,7 +314,11 @@ func (w *walker) grant(p string, required bool) {
 		if e.Type()&fs.ModeSymlink != 0 {
 			continue
 		}
-		w.grant(filepath.Join(p, e.Name()), false)
+		listed := ListedFile
+		if e.IsDir() {
+			listed = ListedDir
+		}
+		w.grant(filepath.Join(p, e.Name()), false, listed)
 	}
 }
 

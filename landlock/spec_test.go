@@ -110,6 +110,57 @@ func TestLandlockOnlySplitsAlongDeniedPaths(t *testing.T) {
 	}
 }
 
+// TestSplitRulesCarryTheirListedType: the rules of a split directory's
+// entries carry the type its listing gave (which the runner takes instead
+// of a stat); rules on paths nobody listed (the roots) carry none, and a
+// symbolic link gets no rule at all.
+func TestSplitRulesCarryTheirListedType(t *testing.T) {
+	base := tree(t, "home/.ssh/id_rsa", "home/docs/notes", "home/.bashrc", "ws/README")
+	home, ws := filepath.Join(base, "home"), filepath.Join(base, "ws")
+	if err := os.Symlink("docs", filepath.Join(home, "link")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Compute(plan([]string{ws}, []string{filepath.Join(home, ".ssh")}, nil), Options{ABI: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Rule{}
+	for _, r := range s.Rules {
+		got[r.Path] = r
+	}
+	for path, want := range map[string]Listed{
+		filepath.Join(home, "docs"):    ListedDir,
+		filepath.Join(home, ".bashrc"): ListedFile,
+	} {
+		r, ok := got[path]
+		if !ok {
+			t.Errorf("%s: no rule", path)
+			continue
+		}
+		if r.Listed != want {
+			t.Errorf("%s: listed %d, want %d", path, r.Listed, want)
+		}
+		if r.Required {
+			t.Errorf("%s: an enumerated entry is required", path)
+		}
+	}
+	roots := 0
+	for _, r := range s.Rules {
+		if r.Required {
+			roots++
+			if r.Listed != 0 {
+				t.Errorf("%s: a root (required) carries listed type %d", r.Path, r.Listed)
+			}
+		}
+	}
+	if roots == 0 {
+		t.Errorf("no required rule (the writable root): %+v", s.Rules)
+	}
+	if r, ok := got[filepath.Join(home, "link")]; ok {
+		t.Errorf("a rule on a symbolic link: %+v", r)
+	}
+}
+
 func TestExactModeGrantsWholeSubtrees(t *testing.T) {
 	base := tree(t, "home/.ssh/id_rsa", "ws/.git/config")
 	ws := filepath.Join(base, "ws")

@@ -32,7 +32,7 @@
 
 #define SE_RCP_MAGIC "SE-RCP-1"
 /* Bumped whenever the layout or meaning of a field changes. */
-#define SE_RCP_VERSION 1
+#define SE_RCP_VERSION 2
 
 /* A string (n bytes, NUL after them) or an array of n records, at off. */
 struct se_rref {
@@ -86,12 +86,16 @@ struct se_rstamp {
 	int64_t every_s;
 };
 
-/* A Landlock path rule (landlock.Rule). */
+/* A Landlock path rule (landlock.Rule). listed is the path's type in its
+ * directory's listing (SE_LISTED_DIR, SE_LISTED_FILE), 0 when not listed. */
 struct se_rll {
 	struct se_rref path;
 	uint64_t access;
-	int32_t required, pad;
+	int32_t required, listed;
 };
+
+#define SE_LISTED_DIR 1
+#define SE_LISTED_FILE 2
 
 struct se_recipe {
 	char magic[8];

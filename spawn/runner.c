@@ -114,7 +114,8 @@ int se_recipe_check(const void *p, size_t len)
 	if (!ref_ok(r, r->ll_paths, sizeof(struct se_rll), 0))
 		return 0;
 	for (uint32_t i = 0; i < r->ll_paths.n; i++)
-		if (!ref_ok(r, RA(r, r->ll_paths, struct se_rll)[i].path, 1, 1))
+		if (!ref_ok(r, RA(r, r->ll_paths, struct se_rll)[i].path, 1, 1) ||
+		    (uint32_t)RA(r, r->ll_paths, struct se_rll)[i].listed > SE_LISTED_FILE)
 			return 0;
 	if (!ref_ok(r, r->ops, sizeof(struct se_rop), 0))
 		return 0;
@@ -899,7 +900,111 @@ struct se_open_how {
 	uint64_t flags, mode, resolve;
 };
 
-static int build_ruleset(struct se_runner *s)
+/* A batch of the rules' O_PATH fds, closed together: with hundreds of
+ * rules (the entries of a directory split around a denied path), a close
+ * per rule is a quarter of their cost. Nothing in the batch is closed
+ * before the batch is, so each new fd is the lowest free one and above
+ * those before it; a run of consecutive numbers goes in one close_range,
+ * and an fd the runner holds between two (a hole they skipped) is never
+ * in a range. */
+#ifndef SYS_close_range
+#define SYS_close_range 436 /* the same on x86_64 and aarch64 */
+#endif
+
+struct se_fd_batch {
+	int fd[64];
+	int n;
+};
+
+static void batch_flush(struct se_fd_batch *b)
+{
+	for (int i = 0; i < b->n;) {
+		int j = i;
+		while (j + 1 < b->n && b->fd[j + 1] == b->fd[j] + 1)
+			j++;
+		if (syscall(SYS_close_range, (unsigned)b->fd[i], (unsigned)b->fd[j], 0) != 0)
+			for (int k = i; k <= j; k++)
+				close(b->fd[k]); /* before 5.9 */
+		i = j + 1;
+	}
+	b->n = 0;
+}
+
+static void batch_add(struct se_fd_batch *b, int fd)
+{
+	if (b->n > 0 && fd <= b->fd[b->n - 1]) { /* not expected: never pass one twice */
+		close(fd);
+		return;
+	}
+	b->fd[b->n++] = fd;
+	if (b->n == (int)(sizeof b->fd / sizeof b->fd[0]))
+		batch_flush(b);
+}
+
+static int open_rule_path(const char *path, struct se_fd_batch *b)
+{
+	struct se_open_how how = {O_PATH | O_CLOEXEC | O_NOFOLLOW, 0, RESOLVE_NO_SYMLINKS};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+	if (fd < 0 && errno == EMFILE && b->n > 0) {
+		batch_flush(b);
+		fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+	}
+	if (fd < 0 && errno == ENOSYS)
+		fd = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+	return fd;
+}
+
+/* add_path_rule adds r's rule for the path open at fd: the access for the
+ * type its listing gave (no stat) where it was listed and is not required,
+ * else for the type fstat gives. 1 added or skipped, 0 failed (errno). */
+static int add_path_rule(struct se_runner *s, int rs_fd, const struct se_rll *rule, const char *path, int fd)
+{
+	const struct se_recipe *r = s->r;
+	uint64_t access = rule->access & r->ll_handled_fs;
+	if (!rule->required && (rule->listed == SE_LISTED_DIR || rule->listed == SE_LISTED_FILE)) {
+		/* A non-directory listed as one gets a non-directory's rights:
+		 * on a symbolic link (one replaced it since) the rule is inert,
+		 * as no access is checked on a link itself. A directory listed
+		 * as a non-directory gets those rights, less than its own. A
+		 * non-directory listed as a directory is refused (EINVAL) and
+		 * stat'ed below. */
+		uint64_t a = rule->listed == SE_LISTED_DIR ? access : access & r->ll_file_rights;
+		if (!a)
+			return 1;
+		struct se_ll_path_beneath pb = {a, fd};
+		if (syscall(SYS_landlock_add_rule, rs_fd, 1, &pb, 0) == 0)
+			return 1;
+		if (errno != EINVAL || rule->listed != SE_LISTED_DIR) {
+			fail(s, SE_STEP_LANDLOCK, errno, path);
+			return 0;
+		}
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		fail(s, SE_STEP_LANDLOCK, errno, path);
+		return 0;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		if (rule->required) {
+			fail(s, SE_STEP_LANDLOCK, ELOOP, path);
+			return 0;
+		}
+		return 1;
+	}
+	if (!S_ISDIR(st.st_mode))
+		access &= r->ll_file_rights;
+	if (access) {
+		struct se_ll_path_beneath pb = {access, fd};
+		if (syscall(SYS_landlock_add_rule, rs_fd, 1, &pb, 0) != 0) {
+			fail(s, SE_STEP_LANDLOCK, errno, path);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* create_ruleset makes the (empty) Landlock ruleset, s->ruleset. */
+static int create_ruleset(struct se_runner *s)
 {
 	const struct se_recipe *r = s->r;
 	if (r->ll_abi < 1)
@@ -916,46 +1021,37 @@ static int build_ruleset(struct se_runner *s)
 		return -1;
 	}
 	s->ruleset = rs_fd;
+	return 0;
+}
+
+/* add_rules adds the recipe's rules to s->ruleset. */
+static int add_rules(struct se_runner *s)
+{
+	const struct se_recipe *r = s->r;
+	int rs_fd = s->ruleset;
+	if (rs_fd < 0)
+		return 0;
+	struct se_fd_batch b;
+	b.n = 0;
 	for (uint32_t i = 0; i < r->ll_paths.n; i++) {
 		const struct se_rll *rule = &RA(r, r->ll_paths, struct se_rll)[i];
 		const char *path = rs(r, rule->path);
-		uint64_t access = rule->access & r->ll_handled_fs;
-		struct se_open_how how = {O_PATH | O_CLOEXEC | O_NOFOLLOW, 0, RESOLVE_NO_SYMLINKS};
-		int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
-		if (fd < 0 && errno == ENOSYS)
-			fd = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+		int fd = open_rule_path(path, &b);
 		if (fd < 0) {
 			if (!rule->required && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP))
 				continue;
 			fail(s, SE_STEP_LANDLOCK, errno, path);
+			batch_flush(&b);
 			return -1;
 		}
-		struct stat st;
-		if (fstat(fd, &st) != 0) {
-			fail(s, SE_STEP_LANDLOCK, errno, path);
-			close(fd);
+		int ok = add_path_rule(s, rs_fd, rule, path, fd);
+		batch_add(&b, fd);
+		if (!ok) {
+			batch_flush(&b);
 			return -1;
 		}
-		if (S_ISLNK(st.st_mode)) {
-			close(fd);
-			if (rule->required) {
-				fail(s, SE_STEP_LANDLOCK, ELOOP, path);
-				return -1;
-			}
-			continue;
-		}
-		if (!S_ISDIR(st.st_mode))
-			access &= r->ll_file_rights;
-		if (access) {
-			struct se_ll_path_beneath pb = {access, fd};
-			if (syscall(SYS_landlock_add_rule, rs_fd, 1, &pb, 0) != 0) {
-				fail(s, SE_STEP_LANDLOCK, errno, path);
-				close(fd);
-				return -1;
-			}
-		}
-		close(fd);
 	}
+	batch_flush(&b);
 	for (uint32_t i = 0; i < r->ll_ports.n; i++) {
 		struct se_ll_port np = {r->ll_net_connect, RA(r, r->ll_ports, uint16_t)[i]};
 		if (syscall(SYS_landlock_add_rule, rs_fd, 2, &np, 0) != 0) {
@@ -1104,6 +1200,42 @@ static int recv_fd(int sock)
 	int fd;
 	memcpy(&fd, CMSG_DATA(c), sizeof fd);
 	return fd;
+}
+
+/* early_signal reads the signals that came while the run was set up: it
+ * returns the first terminating one (the program must not start), or 0;
+ * the others are kept, to be passed on once it runs. */
+static int early_signal(struct se_runner *s)
+{
+	for (;;) {
+		unsigned char buf[64];
+		ssize_t got = read(s->sig_r, buf, sizeof buf);
+		if (got <= 0)
+			return 0;
+		for (ssize_t i = 0; i < got; i++) {
+			if (buf[i] == SIGCHLD)
+				continue;
+			if (terminating(buf[i]))
+				return buf[i];
+			if (s->nearly < 16)
+				s->early[s->nearly++] = buf[i];
+		}
+	}
+}
+
+/* end_unstarted ends the helper as the terminating signal sig asked, before
+ * the program started: the child (pid, or -1 for none) is reaped, and the
+ * run's state undone. */
+static __attribute__((noreturn)) void end_unstarted(struct se_runner *s, long pid, int sig)
+{
+	if (pid > 0) {
+		int st;
+		while (waitpid((pid_t)pid, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	undo(s);
+	drop_signals(s);
+	_exit(128 + sig);
 }
 
 static long spawn_child(struct se_runner *s, char *const *argv)
@@ -1464,29 +1596,14 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 		s.notify_parent = sp[0];
 		s.notify_child = sp[1];
 	}
-	if (build_ruleset(&s) != 0)
+	if (create_ruleset(&s) != 0)
+		goto fallback;
+	if (add_rules(&s) != 0)
 		goto fallback;
 	se_phase("landlock");
-	/* Signals that came while the run was set up: a terminating one keeps
-	 * the program from starting; the others are passed on once it runs. */
-	for (;;) {
-		unsigned char buf[64];
-		ssize_t got = read(s.sig_r, buf, sizeof buf);
-		if (got <= 0)
-			break;
-		for (ssize_t i = 0; i < got; i++) {
-			if (buf[i] == SIGCHLD)
-				continue;
-			if (terminating(buf[i])) {
-				/* Nothing ran; the helper ends as that signal asked. */
-				undo(&s);
-				drop_signals(&s);
-				_exit(128 + buf[i]);
-			}
-			if (s.nearly < 16)
-				s.early[s.nearly++] = buf[i];
-		}
-	}
+	int sig = early_signal(&s);
+	if (sig)
+		end_unstarted(&s, -1, sig);
 	long pid = spawn_child(&s, argv);
 	if (pid < 0)
 		goto fallback;

@@ -98,7 +98,7 @@ func (pr *Prepared) Recipe() (*spawn.Recipe, error) {
 	r.Landlock = spawn.RecipeLandlock{ABI: s.ABI, RestrictFlags: s.RestrictFlags, HandledFS: uint64(s.HandledFS), HandledNet: s.HandledNet,
 		Scoped: s.Scoped, FileRights: uint64(landlock.FileRights), NetConnect: landlock.PortRuleAccess, Ports: s.Ports}
 	for _, rule := range s.Rules {
-		r.Landlock.Rules = append(r.Landlock.Rules, spawn.RecipeRule{Path: rule.Path, Access: uint64(rule.Access), Required: rule.Required})
+		r.Landlock.Rules = append(r.Landlock.Rules, spawn.RecipeRule{Path: rule.Path, Access: uint64(rule.Access), Required: rule.Required, Listed: uint8(rule.Listed)})
 	}
 	return r, nil
 }
