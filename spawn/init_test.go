@@ -1,11 +1,15 @@
 package spawn
 
 import (
+	"errors"
 	"os"
+	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
+	libseccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
 )
 
@@ -120,5 +124,56 @@ func TestInitForwardsSignalsAndEndsTheNamespace(t *testing.T) {
 		if cl, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(cl) == "sleep\x001000\x00" {
 			t.Fatalf("the daemon (pid %s) outlived the namespace", e.Name())
 		}
+	}
+}
+
+// TestInitUnshareRefusedFailsTheStart: an init is cloned into the user and
+// PID namespaces only and makes the others itself (unshare) once it runs,
+// so that their cost is not its caller's wait. Where unshare is refused
+// while such a clone is not (here a seccomp filter on the test's child
+// process), the start fails at the clone step, saying that the init's
+// unshare did, and the program never runs.
+func TestInitUnshareRefusedFailsTheStart(t *testing.T) {
+	if os.Getenv("SE_INIT_UNSHARE_CHILD") == "" {
+		if os.Getuid() != 0 {
+			t.Skip("needs root: a PID and mount namespace without a user namespace")
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestInitUnshareRefusedFailsTheStart$", "-test.v")
+		cmd.Env = append(os.Environ(), "SE_INIT_UNSHARE_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestInitUnshareRefusedFailsTheStart") {
+			t.Fatalf("the child did not pass (%v):\n%s", err, out)
+		}
+		return
+	}
+	req, f := initRequest(t, "echo ran")
+	filter, err := libseccomp.NewFilter(libseccomp.ActAllow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer filter.Release()
+	unshare, err := libseccomp.GetSyscallFromName("unshare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := filter.AddRule(unshare, libseccomp.ActErrno.SetReturnCode(int16(unix.EPERM))); err != nil {
+		t.Fatal(err)
+	}
+	// The filter holds on this thread, which Start clones from.
+	runtime.LockOSThread()
+	if err := filter.Load(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(req)
+	var se *Error
+	if !errors.As(err, &se) || se.Step != StepClone || se.Errno != unix.EPERM || se.Detail != "the init's unshare" {
+		t.Fatalf("Start: %v, want the clone step failed by the init's unshare (EPERM)", err)
+	}
+	var st unix.WaitStatus
+	if _, err := unix.Wait4(p.Pid, &st, 0, nil); err != nil || st.ExitStatus() != 125 {
+		t.Fatalf("the init: %v %v, want exit 125", err, st)
+	}
+	if b, _ := os.ReadFile(f.Name()); len(b) != 0 {
+		t.Errorf("the program ran: %q", b)
 	}
 }

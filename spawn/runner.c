@@ -1024,7 +1024,9 @@ static int create_ruleset(struct se_runner *s)
 	return 0;
 }
 
-/* add_rules adds the recipe's rules to s->ruleset. */
+/* add_rules adds the recipe's rules to s->ruleset. Any process holding the
+ * ruleset's fd sees them: a held init (hold_init) cloned with it, before
+ * they were added, restricts its program with all of them. */
 static int add_rules(struct se_runner *s)
 {
 	const struct se_recipe *r = s->r;
@@ -1224,8 +1226,8 @@ static int early_signal(struct se_runner *s)
 }
 
 /* end_unstarted ends the helper as the terminating signal sig asked, before
- * the program started: the child (pid, or -1 for none) is reaped, and the
- * run's state undone. */
+ * the program started: the held init (pid, or -1 for none) is let go
+ * without starting it and reaped, and the run's state undone. */
 static __attribute__((noreturn)) void end_unstarted(struct se_runner *s, long pid, int sig)
 {
 	if (pid > 0) {
@@ -1338,12 +1340,33 @@ static long spawn_child(struct se_runner *s, char *const *argv)
 	q->stack_size = SE_CHILD_STACK;
 	if (s->g)
 		q->parent_tid = (int *)&s->g->child_pid;
-	pid = se_spawn(q);
+	if (r->init) {
+		/* The init makes its namespaces and mounts (most of the
+		 * start's cost: a network namespace alone is hundreds of
+		 * microseconds) while the rules are added here; it starts the
+		 * program once they are all in. */
+		q->hold_init = 1;
+		pid = se_spawn_start(q);
+		int go = pid > 0 && add_rules(s) == 0;
+		se_phase("landlock");
+		int sig = go ? early_signal(s) : 0;
+		se_spawn_finish(q, pid, go && !sig);
+		if (sig)
+			end_unstarted(s, pid, sig);
+		if (pid > 0 && !go && q->fail_step == SE_STEP_NONE) {
+			/* Not expected: a stopped init fails its stop. */
+			q->fail_step = SE_STEP_INIT;
+			q->fail_errno = ECANCELED;
+		}
+	} else {
+		pid = se_spawn(q);
+	}
 	if (pid > 0) {
 		s->h->pidfd = q->used_clone3 ? q->pidfd : -1;
 		if (q->fail_step != SE_STEP_NONE) {
 			int st;
-			fail(s, q->fail_step, q->fail_errno, "child");
+			if (!s->h->fail_what[0]) /* else the runner's own step failed first */
+				fail(s, q->fail_step, q->fail_errno, "child");
 			while (waitpid((pid_t)pid, &st, 0) < 0 && errno == EINTR)
 				;
 			if (s->h->pidfd >= 0)
@@ -1598,12 +1621,15 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 	}
 	if (create_ruleset(&s) != 0)
 		goto fallback;
-	if (add_rules(&s) != 0)
-		goto fallback;
-	se_phase("landlock");
-	int sig = early_signal(&s);
-	if (sig)
-		end_unstarted(&s, -1, sig);
+	if (!r->init) {
+		/* The child execs the program as soon as it is cloned. */
+		if (add_rules(&s) != 0)
+			goto fallback;
+		se_phase("landlock");
+		int sig = early_signal(&s);
+		if (sig)
+			end_unstarted(&s, -1, sig);
+	}
 	long pid = spawn_child(&s, argv);
 	if (pid < 0)
 		goto fallback;

@@ -556,6 +556,12 @@ func detail(req *Request, step Step, i int) string {
 		}
 	case StepCgroup:
 		return "join cgroup"
+	case StepClone:
+		if i == 1 {
+			// An init makes the namespaces other than user and PID
+			// itself, once cloned.
+			return "the init's unshare"
+		}
 	case StepCapabilities:
 		if i >= 0 && i < len(capSteps) {
 			return capSteps[i]

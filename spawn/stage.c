@@ -45,6 +45,8 @@
 #define SE_FUTEX_WAIT 0
 #define SE_FUTEX_WAKE 1
 #define SE_NR_close_range 436
+/* The namespaces an init is cloned into; it makes the others itself. */
+#define SE_INIT_CLONE_NS (CLONE_NEWUSER | CLONE_NEWPID)
 #define SE_NR_pidfd_open 434
 #define SE_NR_landlock_add_rule 445
 #define SE_NR_landlock_restrict_self 446
@@ -900,6 +902,35 @@ static void se_start_program(struct se_req *r)
 	r->init->prog_group = r->fg_tty >= 0;
 }
 
+/* The namespaces of ns_flags the clone did not make (SE_INIT_CLONE_NS):
+ * made here, in the init, while the caller goes on. A failure is the
+ * clone's, as it was when the clone made them all. */
+static void se_init_unshare(struct se_req *r)
+{
+	unsigned long flags = r->ns_flags & ~(unsigned long)SE_INIT_CLONE_NS;
+	long ret = flags ? SYS1(SYS_unshare, flags) : 0;
+	if (ret < 0)
+		se_fail(r, SE_STEP_CLONE, 1, ret);
+}
+
+/* A held init waits here, its namespaces and mounts made, for the caller's
+ * go (se_spawn_finish); anything else (the caller gone, or refusing) ends
+ * it before the program starts. */
+static void se_hold(struct se_req *r)
+{
+	if (r->go_r < 0)
+		return;
+	SYS1(SYS_close, r->go_w); /* this table's copy: EOF when the caller's goes */
+	char c = 0;
+	long n;
+	do
+		n = SYS3(SYS_read, r->go_r, &c, 1);
+	while (n == -EINTR);
+	SYS1(SYS_close, r->go_r);
+	if (n != 1 || c != 'G')
+		se_fail(r, SE_STEP_INIT, 1, n < 0 ? n : -ECANCELED);
+}
+
 /* The init's own capabilities go once the program has its own. */
 static void se_init_drop_caps(struct se_req *r)
 {
@@ -978,8 +1009,8 @@ static __attribute__((noreturn)) void se_forward_until_done(struct se_init *g)
  * died before that took effect is seen when the ready byte cannot be
  * written), it prepares the namespace and starts the program. */
 static se_step_fn *const se_init_steps[] = {
-	se_set_pdeathsig, se_run_ops, se_set_rlimits, se_undumpable, se_start_program,
-	se_init_drop_caps, se_pass_listener, se_leave_group, se_say_ready,
+	se_set_pdeathsig, se_init_unshare, se_run_ops, se_set_rlimits, se_undumpable, se_hold,
+	se_start_program, se_init_drop_caps, se_pass_listener, se_leave_group, se_say_ready,
 };
 
 static int se_child(void *arg)
@@ -1082,7 +1113,8 @@ static void se_child_args(struct se_req *r, struct se_clone_args *args, int *pid
 	size_t stack_size = r->init ? r->init->stack_size : r->stack_size;
 	uintptr_t top = ((uintptr_t)stack + stack_size) & ~(uintptr_t)15;
 	memset(args, 0, sizeof *args);
-	args->flags = CLONE_VM | (r->init ? 0 : CLONE_VFORK) | SE_CLONE_CLEAR_SIGHAND | SE_CLONE_PIDFD | r->ns_flags;
+	args->flags = CLONE_VM | (r->init ? 0 : CLONE_VFORK) | SE_CLONE_CLEAR_SIGHAND | SE_CLONE_PIDFD |
+		      (r->init ? r->ns_flags & SE_INIT_CLONE_NS : r->ns_flags);
 	args->pidfd = (uint64_t)(uintptr_t)pidfd;
 	args->exit_signal = SIGCHLD;
 	args->stack = (uint64_t)(uintptr_t)stack;
@@ -1097,38 +1129,65 @@ static void se_child_args(struct se_req *r, struct se_clone_args *args, int *pid
 	}
 }
 
-/* se_wait_ready waits for the init's 'R' once the program runs, or EOF
- * when the init exited first, after a failed step. */
-static void se_wait_ready(int ready[2], long pid)
+long se_spawn_start(struct se_req *r)
 {
-	char c;
-	close(ready[1]);
-	if (pid > 0)
-		while (read(ready[0], &c, 1) < 0 && errno == EINTR)
-			;
-	close(ready[0]);
-}
-
-long se_spawn(struct se_req *r)
-{
-	int pidfd = -1;
-	int ready[2] = {-1, -1};
+	int ready[2] = {-1, -1}, go[2] = {-1, -1};
 	struct se_clone_args args;
 
 	r->fail_step = SE_STEP_NONE;
 	r->fail_index = 0;
 	r->fail_errno = 0;
 	r->parent_pid = getpid();
+	r->pidfd = -1;
+	r->go_r = r->go_w = r->ready_r = -1;
 	if (r->init) {
 		if (pipe2(ready, O_CLOEXEC) < 0)
 			return -errno;
+		/* A socket, not a pipe: a go sent to an init that already
+		 * exited (a failed mount, say) is EPIPE without a SIGPIPE. */
+		if (r->hold_init && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0) {
+			int e = errno;
+			close(ready[0]);
+			close(ready[1]);
+			return -e;
+		}
 		r->init->ready_fd = ready[1];
+		r->go_r = go[0];
+		r->go_w = go[1];
 	}
-	se_child_args(r, &args, &pidfd);
+	se_child_args(r, &args, &r->pidfd);
 	long pid = se_clone_quietly(&args, r->clone_fallback, se_child, r, &r->used_clone3);
-	if (r->init)
-		se_wait_ready(ready, pid);
-	r->pidfd = pidfd;
+	if (r->init) {
+		close(ready[1]);
+		r->ready_r = ready[0];
+		if (go[0] >= 0)
+			close(go[0]);
+	}
+	return pid;
+}
+
+void se_spawn_finish(struct se_req *r, long pid, int go)
+{
+	if (r->go_w >= 0) {
+		char c = 'G';
+		if (go && pid > 0) /* EPIPE (no SIGPIPE): the init exited, after a failed step */
+			while (send(r->go_w, &c, 1, MSG_NOSIGNAL) < 0 && errno == EINTR)
+				;
+		close(r->go_w); /* not set to -1: the init reads the number */
+	}
+	if (r->ready_r >= 0) {
+		char c;
+		if (pid > 0)
+			while (read(r->ready_r, &c, 1) < 0 && errno == EINTR)
+				;
+		close(r->ready_r);
+	}
+}
+
+long se_spawn(struct se_req *r)
+{
+	long pid = se_spawn_start(r);
+	se_spawn_finish(r, pid, 1);
 	return pid;
 }
 

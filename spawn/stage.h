@@ -99,8 +99,20 @@ struct se_req {
 	 * namespace must be made once the child is in its cgroup), or 0. */
 	unsigned long unshare_flags;
 	/* Set: the child is the first process of a new PID namespace (see
-	 * struct se_init) and starts the program as its own child. */
+	 * struct se_init) and starts the program as its own child. The clone
+	 * makes only the user and PID namespaces; the init makes the others
+	 * of ns_flags itself (unshare), so that their cost (a network
+	 * namespace's is hundreds of microseconds) is not the caller's wait. */
 	struct se_init *init;
+	/* With an init: set, the init stops before it starts the program,
+	 * its namespaces and mounts made, until se_spawn_finish lets it go;
+	 * the caller meanwhile does what only the program needs (adds the
+	 * rules of the Landlock ruleset whose fd the init already holds). */
+	int hold_init;
+	/* Set by se_spawn_start: the held init's socket pair (it reads go_r;
+	 * go_w is the caller's, closed in the init), and the ready pipe's read
+	 * end. */
+	int go_r, go_w, ready_r;
 	/* Set: a trial, not a run. The child exits 0 once the cgroup joins,
 	 * the unshare and the operations have succeeded (no program). */
 	int trial;
@@ -266,6 +278,14 @@ int se_guard_wait_ready(struct se_guard *g);
  * itself failed. When it returns a pid, the child has either execed the
  * program or exited after setting fail_step. */
 long se_spawn(struct se_req *req);
+
+/* se_spawn_start and se_spawn_finish are se_spawn in two halves, for a held
+ * init (req->hold_init): the first clones the child and returns its pid or
+ * -errno; the second, called once after it whatever it returned, lets the
+ * init start the program (go set) or makes it exit before it does (go
+ * unset: it fails with SE_STEP_INIT), then waits as se_spawn does. */
+long se_spawn_start(struct se_req *req);
+void se_spawn_finish(struct se_req *req, long pid, int go);
 
 /* se_init_status reports the program's wait status as the init recorded
  * it: 1 and *status set, or 0 when it recorded none. */
