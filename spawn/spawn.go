@@ -111,7 +111,9 @@ type Request struct {
 	CgroupProcs string
 	// JoinFDs are cgroup.procs files the child writes "0" to first.
 	JoinFDs []int
-	// NamespaceFlags are CLONE_NEW* flags for the child.
+	// NamespaceFlags are CLONE_NEW* flags for the child. An init (Init) is
+	// cloned into the user and PID namespaces of them and makes the others
+	// itself (unshare) as its first step; a failure there is StepClone's.
 	NamespaceFlags uintptr
 	// UnshareFlags are unshare(2) flags applied right after the cgroup
 	// joins (CLONE_NEWCGROUP: a cgroup namespace rooted at the run's
