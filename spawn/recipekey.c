@@ -176,15 +176,23 @@ static int se_put_status(struct se_sha256 *h)
 		"Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:",
 		"NoNewPrivs:", "Seccomp:", "Seccomp_filters:",
 	};
-	ssize_t n = se_read_proc("/proc/self/status");
-	if (n < 0)
-		return 0;
+	/* The first constructor's read (nothing has changed the process
+	 * since), else a read of our own. */
+	size_t have;
+	const char *status = se_initial_status(&have);
+	ssize_t n = (ssize_t)have;
+	if (!status) {
+		n = se_read_proc("/proc/self/status");
+		if (n < 0)
+			return 0;
+		status = se_key_buf;
+	}
 	se_put_tag(h, SE_KEY_STATUS);
 	for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
 		size_t nl = strlen(names[k]);
 		const char *line = 0;
 		size_t len = 0;
-		for (const char *p = se_key_buf, *end = se_key_buf + n; p < end;) {
+		for (const char *p = status, *end = status + n; p < end;) {
 			const char *eol = memchr(p, '\n', (size_t)(end - p));
 			if (!eol)
 				eol = end;

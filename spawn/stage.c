@@ -1219,17 +1219,21 @@ static struct rlimit se_init_nofile;
  * kernel makes from the same handlers, 32 and 33 included: three system
  * calls instead of one rt_sigaction per signal. 0 when /proc cannot tell
  * (not mounted, say): the caller then asks for each signal. */
+static char se_init_status_buf[16 * 1024];
+static size_t se_init_status_len;
+
 static int se_ignored_from_status(uint64_t *ign)
 {
-	static char buf[16 * 1024];
+	char *buf = se_init_status_buf;
 	long fd = SYS4(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
-	long n = SYS3(SYS_read, fd, buf, sizeof buf - 1);
+	long n = SYS3(SYS_read, fd, buf, sizeof se_init_status_buf - 1);
 	SYS1(SYS_close, fd);
-	if (n <= 0 || n >= (long)sizeof buf - 1)
+	if (n <= 0 || n >= (long)sizeof se_init_status_buf - 1)
 		return 0;
 	buf[n] = 0;
+	se_init_status_len = (size_t)n; /* whole: a read that did not fill the buffer */
 	const char *p = strstr(buf, "\nSigIgn:\t");
 	if (!p)
 		return 0;
@@ -1273,6 +1277,12 @@ __attribute__((constructor(101))) static void se_capture_initial_state(void)
 		}
 	}
 	getrlimit(RLIMIT_NOFILE, &se_init_nofile);
+}
+
+const char *se_initial_status(size_t *len)
+{
+	*len = se_init_status_len;
+	return se_init_status_len ? se_init_status_buf : NULL;
 }
 
 void se_initial_state(sigset_t *mask, int *ignored, int max, int *nignored,

@@ -291,6 +291,12 @@ void se_spawn_finish(struct se_req *req, long pid, int go);
  * it: 1 and *status set, or 0 when it recorded none. */
 int se_init_status(struct se_init *g, int *status);
 
+/* /proc/self/status as the first constructor read it (whole), before
+ * anything of the helper's changed the process, or NULL (not read, or too
+ * large for its buffer): for the recipe key's constructor, which runs next
+ * and hashes some of its lines. */
+const char *se_initial_status(size_t *len);
+
 /* The state of the process before the Go runtime started (see stage.c). */
 void se_initial_state(sigset_t *mask, int *ignored, int max, int *nignored,
 		      uint64_t *nofile_cur, uint64_t *nofile_max);
