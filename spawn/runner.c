@@ -903,10 +903,12 @@ struct se_open_how {
 /* A batch of the rules' O_PATH fds, closed together: with hundreds of
  * rules (the entries of a directory split around a denied path), a close
  * per rule is a quarter of their cost. Nothing in the batch is closed
- * before the batch is, so each new fd is the lowest free one and above
- * those before it; a run of consecutive numbers goes in one close_range,
- * and an fd the runner holds between two (a hole they skipped) is never
- * in a range. */
+ * before the batch is, so each new fd is normally the lowest free one and
+ * above those before it. Only a run of consecutive numbers, every one of
+ * them the batch's own, goes in one close_range: an fd held between two
+ * (a hole they skipped) is never in a range. Where another thread frees a
+ * lower number meanwhile (a run Go decided calls the runner with its
+ * threads running), the fd that reuses it is closed at once. */
 #ifndef SYS_close_range
 #define SYS_close_range 436 /* the same on x86_64 and aarch64 */
 #endif
@@ -932,7 +934,7 @@ static void batch_flush(struct se_fd_batch *b)
 
 static void batch_add(struct se_fd_batch *b, int fd)
 {
-	if (b->n > 0 && fd <= b->fd[b->n - 1]) { /* not expected: never pass one twice */
+	if (b->n > 0 && fd <= b->fd[b->n - 1]) {
 		close(fd);
 		return;
 	}
@@ -957,6 +959,12 @@ static int open_rule_path(const char *path, struct se_fd_batch *b)
 /* add_path_rule adds r's rule for the path open at fd: the access for the
  * type its listing gave (no stat) where it was listed and is not required,
  * else for the type fstat gives. 1 added or skipped, 0 failed (errno). */
+static long add_beneath(int rs_fd, uint64_t access, int fd)
+{
+	struct se_ll_path_beneath pb = {access, fd};
+	return syscall(SYS_landlock_add_rule, rs_fd, 1, &pb, 0);
+}
+
 static int add_path_rule(struct se_runner *s, int rs_fd, const struct se_rll *rule, const char *path, int fd)
 {
 	const struct se_recipe *r = s->r;
@@ -969,10 +977,7 @@ static int add_path_rule(struct se_runner *s, int rs_fd, const struct se_rll *ru
 		 * non-directory listed as a directory is refused (EINVAL) and
 		 * stat'ed below. */
 		uint64_t a = rule->listed == SE_LISTED_DIR ? access : access & r->ll_file_rights;
-		if (!a)
-			return 1;
-		struct se_ll_path_beneath pb = {a, fd};
-		if (syscall(SYS_landlock_add_rule, rs_fd, 1, &pb, 0) == 0)
+		if (!a || add_beneath(rs_fd, a, fd) == 0)
 			return 1;
 		if (errno != EINVAL || rule->listed != SE_LISTED_DIR) {
 			fail(s, SE_STEP_LANDLOCK, errno, path);
@@ -993,12 +998,9 @@ static int add_path_rule(struct se_runner *s, int rs_fd, const struct se_rll *ru
 	}
 	if (!S_ISDIR(st.st_mode))
 		access &= r->ll_file_rights;
-	if (access) {
-		struct se_ll_path_beneath pb = {access, fd};
-		if (syscall(SYS_landlock_add_rule, rs_fd, 1, &pb, 0) != 0) {
-			fail(s, SE_STEP_LANDLOCK, errno, path);
-			return 0;
-		}
+	if (access && add_beneath(rs_fd, access, fd) != 0) {
+		fail(s, SE_STEP_LANDLOCK, errno, path);
+		return 0;
 	}
 	return 1;
 }
