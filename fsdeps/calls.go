@@ -240,12 +240,13 @@ func now() time.Time { return time.Now() }
 // window is then that long.
 func racy(op, path string, before time.Time, ts ...Timespec) bool {
 	for _, t := range ts {
-		window := racyWindow()
+		window, why := racyWindow(), ""
 		if t.Nsec == 0 {
 			window += 2 * time.Second
+			why = ", a whole-second time (as from a filesystem that keeps only seconds)"
 		}
 		if !time.Unix(t.Sec, t.Nsec).Before(before.Add(-window)) {
-			Taint("fsdeps: " + op + " of " + path + ": changed within " + racyWindow().String() + " of the decision (a later change could keep the same time)")
+			Taint("fsdeps: " + op + " of " + path + ": changed within " + window.String() + " of the decision" + why + " (a later change could keep the same time)")
 			return true
 		}
 	}

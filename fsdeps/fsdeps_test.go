@@ -337,6 +337,8 @@ func TestWholeSecondTimesTaint(t *testing.T) {
 		ReadDir(sub)
 		if got := len(Tainted()) > 0; got != c.taint {
 			t.Errorf("a directory's mtime a whole second %v ago: tainted %v (%v), want %v", c.ago, got, Tainted(), c.taint)
+		} else if got && !strings.Contains(Tainted()[0], "of the decision, a whole-second time") {
+			t.Errorf("the taint does not say why: %v", Tainted())
 		}
 	}
 	Reset()
