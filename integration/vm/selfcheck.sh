@@ -3,9 +3,10 @@
 #   - stdout and stderr come back separately and byte for byte, the exit code
 #     exactly;
 #   - a failing test makes `go test` report FAIL and exit non-zero;
-#   - a guest kernel panic and a hung guest are failures, never passes;
+#   - a guest kernel panic, a hung guest and one that never starts the
+#     payload are failures, never passes;
 #   - SE_VM_USER=nobody runs the payload unprivileged.
-# Usage: integration/vm/selfcheck.sh     (about 6 guests; a minute on a quiet machine)
+# Usage: integration/vm/selfcheck.sh     (about 8 guests; a minute on a quiet machine)
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname -- "$(readlink -f -- "${BASH_SOURCE[0]}")")/lib.sh"
@@ -75,7 +76,16 @@ gotest "$tmp/hang.log" SE_VM_SELFTEST_HANG=1 SE_VM_TIMEOUT=40 -- -run 'TestForce
 check "hang: go test exits non-zero (got $rc)" $((rc == 0))
 check "hang: reported as a timeout" "$(has 'vm: FAIL: guest timed out' "$tmp/hang.log"; echo $?)"
 
-# 5. Unprivileged payload.
+# 5. A guest that has not started the payload in time (SE_VM_BOOT_TIMEOUT=1:
+#    every guest here takes longer than a second): booted once more, then a
+#    failure, never a pass.
+rc=0
+gotest "$tmp/boot.log" SE_VM_BOOT_TIMEOUT=1 -- -run 'TestRunAsUser' || rc=$?
+check "boot timeout: go test exits non-zero (got $rc)" $((rc == 0))
+check "boot timeout: booted once more, then reported" "$(has 'booting it once more' "$tmp/boot.log" &&
+	has 'vm: FAIL: the guest had not started the payload 1s after' "$tmp/boot.log"; echo $?)"
+
+# 6. Unprivileged payload.
 rc=0
 gotest "$tmp/nobody.log" SE_VM_USER=nobody -- -v -run 'TestRunAsUser|TestWritablePlaces' || rc=$?
 check "SE_VM_USER=nobody: passes (got $rc)" "$rc"
