@@ -28,6 +28,8 @@ func recorded(t *testing.T, record func()) []byte {
 	return b
 }
 
+// recordedOrTainted runs record with a fresh record and returns its
+// encoding, or, when the record is tainted, the taints.
 func recordedOrTainted(t *testing.T, record func()) ([]byte, []string) {
 	t.Helper()
 	fsdeps.Reset()
