@@ -60,6 +60,20 @@ func (h *Handover) Abandon() {
 	}
 }
 
+// StoredDeps returns the dependencies (fsdeps' encoding) of the body of a
+// stored recipe (StoredRecipe's), or false when the body is too short for
+// what its head says.
+func StoredDeps(body []byte) ([]byte, bool) {
+	if len(body) < 8 {
+		return nil, false
+	}
+	n := uint64(binary.LittleEndian.Uint32(body))
+	if n > uint64(len(body)-8) {
+		return nil, false
+	}
+	return body[8 : 8+n], true
+}
+
 // StoredRecipe is the body of a stored recipe: the decision's filesystem
 // dependencies (fsdeps' encoding) and the recipe, as the warm path reads
 // them.

@@ -293,10 +293,14 @@ func (inv *invocation) runRecipe(pr *supervisor.Prepared) (code int, ran bool) {
 		warmAdopted = true
 		if err != nil || !bytes.Equal(encoded, ranRecipe) {
 			h.Abandon()
+			what := "the host changed meanwhile"
 			if keyed {
+				if w := storedDepsChanged(key); w != "" {
+					what += ": " + w
+				}
 				_ = recipestore.Remove(key)
 			}
-			return fail(supervisor.ExitSetup, errors.New("a stored decision started this program and deciding again gave another (the host changed meanwhile): the program was ended; run the command again")), true
+			return fail(supervisor.ExitSetup, errors.New("a stored decision started this program and deciding again gave another ("+what+"): the program was ended; run the command again")), true
 		}
 		inv.out.log.Debug("handed over by the warm path", "reason", h.Reason.String())
 		inv.startedAt = h.Started // the run began before this process's Go did
@@ -349,6 +353,31 @@ func (inv *invocation) storeRecipe(key [32]byte, recipe []byte) {
 		return
 	}
 	warmSay(fmt.Sprintf("stored: %d dependencies, a recipe of %d bytes", len(deps), len(recipe)))
+}
+
+// storedDepsChanged says which of the stored decision's dependencies no
+// longer holds, for the error of a run whose stored decision differs from
+// the one made again ("" when the entry cannot be read). When each still
+// holds, the new decision read what the old one did not record, and it says
+// that.
+func storedDepsChanged(key [32]byte) string {
+	body, err := recipestore.Lookup(key)
+	if err != nil {
+		return ""
+	}
+	enc, ok := spawn.StoredDeps(body)
+	if !ok {
+		return ""
+	}
+	held, i, why := spawn.CheckDeps(enc)
+	if held {
+		return "each dependency the stored decision recorded still holds"
+	}
+	deps, err := fsdeps.Decode(enc)
+	if err != nil || i < 0 || i >= len(deps) {
+		return "its record: " + why.String()
+	}
+	return "dependency " + strconv.Itoa(i) + " (" + deps[i].String() + "): " + why.String()
 }
 
 // warmSay writes one line to stderr when SANDBOX_EXECUTABLE_WARM=debug
