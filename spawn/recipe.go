@@ -450,3 +450,39 @@ func handoverOf(h *C.struct_se_handover) *Handover {
 func (h *Handover) Signals(sigs []syscall.Signal) (*Caught, error) {
 	return catchOn(h.sigR, h.sigW, sigs)
 }
+
+// RecipeLandlockRules returns the Landlock path rules of an encoded recipe
+// (Encode's, one ValidRecipe accepts), or false when it is not one.
+func RecipeLandlockRules(b []byte) ([]RecipeRule, bool) {
+	if !ValidRecipe(b) {
+		return nil, false
+	}
+	var h C.struct_se_recipe
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&h)), unsafe.Sizeof(h)), b)
+	str := func(r C.struct_se_rref) (string, bool) {
+		off, n := uint64(r.off), uint64(r.n)
+		if n == 0 {
+			return "", true
+		}
+		if off > uint64(len(b)) || n > uint64(len(b))-off {
+			return "", false
+		}
+		return string(b[off : off+n]), true
+	}
+	var rl C.struct_se_rll
+	size := uint64(unsafe.Sizeof(rl))
+	off, n := uint64(h.ll_paths.off), uint64(h.ll_paths.n)
+	if n > 0 && (off > uint64(len(b)) || n > (uint64(len(b))-off)/size) {
+		return nil, false
+	}
+	rules := make([]RecipeRule, 0, n)
+	for i := uint64(0); i < n; i++ {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&rl)), size), b[off+i*size:])
+		p, ok := str(rl.path)
+		if !ok {
+			return nil, false
+		}
+		rules = append(rules, RecipeRule{Path: p, Access: uint64(rl.access), Required: rl.required != 0, Listed: uint8(rl.listed)})
+	}
+	return rules, true
+}

@@ -423,7 +423,7 @@ func TestStoredDepsChangedNamesTheChange(t *testing.T) {
 	settle()
 	var key [32]byte
 	key[0] = 7
-	if got := storedDepsChanged(key); got != "" {
+	if got := storedDepsChanged(key, nil); got != "" {
 		t.Fatalf("no entry: %q", got)
 	}
 	for try := 1; ; try++ {
@@ -444,13 +444,19 @@ func TestStoredDepsChangedNamesTheChange(t *testing.T) {
 	if err := recipestore.Store(key, spawn.StoredRecipe(enc, []byte("recipe"))); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := storedDepsChanged(key), "each dependency the stored decision recorded still holds"; got != want {
-		t.Errorf("nothing changed: %q, want %q", got, want)
+	const held = "each dependency the stored decision recorded still holds"
+	if got := storedDepsChanged(key, nil); got != held {
+		t.Errorf("nothing changed: %q, want %q", got, held)
 	}
 	writeFile(t, d+"/b", "")
-	got := storedDepsChanged(key)
+	got := storedDepsChanged(key, nil)
 	if !strings.HasPrefix(got, "dependency 1 (") || !strings.Contains(got, d+"/b") {
 		t.Errorf("b made: %q", got)
 	}
 	t.Logf("b made: %s", got)
+	// b one of the run's own placeholders: no change of the host's.
+	own := &spawn.Recipe{Claims: []spawn.RecipeClaim{{Parent: d, Placeholders: []string{d + "/b"}}}}
+	if got := storedDepsChanged(key, own); got != held {
+		t.Errorf("b made, a placeholder of the run's: %q, want %q", got, held)
+	}
 }

@@ -291,11 +291,18 @@ func (inv *invocation) runRecipe(pr *supervisor.Prepared) (code int, ran bool) {
 	keyed = keyed && os.Getenv(spawn.WarmOff) != "off"
 	if st, h, ranRecipe := spawn.Warm(); st == spawn.WarmHandedOver {
 		warmAdopted = true
+		if err == nil && !bytes.Equal(encoded, ranRecipe) && sameButLandlockRules(recipe, ranRecipe) {
+			// The Landlock rules the program got are the decision at its
+			// start, as a run's are; the rest, which this process takes
+			// over, is the same.
+			inv.out.log.Debug("handed over: the decision made again differs from the stored one in its Landlock rules only (a directory listing changed since the program started)")
+			encoded = ranRecipe
+		}
 		if err != nil || !bytes.Equal(encoded, ranRecipe) {
 			h.Abandon()
 			what := "the host changed meanwhile"
 			if keyed {
-				if w := storedDepsChanged(key); w != "" {
+				if w := storedDepsChanged(key, recipe); w != "" {
 					what += ": " + w
 				}
 				_ = recipestore.Remove(key)
@@ -355,12 +362,31 @@ func (inv *invocation) storeRecipe(key [32]byte, recipe []byte) {
 	warmSay(fmt.Sprintf("stored: %d dependencies, a recipe of %d bytes", len(deps), len(recipe)))
 }
 
+// sameButLandlockRules reports whether recipe, encoded, would be ran
+// byte for byte but for its Landlock path rules, ran's in their place. A
+// split directory's listing (a file made in HOME, say) changes the rules,
+// and a run the warm path started hands over to Go at its first mediated
+// call, which may come minutes after the start: the rules are in the
+// kernel by then, and what Go takes over (cgroups, placeholders, temp
+// dir, guardian, mounts, seccomp, limits, the denied paths that mediation
+// checks) is all in the rest.
+func sameButLandlockRules(recipe *spawn.Recipe, ran []byte) bool {
+	rules, ok := spawn.RecipeLandlockRules(ran)
+	if !ok {
+		return false
+	}
+	alt := *recipe
+	alt.Landlock.Rules = rules
+	return bytes.Equal(alt.Encode(), ran)
+}
+
 // storedDepsChanged says which of the stored decision's dependencies no
 // longer holds, for the error of a run whose stored decision differs from
-// the one made again ("" when the entry cannot be read). When each still
-// holds, the new decision read what the old one did not record, and it says
-// that.
-func storedDepsChanged(key [32]byte) string {
+// the one made again ("" when the entry cannot be read). The placeholders
+// the run itself made (recipe's claims) are no change of the host's and are
+// passed over. When each other one still holds, the new decision read what
+// the old one did not record, and it says that.
+func storedDepsChanged(key [32]byte, recipe *spawn.Recipe) string {
 	body, err := recipestore.Lookup(key)
 	if err != nil {
 		return ""
@@ -369,15 +395,29 @@ func storedDepsChanged(key [32]byte) string {
 	if !ok {
 		return ""
 	}
-	held, i, why := spawn.CheckDeps(enc)
-	if held {
-		return "each dependency the stored decision recorded still holds"
-	}
 	deps, err := fsdeps.Decode(enc)
-	if err != nil || i < 0 || i >= len(deps) {
-		return "its record: " + why.String()
+	if err != nil {
+		return ""
 	}
-	return "dependency " + strconv.Itoa(i) + " (" + deps[i].String() + "): " + why.String()
+	var own []string
+	if recipe != nil {
+		for _, c := range recipe.Claims {
+			own = append(own, c.Placeholders...)
+		}
+	}
+	for i := range deps {
+		if slices.ContainsFunc(own, func(p string) bool { return policy.Within(deps[i].Path, p) }) {
+			continue
+		}
+		one, err := fsdeps.Encode(deps[i : i+1])
+		if err != nil {
+			continue
+		}
+		if held, _, why := spawn.CheckDeps(one); !held {
+			return "dependency " + strconv.Itoa(i) + " (" + deps[i].String() + "): " + why.String()
+		}
+	}
+	return "each dependency the stored decision recorded still holds"
 }
 
 // warmSay writes one line to stderr when SANDBOX_EXECUTABLE_WARM=debug
