@@ -1,6 +1,7 @@
 package spawn
 
 import (
+	"bytes"
 	"encoding/binary"
 	"reflect"
 	"syscall"
@@ -106,4 +107,27 @@ func FuzzRecipeCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ValidRecipe(b)
 	})
+}
+
+// TestRecipeLandlockRulesRoundTrip: the rules read back from an encoded
+// recipe are the ones encoded, so that putting them into the recipe
+// encodes it byte for byte again; what is not a recipe gives none.
+func TestRecipeLandlockRulesRoundTrip(t *testing.T) {
+	r := sampleRecipe()
+	r.Landlock.Rules = []RecipeRule{{Path: "/a", Access: 7, Required: true}, {Path: "/b/c", Access: 3, Listed: 1}, {Path: "/d", Listed: 2}}
+	b := r.Encode()
+	rules, ok := RecipeLandlockRules(b)
+	if !ok || !reflect.DeepEqual(rules, r.Landlock.Rules) {
+		t.Fatalf("read back %v %v, want %v", rules, ok, r.Landlock.Rules)
+	}
+	other := *r
+	other.Landlock.Rules = rules
+	if !bytes.Equal(other.Encode(), b) {
+		t.Error("the rules put back do not encode the same recipe")
+	}
+	for _, bad := range [][]byte{nil, b[:len(b)/2], append([]byte("x"), b[1:]...)} {
+		if _, ok := RecipeLandlockRules(bad); ok {
+			t.Errorf("%d bytes that are not a recipe gave rules", len(bad))
+		}
+	}
 }
