@@ -348,39 +348,53 @@ func TestWarmPathHandsOverAfterAListingChange(t *testing.T) {
 // it can be read (listing it is the split HOME's right, as before).
 func TestWarmPathStaleListedTypes(t *testing.T) {
 	w := newWorkspace(t)
-	// HOME is split around the default secrets it lacks, so its entries
-	// are rules of their own, each with its listed type.
-	mustMkdir(t, filepath.Join(w.home, "swap"))
-	write(t, filepath.Join(w.home, "swap", "inner.txt"), "inner\n")
-	write(t, filepath.Join(w.home, "flip"), "flip file\n")
 	pol := wsPolicy(t, w.root)
-	settle()
-	warmRunStored(t, w, pol, "true")
-	r, threads := warmRunAgain(t, w, pol, "cat ~/swap/inner.txt ~/flip")
-	if threads != 1 || r.stdout != "inner\nflip file\n" {
-		t.Fatalf("before the change: %v (%d threads), want both read on the warm path", r, threads)
-	}
-	st, err := os.Stat(w.home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{filepath.Join(w.home, "swap"), filepath.Join(w.home, "flip")} {
-		if err := os.RemoveAll(p); err != nil {
+	swap, flip := filepath.Join(w.home, "swap"), filepath.Join(w.home, "flip")
+	for try := 1; ; try++ {
+		// HOME is split around the default secrets it lacks, so its
+		// entries are rules of their own, each with its listed type.
+		for _, p := range []string{swap, flip} {
+			if err := os.RemoveAll(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustMkdir(t, swap)
+		write(t, filepath.Join(swap, "inner.txt"), "inner\n")
+		write(t, flip, "flip file\n")
+		settle()
+		warmRunStored(t, w, pol, "true")
+		r, threads := warmRunAgain(t, w, pol, "cat ~/swap/inner.txt ~/flip")
+		if threads != 1 || r.stdout != "inner\nflip file\n" {
+			t.Fatalf("before the change: %v (%d threads), want both read on the warm path", r, threads)
+		}
+		st, err := os.Stat(w.home)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	write(t, filepath.Join(w.home, "swap"), "now a file\n")
-	mustMkdir(t, filepath.Join(w.home, "flip"))
-	write(t, filepath.Join(w.home, "flip", "in.txt"), "in flip\n")
-	if err := os.Chtimes(w.home, st.ModTime(), st.ModTime()); err != nil {
-		t.Fatal(err)
-	}
-	r, threads, said := warmRunSaid(t, w, pol, nil, "cat ~/swap ~/flip/in.txt")
-	if threads != 1 || strings.Contains(said, "changed") {
-		t.Fatalf("the run after the change was not the warm path's with the stale recipe (%d threads): %s", threads, said)
-	}
-	if r.code != 0 || r.stdout != "now a file\nin flip\n" {
-		t.Errorf("the entries with a changed type were not read: %v", r)
+		for _, p := range []string{swap, flip} {
+			if err := os.RemoveAll(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write(t, swap, "now a file\n")
+		mustMkdir(t, flip)
+		write(t, filepath.Join(flip, "in.txt"), "in flip\n")
+		if err := os.Chtimes(w.home, st.ModTime(), st.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		r, threads, said := warmRunSaid(t, w, pol, nil, "cat ~/swap ~/flip/in.txt")
+		if threads != 1 && strings.Contains(said, "sweep due") && try < 3 {
+			// A sweep fell due meanwhile (its stamps age while the
+			// tests run): that run was Go's, and decided afresh.
+			continue
+		}
+		if threads != 1 || strings.Contains(said, "changed") {
+			t.Fatalf("the run after the change was not the warm path's with the stale recipe (%d threads): %s", threads, said)
+		}
+		if r.code != 0 || r.stdout != "now a file\nin flip\n" {
+			t.Errorf("the entries with a changed type were not read: %v", r)
+		}
+		return
 	}
 }
 
