@@ -139,8 +139,20 @@ struct se_ph {
 	int hold;
 };
 
+/* The child's request and what it points at: made before the clone,
+ * freed once the child runs or is let go. pid is a held init's (0 when
+ * there is none to let go). */
+struct se_start {
+	struct se_req *q;
+	char **env, **paths, **sh;
+	struct se_op *ops;
+	void *stack;
+	long pid;
+};
+
 struct se_runner {
 	const struct se_recipe *r;
+	struct se_start c;
 	struct se_handover *h;
 	char name[128];
 	/* The cgroup directories made, in order, and their fds. */
@@ -772,6 +784,10 @@ static int start_guardian(struct se_runner *s)
 	struct se_bump b = {base, SE_GUARD_STACK, size};
 	struct se_guard *g = bump(&b, sizeof *g);
 	memset(g, 0, sizeof *g);
+	/* An init cloned before the guardian (start_init): nothing is removed
+	 * while it lives. A child cloned later is written here as it is
+	 * (finish_child: CLONE_PARENT_SETTID). */
+	g->child_pid = s->c.pid > 0 ? (int)s->c.pid : 0;
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) != 0) {
 		fail(s, 0, errno, "guardian pipe");
@@ -1242,79 +1258,85 @@ static __attribute__((noreturn)) void end_unstarted(struct se_runner *s, long pi
 	_exit(128 + sig);
 }
 
-static long spawn_child(struct se_runner *s, char *const *argv)
+/* free_request frees the child's request and what it points at (the
+ * init's struct and stack live on: see se_guard_alloc). */
+static void free_request(struct se_start *c)
+{
+	if (c->paths)
+		for (int i = 0; c->paths[i]; i++)
+			free(c->paths[i]);
+	free(c->paths);
+	free(c->env);
+	free(c->sh);
+	free(c->ops);
+	free(c->stack);
+	free(c->q);
+	memset(c, 0, sizeof *c);
+}
+
+/* child_request makes the child's request, s->c: all of it but where the
+ * program goes (place_child). Returns 0 or -ENOMEM. */
+static long child_request(struct se_runner *s, char *const *argv)
 {
 	const struct se_recipe *r = s->r;
-	struct se_req *q = calloc(1, sizeof *q);
-	char **env = calloc(r->env.n + 1, sizeof *env);
-	char **paths = candidates(r, argv[0]);
+	struct se_start *c = &s->c;
+	struct se_req *q = c->q = calloc(1, sizeof *q);
+	c->env = calloc(r->env.n + 1, sizeof *c->env);
+	c->paths = candidates(r, argv[0]);
 	size_t argc = 0;
 	while (argv[argc])
 		argc++;
-	char **sh = calloc(argc + 3, sizeof *sh);
-	struct se_op *ops = calloc(r->ops.n + 1, sizeof *ops);
-	void *stack = malloc(SE_CHILD_STACK);
-	long pid = -ENOMEM;
-	if (!q || !env || !paths || !sh || !ops || !stack)
-		goto out;
+	c->sh = calloc(argc + 3, sizeof *c->sh);
+	c->ops = calloc(r->ops.n + 1, sizeof *c->ops);
+	c->stack = malloc(SE_CHILD_STACK);
+	if (!q || !c->env || !c->paths || !c->sh || !c->ops || !c->stack)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < r->env.n; i++)
-		env[i] = (char *)rs(r, RA(r, r->env, struct se_rref)[i]);
+		c->env[i] = (char *)rs(r, RA(r, r->env, struct se_rref)[i]);
 	int npaths = 0;
-	while (paths[npaths])
+	while (c->paths[npaths])
 		npaths++;
-	q->paths = paths;
+	q->paths = c->paths;
 	q->npaths = npaths;
 	q->argv = argv;
-	q->envp = env;
+	q->envp = c->env;
 	if (r->sh_fallback) {
-		sh[0] = "sh";
-		sh[1] = "";
+		c->sh[0] = "sh";
+		c->sh[1] = "";
 		for (size_t i = 1; i < argc; i++)
-			sh[i + 1] = argv[i];
-		q->sh_argv = sh;
+			c->sh[i + 1] = argv[i];
+		q->sh_argv = c->sh;
 		q->sh_fallback = 1;
 	}
-	q->cgroup_fd = s->v2_fd;
-	q->procs_fd = -1;
-	q->join_fds = s->join;
-	q->njoin = s->njoin;
+	q->cgroup_fd = q->procs_fd = -1;
 	q->ns_flags = r->ns_flags;
 	q->unshare_flags = r->unshare_flags;
 	if (r->init) {
 		size_t size = (SE_INIT_STACK + sizeof(struct se_init) + 4095) & ~(size_t)4095;
 		char *base = se_guard_alloc(size);
 		if (!base)
-			goto out;
+			return -ENOMEM;
 		struct se_init *init = (struct se_init *)(base + SE_INIT_STACK);
 		init->stack = base;
 		init->stack_size = SE_INIT_STACK;
 		q->init = init;
 		s->h->init = init;
-		if (s->v2_fd >= 0) {
-			char *procs = join2(s->cg[s->v2_index], "cgroup.procs");
-			s->procs_fd = procs ? open(procs, O_WRONLY | O_CLOEXEC) : -1;
-			free(procs);
-			if (s->procs_fd < 0) {
-				pid = -errno;
-				goto out;
-			}
-			q->procs_fd = s->procs_fd;
-		}
 	}
 	for (uint32_t i = 0; i < r->ops.n; i++) {
 		const struct se_rop *o = &RA(r, r->ops, struct se_rop)[i];
-		ops[i].kind = o->kind;
-		ops[i].fd = o->slot;
-		ops[i].flags = (unsigned long)o->flags;
-		ops[i].a = o->a.n ? rs(r, o->a) : NULL;
-		ops[i].b = o->b.n ? rs(r, o->b) : NULL;
-		ops[i].c = o->c.n ? rs(r, o->c) : NULL;
-		ops[i].d = o->d.n ? rs(r, o->d) : NULL;
-		memcpy(ops[i].addr, o->addr, 4);
-		memcpy(ops[i].port, o->port, 2);
-		ops[i].backlog = o->backlog;
+		struct se_op *op = &c->ops[i];
+		op->kind = o->kind;
+		op->fd = o->slot;
+		op->flags = (unsigned long)o->flags;
+		op->a = o->a.n ? rs(r, o->a) : NULL;
+		op->b = o->b.n ? rs(r, o->b) : NULL;
+		op->c = o->c.n ? rs(r, o->c) : NULL;
+		op->d = o->d.n ? rs(r, o->d) : NULL;
+		memcpy(op->addr, o->addr, 4);
+		memcpy(op->port, o->port, 2);
+		op->backlog = o->backlog;
 	}
-	q->ops = ops;
+	q->ops = c->ops;
 	q->nops = (int)r->ops.n;
 	q->rlimits = r->rlimits.n ? RA(r, r->rlimits, struct se_rlimit) : NULL;
 	q->nrlimits = (int)r->rlimits.n;
@@ -1338,29 +1360,121 @@ static long spawn_child(struct se_runner *s, char *const *argv)
 	se_initial_state(&q->mask, ignored, 64, &nignored, &cur, &max);
 	q->ignored = ignored;
 	q->nignored = nignored;
-	q->stack = stack;
+	q->stack = c->stack;
 	q->stack_size = SE_CHILD_STACK;
-	if (s->g)
-		q->parent_tid = (int *)&s->g->child_pid;
+	return 0;
+}
+
+/* place_child puts the run's cgroups in the request: the v2 directory (for
+ * CLONE_INTO_CGROUP), under an init its cgroup.procs too (to join where
+ * clone3 cannot), and the v1 tasks files. Returns 0 or -errno. */
+static long place_child(struct se_runner *s)
+{
+	struct se_req *q = s->c.q;
+	q->cgroup_fd = s->v2_fd;
+	q->join_fds = s->join;
+	q->njoin = s->njoin;
+	if (s->r->init && s->v2_fd >= 0) {
+		char *procs = join2(s->cg[s->v2_index], "cgroup.procs");
+		s->procs_fd = procs ? open(procs, O_WRONLY | O_CLOEXEC) : -1;
+		free(procs);
+		if (s->procs_fd < 0)
+			return -errno;
+		q->procs_fd = s->procs_fd;
+	}
+	return 0;
+}
+
+/* start_init clones the init (held) as soon as the stored decision is
+ * known to hold, before the signal handlers, placeholders, cgroups,
+ * guardian and rules are made: it makes its namespaces (the start's
+ * largest cost: a network namespace alone is hundreds of microseconds)
+ * meanwhile, its mounts once ops_go says what they need is there, and it
+ * starts the program at finish_child's go, receiving the cgroup fds made
+ * after its clone with it. What the init's clone copies of this process
+ * (its memory is shared; its fd table, working directory, umask and
+ * limits are copied) does not change between here and the go but for the
+ * fds made since, and those the program needs are the ones passed. */
+static int start_init(struct se_runner *s, char *const *argv)
+{
+	if (child_request(s, argv) != 0) {
+		fail(s, 0, ENOMEM, "child");
+		free_request(&s->c);
+		return -1;
+	}
+	s->c.q->hold_init = 1;
+	s->c.q->early_init = 1;
+	long pid = se_spawn_start(s->c.q);
+	if (pid <= 0) {
+		se_spawn_finish(s->c.q, pid, 0);
+		fail(s, SE_STEP_CLONE, pid ? (int)-pid : EINVAL, "clone");
+		free_request(&s->c);
+		return -1;
+	}
+	s->c.pid = pid;
+	return 0;
+}
+
+/* ops_go lets the early init make its mounts. An init that failed a step
+ * meanwhile is found at the go (finish_child). */
+static void ops_go(struct se_runner *s)
+{
+	if (s->c.pid > 0)
+		(void)se_spawn_ops_go(s->c.q);
+}
+
+/* end_init lets a held init go without starting the program and reaps it:
+ * the run ends before it started. */
+static void end_init(struct se_runner *s)
+{
+	if (s->c.pid <= 0)
+		return;
+	se_spawn_finish(s->c.q, s->c.pid, 0);
+	int st;
+	while (waitpid((pid_t)s->c.pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (s->c.q->used_clone3 && s->c.q->pidfd >= 0)
+		close(s->c.q->pidfd);
+	free_request(&s->c);
+}
+
+/* finish_child starts the program and returns its pid (the init's, under
+ * one) or -errno. The held init starts it once the rules are in;
+ * without an init the child is cloned here. */
+static long finish_child(struct se_runner *s, char *const *argv)
+{
+	const struct se_recipe *r = s->r;
+	long pid = 0;
+	if (!s->c.q)
+		pid = child_request(s, argv);
+	if (pid == 0)
+		pid = place_child(s);
+	if (pid < 0) {
+		fail(s, 0, (int)-pid, "child");
+		end_init(s);
+		free_request(&s->c);
+		return pid;
+	}
+	struct se_req *q = s->c.q;
 	if (r->init) {
-		/* The init makes its namespaces and mounts (most of the
-		 * start's cost: a network namespace alone is hundreds of
-		 * microseconds) while the rules are added here; it starts the
-		 * program once they are all in. */
-		q->hold_init = 1;
-		pid = se_spawn_start(q);
-		int go = pid > 0 && add_rules(s) == 0;
+		/* The init has been making its namespaces and mounts since
+		 * start_init; it starts the program once the rules are in. */
+		pid = s->c.pid;
+		int go = add_rules(s) == 0;
 		se_phase("landlock");
 		int sig = go ? early_signal(s) : 0;
 		se_spawn_finish(q, pid, go && !sig);
+		s->c.pid = 0; /* let go: end_init has nothing to do */
 		if (sig)
 			end_unstarted(s, pid, sig);
-		if (pid > 0 && !go && q->fail_step == SE_STEP_NONE) {
+		if (!go && q->fail_step == SE_STEP_NONE) {
 			/* Not expected: a stopped init fails its stop. */
 			q->fail_step = SE_STEP_INIT;
 			q->fail_errno = ECANCELED;
 		}
 	} else {
+		if (s->g)
+			q->parent_tid = (int *)&s->g->child_pid;
 		pid = se_spawn(q);
 	}
 	if (pid > 0) {
@@ -1381,16 +1495,7 @@ static long spawn_child(struct se_runner *s, char *const *argv)
 	} else {
 		fail(s, SE_STEP_CLONE, (int)-pid, "clone");
 	}
-out:
-	if (paths)
-		for (int i = 0; paths[i]; i++)
-			free(paths[i]);
-	free(paths);
-	free(env);
-	free(sh);
-	free(ops);
-	free(stack);
-	free(q);
+	free_request(&s->c);
 	return pid;
 }
 
@@ -1583,6 +1688,7 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 		s.lock[i] = -1;
 	h->pid = h->pidfd = h->listener_fd = h->sig_r = h->sig_w = h->guard_w = h->fg_tty = -1;
 	h->started_ns = se_now_ns();
+	int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 
 	const char *name = argv[0];
 	if (!name || !*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
@@ -1596,22 +1702,8 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 		h->reason = SE_HO_FALLBACK;
 		return;
 	}
-	if (catch_signals(&s) != 0) {
-		fail(&s, 0, errno, "signals");
-		h->reason = SE_HO_FALLBACK;
-		return;
-	}
-	se_phase("signals");
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 || make_roots(&s) != 0 || make_shared_tmp(&s) != 0 ||
-	    claim(&s) != 0)
-		goto fallback;
-	se_phase("placeholders");
-	if (make_cgroups(&s) != 0)
-		goto fallback;
-	se_phase("cgroups");
-	if (start_guardian(&s) != 0)
-		goto fallback;
-	se_phase("guardian");
+	/* What the child's request holds: made first, for an init cloned
+	 * now (start_init). */
 	if (r->notify) {
 		int sp[2];
 		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp) != 0) {
@@ -1623,6 +1715,27 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 	}
 	if (create_ruleset(&s) != 0)
 		goto fallback;
+	if (r->init) {
+		if (start_init(&s, argv) != 0)
+			goto fallback;
+		se_phase("init");
+	}
+	if (catch_signals(&s) != 0) {
+		fail(&s, 0, errno, "signals");
+		goto fallback;
+	}
+	se_phase("signals");
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 || make_roots(&s) != 0 || make_shared_tmp(&s) != 0 ||
+	    claim(&s) != 0)
+		goto fallback;
+	ops_go(&s);
+	se_phase("placeholders");
+	if (make_cgroups(&s) != 0)
+		goto fallback;
+	se_phase("cgroups");
+	if (start_guardian(&s) != 0)
+		goto fallback;
+	se_phase("guardian");
 	if (!r->init) {
 		/* The child execs the program as soon as it is cloned. */
 		if (add_rules(&s) != 0)
@@ -1632,7 +1745,7 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 		if (sig)
 			end_unstarted(&s, -1, sig);
 	}
-	long pid = spawn_child(&s, argv);
+	long pid = finish_child(&s, argv);
 	if (pid < 0)
 		goto fallback;
 	h->pid = (int)pid;
@@ -1699,7 +1812,14 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 	_exit(exit_code(status));
 
 fallback:
+	end_init(&s);
 	undo(&s);
 	drop_signals(&s);
+	/* An init that got its go made the memory it shares with this process
+	 * undumpable (se_undumpable) and then failed a step: it is reaped, and
+	 * Go, which takes over, may need its own children to write their id
+	 * maps. */
+	if (dumpable == 1 && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0)
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	h->reason = SE_HO_FALLBACK;
 }

@@ -721,7 +721,11 @@ static void se_set_pdeathsig(struct se_req *r)
 
 /* This process shares the supervisor's memory: nothing in the namespace
  * may read it through /proc (after the id maps, which a non-dumpable
- * process can no longer write). */
+ * process can no longer write). Dumpability belongs to the memory, so the
+ * supervisor loses it too: an init does this only once it has its go, just
+ * before the program (nothing else is ever in the namespace), and an init
+ * let go before that leaves the supervisor as it was (its later children
+ * write their own id maps). */
 static void se_undumpable(struct se_req *r)
 {
 	(void)r;
@@ -913,6 +917,73 @@ static void se_init_unshare(struct se_req *r)
 		se_fail(r, SE_STEP_CLONE, 1, ret);
 }
 
+/* A held init's copy of the caller's end of the go socket goes first, so
+ * that its reads of go_r see EOF once the caller's copy goes. */
+static void se_close_go_w(struct se_req *r)
+{
+	if (r->go_r >= 0)
+		SYS1(SYS_close, r->go_w);
+}
+
+/* An early init waits here, its namespaces made, until what its mounts
+ * need is in place (se_spawn_ops_go); anything else (the caller gone, or
+ * refusing) ends it. */
+static void se_wait_ops(struct se_req *r)
+{
+	if (!r->early_init)
+		return;
+	char c = 0;
+	long n;
+	do
+		n = SYS3(SYS_read, r->go_r, &c, 1);
+	while (n == -EINTR);
+	if (n != 1 || c != 'O')
+		se_fail(r, SE_STEP_INIT, 1, n < 0 ? n : -ECANCELED);
+}
+
+/* se_recv_go reads an early init's go and the caller's cgroup fds with it,
+ * and points the request at this table's copies: exactly those of
+ * cgroup_fd, procs_fd and join_fds that the caller set (it set them before
+ * it sent the go), or -EPROTO. Returns the bytes read, or -errno. */
+static long se_recv_go(struct se_req *r, char *c)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * SE_MAX_PASSED)];
+	} u;
+	struct iovec iov = {c, 1};
+	struct msghdr m;
+	memset(&m, 0, sizeof m);
+	memset(&u, 0, sizeof u);
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.buf;
+	m.msg_controllen = sizeof u.buf;
+	long n;
+	do
+		n = SYS3(SYS_recvmsg, r->go_r, &m, MSG_CMSG_CLOEXEC);
+	while (n == -EINTR);
+	if (n != 1)
+		return n;
+	int want = (r->cgroup_fd >= 0) + (r->procs_fd >= 0) + r->njoin, got = 0;
+	struct cmsghdr *h = m.msg_controllen >= sizeof(struct cmsghdr) ? CMSG_FIRSTHDR(&m) : NULL;
+	if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len >= CMSG_LEN(0))
+		got = (int)((h->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+	if ((m.msg_flags & MSG_CTRUNC) || got != want || got > SE_MAX_PASSED)
+		return -EPROTO; /* what did come is closed as the init exits */
+	struct se_init *g = r->init;
+	if (got)
+		memcpy(g->passed, CMSG_DATA(h), sizeof(int) * (size_t)got);
+	int k = 0;
+	if (r->cgroup_fd >= 0)
+		r->cgroup_fd = g->passed[k++];
+	if (r->procs_fd >= 0)
+		r->procs_fd = g->passed[k++];
+	if (r->njoin)
+		r->join_fds = &g->passed[k];
+	return n;
+}
+
 /* A held init waits here, its namespaces and mounts made, for the caller's
  * go (se_spawn_finish); anything else (the caller gone, or refusing) ends
  * it before the program starts. */
@@ -920,12 +991,14 @@ static void se_hold(struct se_req *r)
 {
 	if (r->go_r < 0)
 		return;
-	SYS1(SYS_close, r->go_w); /* this table's copy: EOF when the caller's goes */
 	char c = 0;
 	long n;
-	do
-		n = SYS3(SYS_read, r->go_r, &c, 1);
-	while (n == -EINTR);
+	if (r->early_init)
+		n = se_recv_go(r, &c);
+	else
+		do
+			n = SYS3(SYS_read, r->go_r, &c, 1);
+		while (n == -EINTR);
 	SYS1(SYS_close, r->go_r);
 	if (n != 1 || c != 'G')
 		se_fail(r, SE_STEP_INIT, 1, n < 0 ? n : -ECANCELED);
@@ -1009,8 +1082,9 @@ static __attribute__((noreturn)) void se_forward_until_done(struct se_init *g)
  * died before that took effect is seen when the ready byte cannot be
  * written), it prepares the namespace and starts the program. */
 static se_step_fn *const se_init_steps[] = {
-	se_set_pdeathsig, se_init_unshare, se_run_ops, se_set_rlimits, se_undumpable, se_hold,
-	se_start_program, se_init_drop_caps, se_pass_listener, se_leave_group, se_say_ready,
+	se_set_pdeathsig, se_close_go_w, se_init_unshare, se_wait_ops, se_run_ops, se_set_rlimits,
+	se_hold, se_undumpable, se_start_program, se_init_drop_caps, se_pass_listener, se_leave_group,
+	se_say_ready,
 };
 
 static int se_child(void *arg)
@@ -1166,13 +1240,59 @@ long se_spawn_start(struct se_req *r)
 	return pid;
 }
 
+/* se_send_go sends the go, with an early init's cgroup fds (se_recv_go).
+ * An error is EPIPE (no SIGPIPE): the init exited, after a failed step. */
+static void se_send_go(struct se_req *r)
+{
+	char c = 'G';
+	struct iovec iov = {&c, 1};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * SE_MAX_PASSED)];
+	} u;
+	struct msghdr m;
+	memset(&m, 0, sizeof m);
+	memset(&u, 0, sizeof u);
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	int fds[SE_MAX_PASSED], n = 0;
+	if (r->early_init) {
+		if (r->cgroup_fd >= 0)
+			fds[n++] = r->cgroup_fd;
+		if (r->procs_fd >= 0)
+			fds[n++] = r->procs_fd;
+		for (int i = 0; i < r->njoin; i++) {
+			if (n == SE_MAX_PASSED)
+				return; /* not reached (the runner's SE_MAX_CG): the init fails at EOF */
+			fds[n++] = r->join_fds[i];
+		}
+	}
+	if (n) {
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
+		u.h.cmsg_level = SOL_SOCKET;
+		u.h.cmsg_type = SCM_RIGHTS;
+		u.h.cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+		memcpy(CMSG_DATA(&u.h), fds, sizeof(int) * (size_t)n);
+	}
+	while (sendmsg(r->go_w, &m, MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+}
+
+int se_spawn_ops_go(struct se_req *r)
+{
+	char c = 'O';
+	ssize_t n;
+	while ((n = send(r->go_w, &c, 1, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	return n == 1;
+}
+
 void se_spawn_finish(struct se_req *r, long pid, int go)
 {
 	if (r->go_w >= 0) {
-		char c = 'G';
-		if (go && pid > 0) /* EPIPE (no SIGPIPE): the init exited, after a failed step */
-			while (send(r->go_w, &c, 1, MSG_NOSIGNAL) < 0 && errno == EINTR)
-				;
+		if (go && pid > 0)
+			se_send_go(r);
 		close(r->go_w); /* not set to -1: the init reads the number */
 	}
 	if (r->ready_r >= 0) {

@@ -52,6 +52,9 @@ enum se_op_kind {
 };
 
 #define SE_MAX_SLOTS 64
+/* The most fds an early init receives at its go: the v2 cgroup's
+ * directory and cgroup.procs, and the v1 hierarchies' tasks files. */
+#define SE_MAX_PASSED 10
 
 struct se_op {
 	int kind;
@@ -109,6 +112,15 @@ struct se_req {
 	 * the caller meanwhile does what only the program needs (adds the
 	 * rules of the Landlock ruleset whose fd the init already holds). */
 	int hold_init;
+	/* With hold_init: set, the init is cloned early, before the caller
+	 * has made what its mounts need (placeholders, the temp dir) or what
+	 * only the program needs (its cgroups). It makes its namespaces, then
+	 * waits for se_spawn_ops_go before its operations; at the go
+	 * (se_spawn_finish) it receives the caller's cgroup_fd, procs_fd and
+	 * join_fds, in that order and only those set, which its fd table,
+	 * copied at the clone, lacks, and uses its copies (se_init's passed)
+	 * in their place. */
+	int early_init;
 	/* Set by se_spawn_start: the held init's socket pair (it reads go_r;
 	 * go_w is the caller's, closed in the init), and the ready pipe's read
 	 * end. */
@@ -206,6 +218,8 @@ struct se_init {
 	int prog_group;            /* it leads its own process group: signals go to the group */
 	volatile int prog_status;  /* its wait status, once done */
 	volatile int done;
+	/* An early init's copies of the caller's cgroup fds (early_init). */
+	int passed[SE_MAX_PASSED];
 };
 
 /* A guardian outlives a supervisor killed with SIGKILL and cleans up after
@@ -286,6 +300,10 @@ long se_spawn(struct se_req *req);
  * unset: it fails with SE_STEP_INIT), then waits as se_spawn does. */
 long se_spawn_start(struct se_req *req);
 void se_spawn_finish(struct se_req *req, long pid, int go);
+/* se_spawn_ops_go lets an early init (req->early_init) make its mounts:
+ * what they need is in place. It reports whether the init got the word (it
+ * may have exited after a failed step: se_spawn_finish then says so). */
+int se_spawn_ops_go(struct se_req *req);
 
 /* se_init_status reports the program's wait status as the init recorded
  * it: 1 and *status set, or 0 when it recorded none. */
