@@ -129,6 +129,34 @@ func TestLeftoverDaemonKilled(t *testing.T) {
 	}
 }
 
+// TestLeftoverCannotPlantAtTheEnd: a process the program leaves behind
+// that keeps trying to make .git, .codex, .vtcode and .agents in the
+// workspace never gets one onto the host: the placeholders that mask those
+// names go only once nothing of the program is left. A warm run removes
+// them beside its init's exit only when the init has reaped the program
+// and found nothing else in its namespace
+// (TestWarmPathEndsBesideTheInitOnlyWhenAlone checks that choice); the
+// init exits right after saying so, and its exit kills what is left, so
+// this end-to-end check rarely catches that choice made wrongly (a build
+// that always says so passed it here), but it holds the property itself.
+func TestLeftoverCannotPlantAtTheEnd(t *testing.T) {
+	w := newWorkspace(t)
+	pol := wsPolicy(t, w.root)
+	names := []string{".git", ".codex", ".vtcode", ".agents"}
+	script := `(while :; do mkdir .git .codex .vtcode .agents 2>/dev/null; done) & sleep 0.1; exit 0`
+	for i := 0; i < 20; i++ {
+		r := w.sandbox(t, pol, nil, "/bin/sh", "-c", script)
+		if r.code != 0 {
+			t.Fatalf("run %d: %v", i, r)
+		}
+		for _, n := range names {
+			if _, err := os.Lstat(filepath.Join(w.root, n)); err == nil {
+				t.Fatalf("run %d: %s is in the workspace after the run", i, n)
+			}
+		}
+	}
+}
+
 // TestSignalsReachTheProgram: SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to
 // the helper reach the program, and the helper returns after it.
 func TestSignalsReachTheProgram(t *testing.T) {

@@ -467,7 +467,7 @@ func TestWarmPathSaysWhereTheTimeWent(t *testing.T) {
 		sum += us
 	}
 	want := []string{"key", "lookup", "dependencies", "init", "signals", "placeholders", "cgroups", "guardian", "landlock",
-		"start", "program", "cgroups removed", "placeholders removed", "guardian released"}
+		"start", "program", "cgroups removed", "placeholders removed", "init reaped", "guardian released"}
 	if !slices.Equal(names, want) {
 		t.Errorf("phases %q, want %q", names, want)
 	}
@@ -480,6 +480,38 @@ func TestWarmPathSaysWhereTheTimeWent(t *testing.T) {
 	_, _, said = warmRunSaid(t, w, pol, []string{"SANDBOX_EXECUTABLE_WARM=off"}, "true")
 	if said != "" {
 		t.Errorf("with the warm path off it said: %s", said)
+	}
+}
+
+// TestWarmPathEndsBesideTheInitOnlyWhenAlone: a warm run whose program
+// left nothing behind removes its cgroups and placeholders while its init
+// tears the namespaces down, and reaps the init after (the debug line's
+// "init reaped" phase); a run whose program left a process running does
+// not: its init exits first, which kills that process, and only then do the
+// placeholders go. Were the placeholders to go with the process still
+// there, it could make .git on the host (TestLeftoverCannotPlantAtTheEnd).
+func TestWarmPathEndsBesideTheInitOnlyWhenAlone(t *testing.T) {
+	w := newWorkspace(t)
+	pol := wsPolicy(t, w.root)
+	settle()
+	_, _ = warmRunStored(t, w, pol, "true")
+	r, threads, said := warmRunAgainSaid(t, w, pol, "true")
+	if threads != 1 || r.code != 0 {
+		t.Fatalf("not a warm run (%d threads, %v): %s", threads, r, said)
+	}
+	if !strings.Contains(said, ", init reaped ") {
+		t.Errorf("a program that left nothing: no early end; the warm path said: %s", said)
+	}
+	id := tag(t)
+	r, threads, said = warmRunAgainSaid(t, w, pol, `/bin/sh -c 'sleep 1000' `+id+` & exit 0`)
+	if threads != 1 || r.code != 0 {
+		t.Fatalf("not a warm run (%d threads, %v): %s", threads, r, said)
+	}
+	if !strings.Contains(said, "time in us") || strings.Contains(said, "init reaped") {
+		t.Errorf("a program that left a process running: the run ended beside its init; the warm path said: %s", said)
+	}
+	if left := processesTagged(id); len(left) > 0 {
+		t.Errorf("the process left behind outlived the run: %v", left)
 	}
 }
 

@@ -174,6 +174,10 @@ struct se_runner {
 	int notify_parent, notify_child;
 	int sig_r, sig_w;
 	int oom_fd;
+	/* The ready pipe's read end, kept while the program runs under an
+	 * init that says 'D' on it when the tree is gone (se_init.say_done),
+	 * or -1. */
+	int done_r;
 	int fg_tty;
 	int early[16];
 	int nearly;
@@ -1319,6 +1323,9 @@ static long child_request(struct se_runner *s, char *const *argv)
 		struct se_init *init = (struct se_init *)(base + SE_INIT_STACK);
 		init->stack = base;
 		init->stack_size = SE_INIT_STACK;
+		/* A run whose end Go reports is handed over once the init is
+		 * reaped, before any cleanup: no early word. */
+		init->say_done = !r->end_in_go;
 		q->init = init;
 		s->h->init = init;
 	}
@@ -1465,6 +1472,7 @@ static long finish_child(struct se_runner *s, char *const *argv)
 		int sig = go ? early_signal(s) : 0;
 		se_spawn_finish(q, pid, go && !sig);
 		s->c.pid = 0; /* let go: end_init has nothing to do */
+		s->done_r = q->ready_r; /* open only when the program runs (se_spawn_finish) */
 		if (sig)
 			end_unstarted(s, pid, sig);
 		if (!go && q->fail_step == SE_STEP_NONE) {
@@ -1488,6 +1496,9 @@ static long finish_child(struct se_runner *s, char *const *argv)
 			if (s->h->pidfd >= 0)
 				close(s->h->pidfd);
 			s->h->pidfd = -1;
+			if (s->done_r >= 0)
+				close(s->done_r);
+			s->done_r = -1;
 			pid = -q->fail_errno;
 			if (pid == 0)
 				pid = -EINVAL;
@@ -1588,6 +1599,9 @@ static void hand_over(struct se_runner *s, int reason)
 		close(s->join[i]);
 	if (s->oom_fd >= 0)
 		close(s->oom_fd);
+	if (s->done_r >= 0)
+		close(s->done_r);
+	s->done_r = -1;
 	for (int i = 0; i < s->ncg; i++)
 		free(s->cg[i]);
 	drop_holds(s);
@@ -1598,16 +1612,18 @@ static void hand_over(struct se_runner *s, int reason)
 }
 
 /* The program runs: forward signals and wait for its init's end. Returns
- * with the init's wait status, or hands over (returns -1). */
+ * 0 with the init's wait status once it is reaped, 1 with the program's
+ * once the init has said the tree is gone (it is still exiting: the caller
+ * reaps it), or hands over (returns -1). */
 static int wait_quietly(struct se_runner *s, int pid, int listener, int *status)
 {
 	const struct se_recipe *r = s->r;
 	int64_t start = s->h->program_ns;
 	for (;;) {
-		struct pollfd p[3];
+		struct pollfd p[4];
 		int n = 0;
 		p[n++] = (struct pollfd){s->sig_r, POLLIN, 0};
-		int li = -1, oi = -1;
+		int li = -1, oi = -1, di = -1;
 		if (listener >= 0) {
 			li = n;
 			p[n++] = (struct pollfd){listener, POLLIN, 0};
@@ -1615,6 +1631,10 @@ static int wait_quietly(struct se_runner *s, int pid, int listener, int *status)
 		if (s->oom_fd >= 0) {
 			oi = n;
 			p[n++] = (struct pollfd){s->oom_fd, POLLIN, 0};
+		}
+		if (s->done_r >= 0) {
+			di = n;
+			p[n++] = (struct pollfd){s->done_r, POLLIN, 0};
 		}
 		int64_t now = se_now_ns(), wake = -1;
 		int why = 0;
@@ -1646,6 +1666,19 @@ static int wait_quietly(struct se_runner *s, int pid, int listener, int *status)
 			listener = -1;
 		if (oi >= 0 && (p[oi].revents & POLLIN))
 			return hand_over(s, SE_HO_OOM), -1;
+		if (di >= 0 && p[di].revents) {
+			char c = 0;
+			ssize_t got = read(s->done_r, &c, 1);
+			int prog;
+			if (got == 1 && c == 'D' && s->h->init && se_init_status(s->h->init, &prog)) {
+				*status = prog;
+				return 1;
+			}
+			if (got != -1 || errno != EINTR) { /* EOF: the init exited without the word */
+				close(s->done_r);
+				s->done_r = -1;
+			}
+		}
 		if (p[0].revents & POLLIN) {
 			unsigned char buf[64];
 			ssize_t got;
@@ -1682,7 +1715,7 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 	s.r = r;
 	s.h = h;
 	s.v2_fd = s.procs_fd = s.ruleset = s.notify_parent = s.notify_child = -1;
-	s.sig_r = s.sig_w = s.guard_w = s.oom_fd = s.fg_tty = -1;
+	s.sig_r = s.sig_w = s.guard_w = s.oom_fd = s.fg_tty = s.done_r = -1;
 	s.v2_index = -1;
 	for (int i = 0; i < SE_MAX_CLAIMS; i++)
 		s.lock[i] = -1;
@@ -1770,9 +1803,27 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 	if (oom_watch(&s) != 0)
 		return hand_over(&s, SE_HO_OOM);
 	int status = 0;
-	if (wait_quietly(&s, (int)pid, listener, &status) != 0)
+	int waited = wait_quietly(&s, (int)pid, listener, &status);
+	if (waited < 0)
 		return;
 	se_phase("program");
+	int busy = 0;
+	if (waited == 1) {
+		/* The tree is gone and the init is tearing its namespaces down
+		 * (hundreds of microseconds): the run's cgroups (empty) and
+		 * placeholders (under no process but the init) go meanwhile,
+		 * and the init is reaped after. */
+		remove_cgroups(&s, &busy);
+		se_phase("cgroups removed");
+		release_claims(&s);
+		se_phase("placeholders removed");
+		int st;
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		close(s.done_r);
+		s.done_r = -1;
+		se_phase("init reaped");
+	}
 	/* The init is gone, and with it its PID namespace: the tree is gone
 	 * when no child is left to reap (the guardian is not waited for). */
 	int prog;
@@ -1800,11 +1851,12 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 	if (s.oom_fd >= 0)
 		close(s.oom_fd);
 	s.oom_fd = -1;
-	int busy = 0;
-	remove_cgroups(&s, &busy);
-	se_phase("cgroups removed");
-	release_claims(&s);
-	se_phase("placeholders removed");
+	if (waited == 0) {
+		remove_cgroups(&s, &busy);
+		se_phase("cgroups removed");
+		release_claims(&s);
+		se_phase("placeholders removed");
+	}
 	if (!busy)
 		release_guardian(&s);
 	se_phase("guardian released");

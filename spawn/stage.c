@@ -1035,13 +1035,45 @@ static void se_leave_group(struct se_req *r)
 
 /* The ready byte, written once the program runs. From here on the request
  * is freed: only the init's struct and its stack remain, and nothing of the
- * supervisor's stays open here. */
+ * supervisor's stays open here but, with say_done, the ready pipe's write
+ * end. */
 static void se_say_ready(struct se_req *r)
 {
+	struct se_init *g = r->init;
 	char c = 'R';
-	if (SYS3(SYS_write, r->init->ready_fd, &c, 1) != 1)
+	if (SYS3(SYS_write, g->ready_fd, &c, 1) != 1)
 		se_exit(se_exit_code(r, SE_STEP_INIT, 0)); /* the supervisor is gone */
-	SYS3(SE_NR_close_range, 0, ~0U, 0);
+	unsigned int keep = (unsigned int)g->ready_fd;
+	if (!g->say_done) {
+		SYS3(SE_NR_close_range, 0, ~0U, 0);
+		return;
+	}
+	if (keep > 0)
+		SYS3(SE_NR_close_range, 0, keep - 1, 0);
+	SYS3(SE_NR_close_range, keep + 1, ~0U, 0);
+}
+
+/* se_say_done, once the program has exited: what else has exited is
+ * reaped, and when no child is left the tree is gone: 'D' says so. Every
+ * process of the namespace descends from the program, and one whose parent
+ * is gone becomes a child of this one or of a subreaper that still lives
+ * (itself below a child of this one), its new parent set before the old
+ * one is a zombie: so no child left means no process left; none can come in but through setns from outside, which takes
+ * CAP_SYS_ADMIN over the namespace (the caller's side, not the program's).
+ * Otherwise nothing is said: the namespace's end, as this process exits,
+ * kills what is left, and the caller waits for that. */
+static void se_say_done(struct se_init *g)
+{
+	if (!g->say_done)
+		return;
+	long w;
+	int st;
+	while ((w = SYS4(SYS_wait4, -1, &st, WNOHANG | __WALL, 0)) > 0)
+		;
+	if (w == -ECHILD) {
+		char c = 'D';
+		SYS3(SYS_write, g->ready_fd, &c, 1); /* EPIPE (no SIGPIPE here): Go took the run over */
+	}
 }
 
 /* se_reap reaps every child that has exited; when the program is one of
@@ -1056,6 +1088,7 @@ static void se_reap(struct se_init *g)
 		if (w == g->prog_pid) {
 			g->prog_status = st;
 			g->done = 1;
+			se_say_done(g);
 			se_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 		}
 	}
@@ -1296,11 +1329,17 @@ void se_spawn_finish(struct se_req *r, long pid, int go)
 		close(r->go_w); /* not set to -1: the init reads the number */
 	}
 	if (r->ready_r >= 0) {
-		char c;
+		char c = 0;
+		ssize_t n = 0;
 		if (pid > 0)
-			while (read(r->ready_r, &c, 1) < 0 && errno == EINTR)
+			while ((n = read(r->ready_r, &c, 1)) < 0 && errno == EINTR)
 				;
+		/* The program runs under an init that says when it is done:
+		 * the read end stays open, the caller's to close. */
+		if (n == 1 && c == 'R' && r->init && r->init->say_done)
+			return;
 		close(r->ready_r);
+		r->ready_r = -1;
 	}
 }
 

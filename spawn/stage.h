@@ -214,6 +214,13 @@ struct se_init {
 	void *stack;
 	size_t stack_size;
 	int ready_fd;              /* set by se_spawn: written once the program runs */
+	/* Set by the caller before the clone: the init keeps ready_fd once the
+	 * program runs and writes 'D' on it when the program has exited and
+	 * nothing else is left in the namespace (se_say_done), before its own
+	 * exit, whose teardown of the namespaces the caller need not wait for
+	 * to know the tree is gone; the caller keeps the read end (see
+	 * se_spawn_finish). */
+	int say_done;
 	volatile int prog_pid;     /* the program's pid in the namespace */
 	int prog_group;            /* it leads its own process group: signals go to the group */
 	volatile int prog_status;  /* its wait status, once done */
