@@ -1058,10 +1058,11 @@ static void se_say_ready(struct se_req *r)
  * process of the namespace descends from the program, and one whose parent
  * is gone becomes a child of this one or of a subreaper that still lives
  * (itself below a child of this one), its new parent set before the old
- * one is a zombie: so no child left means no process left; none can come in but through setns from outside, which takes
- * CAP_SYS_ADMIN over the namespace (the caller's side, not the program's).
- * Otherwise nothing is said: the namespace's end, as this process exits,
- * kills what is left, and the caller waits for that. */
+ * one is a zombie: so no child left means no process left. None can come
+ * in but through setns from outside, which takes CAP_SYS_ADMIN over the
+ * namespace (the caller's side, not the program's). Otherwise nothing is
+ * said: the namespace's end, as this process exits, kills what is left,
+ * and the caller waits for that. */
 static void se_say_done(struct se_init *g)
 {
 	if (!g->say_done)
