@@ -466,7 +466,7 @@ func TestWarmPathSaysWhereTheTimeWent(t *testing.T) {
 		names = append(names, p[:j])
 		sum += us
 	}
-	want := []string{"key", "lookup", "dependencies", "init", "signals", "placeholders", "cgroups", "guardian", "landlock",
+	want := []string{"key", "lookup", "init", "dependencies", "signals", "placeholders", "cgroups", "guardian", "landlock",
 		"start", "program", "cgroups removed", "placeholders removed", "init reaped", "guardian released"}
 	if !slices.Equal(names, want) {
 		t.Errorf("phases %q, want %q", names, want)

@@ -397,7 +397,7 @@ func RunRecipe(recipe []byte, argv []string) (*Handover, error) {
 	// The stage's parent-death signal belongs to this thread, which Go
 	// keeps (it never ends an unlocked thread).
 	runtime.LockOSThread()
-	C.se_run((*C.struct_se_recipe)(p), cargv, &h)
+	C.se_run((*C.struct_se_recipe)(p), cargv, nil, nil, &h)
 	runtime.UnlockOSThread()
 	return handoverOf(&h), nil
 }

@@ -166,6 +166,9 @@ enum se_handover_reason {
 /* What Go needs to go on with a run the runner started. */
 struct se_handover {
 	int32_t reason;
+	/* SE_HO_FALLBACK because se_run's holds said the decision no longer
+	 * holds. */
+	int32_t stale;
 	/* SE_HO_FALLBACK: where it stopped, for the debug log. */
 	int32_t fail_step, fail_errno;
 	char fail_what[128];
@@ -198,12 +201,22 @@ struct se_handover {
  * and every reference within bounds. 1 when it is sound. */
 int se_recipe_check(const void *recipe, size_t len);
 
+/* se_holds, given to se_run, says whether the stored decision the recipe
+ * came from still holds (1) or not (0). */
+typedef int se_holds_fn(void *arg);
+
 /* se_run carries out the recipe for the program argv (NULL-terminated).
  * It does not return when the run ends with the program's end: it exits
  * with the program's status (128+N for signal N), as the supervisor would,
  * and so it does (128+N) when a terminating signal came before the program
  * started. It returns with *h filled when it hands the run over, or falls
- * back (SE_HO_FALLBACK: nothing ran, nothing is left). */
-void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h);
+ * back (SE_HO_FALLBACK: nothing ran, nothing is left).
+ *
+ * holds, when not NULL, is asked whether the decision still holds once
+ * the init is cloned (it makes its namespaces meanwhile, and nothing
+ * else until the runner's first go, which comes after the answer); on 0
+ * the init is ended and the run falls back with h->stale set. */
+void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, void *holds_arg,
+	    struct se_handover *h);
 
 #endif

@@ -1703,7 +1703,8 @@ static int wait_quietly(struct se_runner *s, int pid, int listener, int *status)
 	}
 }
 
-void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
+void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, void *holds_arg,
+	    struct se_handover *h)
 {
 	struct se_runner s;
 	memset(&s, 0, sizeof s);
@@ -1755,6 +1756,17 @@ void se_run(const struct se_recipe *r, char *const *argv, struct se_handover *h)
 		if (start_init(&s, argv) != 0)
 			goto fallback;
 		se_phase("init");
+	}
+	/* Whether the decision still holds is asked while the init makes its
+	 * namespaces: up to here nothing has been made outside this process
+	 * and its init, which makes nothing else before ops_go. */
+	if (holds) {
+		if (!holds(holds_arg)) {
+			h->stale = 1;
+			fail(&s, 0, 0, "what the decision read changed");
+			goto fallback;
+		}
+		se_phase("dependencies");
 	}
 	if (catch_signals(&s) != 0) {
 		fail(&s, 0, errno, "signals");

@@ -46,6 +46,32 @@ static void say(int debug, const char *what)
 		(void)!write(2, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1));
 }
 
+/* What deps_hold checks: the stored dependencies (fsdeps, deps.c). */
+struct deps_check {
+	const unsigned char *deps;
+	size_t len;
+	int debug;
+};
+
+/* deps_hold is se_run's se_holds_fn: whether everything the decision read
+ * from the filesystem is still as it was. */
+static int deps_hold(void *arg)
+{
+	const struct deps_check *d = arg;
+	long index = 0;
+	int reason = 0;
+	if (se_deps_check_ex(d->deps, d->len, &index, &reason)) {
+		say(d->debug, "carrying out the stored recipe");
+		return 1;
+	}
+	if (d->debug) {
+		char line[160];
+		snprintf(line, sizeof line, "what the decision read changed: dependency %ld (reason %d)", index, reason);
+		say(1, line);
+	}
+	return 0;
+}
+
 /* Priority: after se_capture_initial_state (101) and the key (102). */
 __attribute__((constructor(110))) static void se_warm_run(void)
 {
@@ -85,16 +111,6 @@ __attribute__((constructor(110))) static void se_warm_run(void)
 	if (hd.deps_len > len || hd.recipe_len > len || roff > len || len - roff != hd.recipe_len)
 		goto out;
 	se_phase("lookup");
-	long index = 0;
-	int reason = 0;
-	if (!se_deps_check_ex(body + sizeof hd, hd.deps_len, &index, &reason)) {
-		if (debug) {
-			char line[160];
-			snprintf(line, sizeof line, "what the decision read changed: dependency %ld (reason %d)", index, reason);
-			say(1, line);
-		}
-		goto out;
-	}
 	/* malloc is 16-aligned: the runner reads the recipe's records in place. */
 	void *recipe = malloc(hd.recipe_len ? hd.recipe_len : 1);
 	if (!recipe)
@@ -104,15 +120,19 @@ __attribute__((constructor(110))) static void se_warm_run(void)
 		free(recipe);
 		goto out;
 	}
-	free(body);
-	body = NULL;
-	se_phase("dependencies");
+	struct deps_check dc = {body + sizeof hd, hd.deps_len, debug};
 	se_phases_warm_run();
 	se_warm_recipe = recipe;
 	se_warm_recipe_len = hd.recipe_len;
-	say(debug, "carrying out the stored recipe");
-	se_run(recipe, argv + prog, &se_warm_h);
+	se_run(recipe, argv + prog, deps_hold, &dc, &se_warm_h);
 	/* Back here: the runner fell back (nothing ran) or handed over. */
+	if (se_warm_h.stale) {
+		/* As if there were no entry: Go decides again. */
+		se_warm_recipe = NULL;
+		se_warm_recipe_len = 0;
+		free(recipe);
+		goto out;
+	}
 	se_warm_state = se_warm_h.reason == SE_HO_FALLBACK ? 1 : 2;
 	if (debug) {
 		char line[200];
