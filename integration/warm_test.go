@@ -273,6 +273,49 @@ func TestWarmPathFollowsChanges(t *testing.T) {
 	})
 }
 
+// TestWarmPathChangeEndsTheEarlyInit: the stored decision is checked
+// after the runner has cloned the init (which makes its namespaces
+// meanwhile, and nothing else before the runner's first go). When what the
+// decision read changed, that init is ended and reaped before Go decides
+// again: the run Go then starts has the children a run Go decides from the
+// start has, and no more (an init left behind would be one more, a zombie
+// or one waiting for a go that never comes). The run is Go's, so the warm
+// path's time line is not printed.
+func TestWarmPathChangeEndsTheEarlyInit(t *testing.T) {
+	w := newWorkspace(t)
+	file := filepath.Join(w.out, "policy.json")
+	write(t, file, wsPolicy(t, w.root))
+	settle()
+	pol := "@" + file
+	if r, _ := warmRunStored(t, w, pol, "true"); r.code != 0 {
+		t.Fatalf("first run: %v", r)
+	}
+	if _, threads := warmRunAgain(t, w, pol, "true"); threads != 1 {
+		t.Fatalf("the second run was not the warm path's (%d threads)", threads)
+	}
+	children := func(n *[]string) func(pid int) {
+		return func(pid int) { *n = childrenOf(strconv.Itoa(pid)) }
+	}
+	var cold []string
+	r, _, _ := warmRunWatched(t, w, pol, []string{"SANDBOX_EXECUTABLE_WARM=off"}, "true", children(&cold))
+	if r.code != 0 {
+		t.Fatalf("a run Go decided: %v", r)
+	}
+	write(t, file, wsPolicy(t, w.root)+" ")
+	settle()
+	var changed []string
+	r, threads, said := warmRunWatched(t, w, pol, nil, "true", children(&changed))
+	if r.code != 0 || threads < 3 || !strings.Contains(said, "what the decision read changed") || strings.Contains(said, "carrying out") {
+		t.Fatalf("after the policy file changed: %v, %d threads, the warm path said: %s", r, threads, said)
+	}
+	if strings.Contains(said, "time in us") {
+		t.Errorf("a run Go decided again printed the warm path's time line: %s", said)
+	}
+	if len(changed) != len(cold) {
+		t.Errorf("the helper had %d children (%v) after a change, %d (%v) in a run Go decided from the start", len(changed), changed, len(cold), cold)
+	}
+}
+
 // TestWarmPathHandsOver: a run the warm path started hands what needs Go
 // over to it, and it is done as in any run: a unix socket the program
 // connects to in the workspace (mediated), the wall-clock timeout (124,

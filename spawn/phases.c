@@ -46,9 +46,9 @@ void se_phase(const char *name)
 	se_ph.last = now;
 }
 
-void se_phases_warm_run(void)
+void se_phases_warm_run(int warm)
 {
-	se_ph.warm = 1;
+	se_ph.warm = warm;
 }
 
 void se_phases_say(void)

@@ -14,9 +14,10 @@ void se_phases_begin(void);
 /* se_phase closes the phase that began at the previous mark, as name (a
  * string literal). */
 void se_phase(const char *name);
-/* se_phases_warm_run says the run is the warm path's (the runner also
- * carries out runs Go decided, whose time this does not describe). */
-void se_phases_warm_run(void);
+/* se_phases_warm_run says whether the run is the warm path's (the runner
+ * also carries out runs Go decided, whose time this does not describe):
+ * 1 before the warm path's runner starts, 0 when it returns to Go. */
+void se_phases_warm_run(int warm);
 /* se_phases_say writes the line (a no-op when not recording, or for a run
  * Go decided). */
 void se_phases_say(void);

@@ -121,11 +121,14 @@ __attribute__((constructor(110))) static void se_warm_run(void)
 		goto out;
 	}
 	struct deps_check dc = {body + sizeof hd, hd.deps_len, debug};
-	se_phases_warm_run();
+	se_phases_warm_run(1);
 	se_warm_recipe = recipe;
 	se_warm_recipe_len = hd.recipe_len;
 	se_run(recipe, argv + prog, deps_hold, &dc, &se_warm_h);
-	/* Back here: the runner fell back (nothing ran) or handed over. */
+	/* Back here: the runner fell back (nothing ran) or handed over; Go
+	 * ends the run, and a run the runner carries out for Go is not this
+	 * one. */
+	se_phases_warm_run(0);
 	if (se_warm_h.stale) {
 		/* As if there were no entry: Go decides again. */
 		se_warm_recipe = NULL;
