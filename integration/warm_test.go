@@ -218,11 +218,7 @@ func TestWarmPathFollowsChanges(t *testing.T) {
 		}
 	})
 	t.Run("policy file edited", func(t *testing.T) {
-		w := newWorkspace(t)
-		file := filepath.Join(w.out, "policy.json")
-		write(t, file, wsPolicy(t, w.root))
-		settle()
-		pol := "@" + file
+		w, file, pol := policyFileWorkspace(t)
 		if r, _ := warmRunStored(t, w, pol, "echo x > w0"); r.code != 0 {
 			t.Fatalf("first run: %v", r)
 		}
@@ -273,6 +269,18 @@ func TestWarmPathFollowsChanges(t *testing.T) {
 	})
 }
 
+// policyFileWorkspace is a workspace whose workspace_write policy is read
+// from a file outside it (--sandbox-policy @FILE: pol), which a test may
+// edit.
+func policyFileWorkspace(t *testing.T) (w *workspace, file, pol string) {
+	t.Helper()
+	w = newWorkspace(t)
+	file = filepath.Join(w.out, "policy.json")
+	write(t, file, wsPolicy(t, w.root))
+	settle()
+	return w, file, "@" + file
+}
+
 // TestWarmPathChangeEndsTheEarlyInit: the stored decision is checked
 // after the runner has cloned the init (which makes its namespaces
 // meanwhile, and nothing else before the runner's first go). When what the
@@ -282,11 +290,7 @@ func TestWarmPathFollowsChanges(t *testing.T) {
 // or one waiting for a go that never comes). The run is Go's, so the warm
 // path's time line is not printed.
 func TestWarmPathChangeEndsTheEarlyInit(t *testing.T) {
-	w := newWorkspace(t)
-	file := filepath.Join(w.out, "policy.json")
-	write(t, file, wsPolicy(t, w.root))
-	settle()
-	pol := "@" + file
+	w, file, pol := policyFileWorkspace(t)
 	if r, _ := warmRunStored(t, w, pol, "true"); r.code != 0 {
 		t.Fatalf("first run: %v", r)
 	}
