@@ -1388,9 +1388,10 @@ static long place_child(struct se_runner *s)
 	return 0;
 }
 
-/* start_init clones the init (held) as soon as the stored decision is
- * known to hold, before the signal handlers, placeholders, cgroups,
- * guardian and rules are made: it makes its namespaces (the start's
+/* start_init clones the init (held) as soon as the stored recipe is found
+ * sound, before whether its decision still holds is checked (se_run's
+ * holds) and before the signal handlers, placeholders, cgroups, guardian
+ * and rules are made: it makes its namespaces (the start's
  * largest cost: a network namespace alone is hundreds of microseconds)
  * meanwhile, its mounts once ops_go says what they need is there, and it
  * starts the program at finish_child's go, receiving the cgroup fds made

@@ -4,8 +4,9 @@
  * key: recipekey.c) was decided by Go, which stored its recipe together with
  * everything the decision read from the filesystem (fsdeps, deps.c),
  * authenticated under the user's key (recipestore.c). When that entry is
- * there, every dependency still holds and the runner can carry the recipe
- * out, the Go runtime never starts: the runner exits with the program's
+ * there and every dependency still holds (checked by the runner once it
+ * has cloned the init, deps_hold), the runner carries the recipe out and
+ * the Go runtime never starts: the runner exits with the program's
  * status. When the runner hands the run over, or the entry is missing,
  * stale or refused, the constructor returns and Go starts as always; it
  * finds the handed-over run through se_warm (warm.go).
