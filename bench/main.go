@@ -216,8 +216,9 @@ func run(argv []string, dir string, env []string) (time.Duration, error) {
 // of the others about as often. (A rotated order made each contender
 // follow the same one nearly every time, and a run leaves work the kernel
 // finishes after its exit, a namespace's teardown or a freed block's
-// discard, that falls on whoever runs next: two builds of the helper
-// placed one after the other differed by 0.15-0.3 ms from that alone.)
+// discard, that falls on whoever runs next: in one set of runs here two
+// builds of the helper, swapped between -bin and -vs, differed by
+// 0.15-0.3 ms depending on their places; in another, not at all.)
 // The shuffle's seed is fixed, so that a run's order can be repeated.
 // A failed run ends the item.
 func measure(cs []contender, it item) ([]sample, error) {
