@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"syscall"
@@ -25,20 +26,29 @@ func split(ws string) {
 	cs := []contender{{name: "bare", wrap: func(a []string) []string { return a }}, conf("seccomp"), conf("landlock"), conf("seccomp+landlock"),
 		{name: "sandbox-executable", wrap: func(a []string) []string { return ours(ws, a...) }}}
 	fmt.Printf("\nfile work under the kernel's mechanisms alone, without the supervisor (work alone: the same round's /bin/true under the same wrapper taken away)\n\n")
-	fmt.Printf("%-18s %6s", "item", "rounds")
+	fmt.Printf("%-24s %6s", "item", "rounds")
 	for _, c := range cs[1:] {
 		fmt.Printf("  %18s", c.name)
 	}
 	fmt.Printf("   (median ratio to bare, pair by pair; bare's median ms)\n")
-	for _, w := range []string{"open", "stat"} {
-		it, _ := workItem(ws, w)
+	names := []string{"open", "stat"}
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == "work" { // -work given: its items, the real work too
+			names = strings.Split(*work, ",")
+		}
+	})
+	for _, w := range names {
+		it, ok := workItem(ws, strings.TrimSpace(w))
+		if !ok {
+			continue
+		}
 		it.rounds = max(2, int(float64(it.rounds)**scale))
 		ss, err := measure(cs, it)
 		if err != nil {
-			fmt.Printf("%-18s failed: %v\n", it.name, err)
+			fmt.Printf("%-24s failed: %v\n", it.name, err)
 			continue
 		}
-		fmt.Printf("%-18s %6d", it.name, len(ss))
+		fmt.Printf("%-24s %6d", it.name, len(ss))
 		var bare []float64
 		for _, s := range ss {
 			bare = append(bare, ms(s.work[0]-s.base[0]))
@@ -74,7 +84,9 @@ func confineMain(args []string) {
 	if strings.Contains(*with, "seccomp") {
 		check(seccompAllow())
 	}
-	check(syscall.Exec(argv[0], argv, os.Environ()))
+	path, err := exec.LookPath(argv[0]) // the real work names its program by name
+	check(err)
+	check(syscall.Exec(path, argv, os.Environ()))
 }
 
 // seccompAllow installs a filter whose one rule allows every call: the
