@@ -927,7 +927,7 @@ static void se_close_go_w(struct se_req *r)
 
 /* An early init waits here, its namespaces made, until what its mounts
  * need is in place (se_spawn_ops_go); anything else (the caller gone, or
- * refusing) ends it. */
+ * refusing) ends it. Then it takes back the caller's CPU affinity. */
 static void se_wait_ops(struct se_req *r)
 {
 	if (!r->early_init)
@@ -939,6 +939,14 @@ static void se_wait_ops(struct se_req *r)
 	while (n == -EINTR);
 	if (n != 1 || c != 'O')
 		se_fail(r, SE_STEP_INIT, 1, n < 0 ? n : -ECANCELED);
+	/* The caller's mask again (se_nudge_init), before anything else: an
+	 * init that cannot have it ends, rather than start the program on
+	 * fewer CPUs than the caller gave. */
+	if (r->init->nudged) {
+		n = SYS3(SYS_sched_setaffinity, 0, r->init->affinity_len, r->init->affinity);
+		if (n < 0)
+			se_fail(r, SE_STEP_INIT, 1, n);
+	}
 }
 
 /* se_recv_go reads an early init's go and the caller's cgroup fds with it,
@@ -1211,6 +1219,53 @@ static long se_clone_quietly(struct se_clone_args *args, int fallback, int (*fn)
 	return pid;
 }
 
+/* se_save_affinity keeps, for an early init, the CPU affinity it is about
+ * to be cloned with (the caller's) when that allows more than one CPU: the
+ * mask se_nudge_init narrows and the init restores. Anything the kernel
+ * will not give (a mask over 1024 CPUs, say) leaves the init as cloned. */
+static void se_save_affinity(struct se_req *r)
+{
+	if (!r->init)
+		return;
+	struct se_init *g = r->init;
+	g->affinity_len = 0;
+	g->nudged = 0;
+	if (!r->early_init)
+		return;
+	long n = SYS3(SYS_sched_getaffinity, 0, sizeof g->affinity, g->affinity);
+	int cpus = 0;
+	for (long i = 0; n > 0 && i < n / (long)sizeof g->affinity[0]; i++)
+		cpus += __builtin_popcountl(g->affinity[i]);
+	if (cpus > 1)
+		g->affinity_len = n;
+}
+
+/* se_nudge_init narrows a just-cloned early init's affinity to the CPUs
+ * other than the one this thread runs on, so that it starts on another CPU
+ * at once, making its namespaces while this thread makes the rest. A
+ * scheduler may place a new child on its parent's CPU even with another
+ * idle (one that packs tasks onto few vCPUs, as a Firecracker guest's did
+ * here); the init then waited for this thread to block before it ran at
+ * all, half a millisecond and more. The init restores the mask it was
+ * cloned with at its first go (se_wait_ops), which this thread sends only
+ * after this: the program and the init's later steps have the caller's
+ * mask. A failure here changes nothing and is not an error. */
+static void se_nudge_init(struct se_req *r, long pid)
+{
+	struct se_init *g = r->init;
+	if (!g || g->affinity_len <= 0)
+		return;
+	unsigned cpu = 0;
+	if (SYS3(SYS_getcpu, &cpu, 0, 0) != 0 || cpu >= 8 * (unsigned)g->affinity_len)
+		return;
+	unsigned long others[sizeof g->affinity / sizeof g->affinity[0]];
+	memcpy(others, g->affinity, sizeof others);
+	const unsigned bits = 8 * sizeof others[0];
+	others[cpu / bits] &= ~(1UL << (cpu % bits));
+	if (SYS3(SYS_sched_setaffinity, pid, g->affinity_len, others) == 0)
+		g->nudged = 1;
+}
+
 /* se_child_args are the clone arguments of the child: on the init's stack
  * (an init lives on after se_spawn and says with a pipe, not CLONE_VFORK,
  * when the program runs), into the v2 cgroup unless an init's program is
@@ -1264,7 +1319,10 @@ long se_spawn_start(struct se_req *r)
 		r->go_w = go[1];
 	}
 	se_child_args(r, &args, &r->pidfd);
+	se_save_affinity(r);
 	long pid = se_clone_quietly(&args, r->clone_fallback, se_child, r, &r->used_clone3);
+	if (pid > 0)
+		se_nudge_init(r, pid);
 	if (r->init) {
 		close(ready[1]);
 		r->ready_r = ready[0];

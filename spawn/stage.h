@@ -227,6 +227,14 @@ struct se_init {
 	volatile int done;
 	/* An early init's copies of the caller's cgroup fds (early_init). */
 	int passed[SE_MAX_PASSED];
+	/* An early init's CPU affinity, set by se_spawn_start: the mask it
+	 * was cloned with (the caller's, affinity_len bytes as the kernel
+	 * gave it), and whether the caller then narrowed the init's to the
+	 * CPUs other than its own (nudged; see se_nudge_init), which the init
+	 * undoes at its first go, before anything of the program. */
+	unsigned long affinity[16];
+	long affinity_len;
+	volatile int nudged;
 };
 
 /* A guardian outlives a supervisor killed with SIGKILL and cleans up after
