@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
 // TestExitCodes: the program's own status, 128+N for a signal, 127 for a
@@ -238,6 +240,49 @@ func TestIgnoredSignalsStayIgnored(t *testing.T) {
 		}
 		if i == 2 && !strings.Contains(r.stderr, "carrying out the stored recipe") {
 			t.Logf("the last run was not the warm path's: %s", r.stderr)
+		}
+	}
+}
+
+// TestProgramKeepsTheCallersCPUAffinity: the program may run on exactly
+// the CPUs its caller may, on a run Go decides and on the warm path's. The
+// init is started with its affinity narrowed to the CPUs other than the
+// supervisor's (so that it does not wait for the supervisor's CPU) and
+// takes the caller's mask back before the program starts: were it not to,
+// the program would see one CPU fewer (nproc, a build's -j).
+func TestProgramKeepsTheCallersCPUAffinity(t *testing.T) {
+	if _, err := exec.LookPath("taskset"); err != nil {
+		t.Skip("no taskset")
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	var cpus []string
+	for i := 0; i < len(set)*64; i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, strconv.Itoa(i))
+		}
+	}
+	if len(cpus) < 2 {
+		t.Skip("one CPU: the init's affinity is never narrowed")
+	}
+	w := newWorkspace(t)
+	for _, mask := range []string{strings.Join(cpus, ","), cpus[len(cpus)-1]} {
+		bare, err := exec.Command("taskset", "-c", mask, "grep", "^Cpus_allowed_list", "/proc/self/status").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, mode := range []string{"off", "debug", "debug", "debug"} {
+			env := append(w.env(), "SANDBOX_EXECUTABLE_WARM="+mode)
+			r := run(t, runOpts{env: env, via: []string{"taskset", "-c", mask}},
+				"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--", "grep", "^Cpus_allowed_list", "/proc/self/status")
+			if r.code != 0 || r.stdout != string(bare) {
+				t.Errorf("CPUs %s, run %d (warm path %s): %v; want %q as without the sandbox", mask, i, mode, r, bare)
+			}
+			if i == 3 && !strings.Contains(r.stderr, "carrying out the stored recipe") {
+				t.Logf("CPUs %s: the last run was not the warm path's: %s", mask, r.stderr)
+			}
 		}
 	}
 }
