@@ -197,6 +197,76 @@ func TestHooksOutsideGitUnwritable(t *testing.T) {
 	}
 }
 
+// TestProtectedPathsStayPut: a protected path deeper in a writable root
+// (a hooks directory such as husky's .husky/_, a missing core.hooksPath, a
+// config file the repository includes from the workspace) cannot be
+// replaced by moving a directory above it away and making the path anew:
+// git on the host would then run the program's hook or read its config
+// (core.fsmonitor runs a command). A mount follows its directory entry, so
+// exact mode binds each directory between the root and a protected path
+// onto itself (a mount point cannot be renamed); Landlock-only mode splits
+// them. For root and an unprivileged user, in both filesystem modes, on a
+// run Go decides and on the warm path's.
+func TestProtectedPathsStayPut(t *testing.T) {
+	for _, u := range isoAnyUser(t) {
+		for _, mode := range fsModes {
+			for _, layout := range []string{"hooksPath nested", "hooksPath missing", "included config"} {
+				t.Run(u.name+"/"+mode+"/"+layout, func(t *testing.T) {
+					w := newWorkspace(t)
+					gitRepo(t, w)
+					var target string // the file git would read or run
+					switch layout {
+					case "hooksPath nested":
+						target = filepath.Join(w.root, ".husky", "_", "pre-commit")
+						mustMkdir(t, filepath.Dir(target))
+						write(t, target, "#!/bin/sh\nexit 0\n")
+						gitIn(t, w, w.root, "config", "core.hooksPath", ".husky/_")
+					case "hooksPath missing":
+						mustMkdir(t, filepath.Join(w.root, "scripts"))
+						target = filepath.Join(w.root, "scripts", "git-hooks", "pre-commit")
+						gitIn(t, w, w.root, "config", "core.hooksPath", "scripts/git-hooks")
+					case "included config":
+						target = filepath.Join(w.root, "cfg", "inc.gitconfig")
+						mustMkdir(t, filepath.Dir(target))
+						write(t, target, "[user]\n\tname = t\n")
+						gitIn(t, w, w.root, "config", "include.path", "../cfg/inc.gitconfig")
+					}
+					chownTree(w, u)
+					content := func() string {
+						b, err := os.ReadFile(target)
+						if err != nil {
+							return err.Error()
+						}
+						return string(b)
+					}
+					before := gitState(t, w) + content()
+					// Move the protected path's parent's parent (.husky,
+					// scripts; cfg's is the root) or its parent away, then
+					// make the path anew.
+					script := `T=` + target + `; for P in "$(dirname "$(dirname "$T")")" "$(dirname "$T")"; do
+						[ "$P" = "` + w.root + `" ] && continue
+						mv "$P" "$P.old" && mkdir -p "$(dirname "$T")" && printf '[core]\n\tfsmonitor = "echo pwned"\n' > "$T" && echo replaced
+					done; exit 0`
+					for i, warm := range []string{"off", "debug", "debug"} {
+						r := isoRun(t, w, u, mode, runOpts{env: []string{"SANDBOX_EXECUTABLE_WARM=" + warm}}, "/bin/sh", "-c", script)
+						if strings.Contains(r.stdout, "replaced") {
+							t.Errorf("run %d (warm path %s): %s was made anew: %v", i, warm, target, r)
+						}
+					}
+					if after := gitState(t, w) + content(); after != before {
+						t.Errorf("what git reads changed:\nbefore\n%s\nafter\n%s", before, after)
+					}
+					for _, glob := range []string{"*.old", "*/*.old"} {
+						if matches, _ := filepath.Glob(filepath.Join(w.root, glob)); len(matches) > 0 {
+							t.Errorf("moved away: %v", matches)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
 // treeState lists dir's tree with sizes and modification times.
 func treeState(t *testing.T, dir string) string {
 	t.Helper()

@@ -466,7 +466,46 @@ func (v *View) decideMasks(registered func(string) bool) error {
 	// each connect when it is made (see the supervisor's socket choice),
 	// so a socket bound after the start, or deleted before the mounts,
 	// changes nothing.
+	v.masks = append(v.pins(masked, inRoot), v.masks...)
 	return nil
+}
+
+// pins are the binds, each directory onto itself, that keep the masks'
+// paths where they are: a mount follows its directory entry, so were a
+// directory between a writable root and a mount's target renamed (or
+// removed once emptied), the target's path would be free to make anew
+// inside the root: a new hooks directory or included config file, which
+// git then reads on the host, a file where a denied one was. A mount
+// point cannot be renamed, removed or renamed over (EBUSY), and a root is
+// one already (AttachTree). So every directory strictly between a target
+// and the deepest root holding it is bound onto itself (recursively: what
+// is mounted beneath stays), shallowest first, before the masks.
+func (v *View) pins(targets map[string]bool, inRoot func(string) bool) []spawn.Op {
+	roots := append(append([]string(nil), v.roots...), v.opts.ExtraWritable...)
+	seen := map[string]bool{}
+	var dirs []string
+	for t := range targets {
+		if !inRoot(t) {
+			continue
+		}
+		deepest := ""
+		for _, r := range roots {
+			if policy.Within(t, r) && len(r) > len(deepest) {
+				deepest = filepath.Clean(r)
+			}
+		}
+		for d := filepath.Dir(t); deepest != "" && policy.Beneath(d, deepest) && !seen[d]; d = filepath.Dir(d) {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	sort.Strings(dirs) // a recipe is the same, byte for byte, each time it is decided
+	dirs = outermost(dirs)
+	ops := make([]spawn.Op, 0, len(dirs))
+	for _, d := range dirs {
+		ops = append(ops, spawn.Bind(d, d, true, "pin "+d+" (a directory above a mount cannot be renamed)"))
+	}
+	return ops
 }
 
 func (v *View) addPlaceholder(target, denied string) {
