@@ -85,6 +85,63 @@ cat "$1" "$2" 2>&1; "$4" read "$1"; "$4" read "$2"; cat "$3"`
 	}
 }
 
+// TestReplacedSecretStaysUnreadable: a denied file replaced from outside
+// while the program runs (a temporary file renamed over it, as editors and
+// `npm login` write a file) is never readable by it. In exact mode the
+// mask covers the directory entry it was mounted on, not the new one, so
+// Landlock keeps the name unreadable even when every denied path exists
+// (nothing late). Both modes, as root and as nobody.
+func TestReplacedSecretStaysUnreadable(t *testing.T) {
+	needLandlock(t)
+	for _, u := range isoAnyUser(t) {
+		for _, mode := range fsModes {
+			t.Run(u.name+"/"+mode, func(t *testing.T) {
+				w := newWorkspace(t)
+				token := filepath.Join(w.home, "token.txt")
+				write(t, token, "OLD-TOKEN\n")
+				if u.cred != nil {
+					chownPaths(t, int(u.cred.Uid), int(u.cred.Gid), w.root)
+				}
+				pol := policyJSON(t, map[string]any{"type": "workspace_write", "writable_roots": []map[string]string{{"root": w.root}},
+					"sensitive_paths": []map[string]string{{"path": token}}, "exclude_slash_tmp": true, "exclude_tmpdir_env_var": true})
+				mark, flag := filepath.Join(w.root, "src", "started"), filepath.Join(w.root, "src", "replaced")
+				// The program says it runs, waits (5 s at most) until the
+				// token was replaced, then tries to read it.
+				script := `: > "$0"; i=0
+while [ ! -e "$2" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+[ -e "$2" ] && echo replaced
+cat "$1" 2>&1; "$3" read "$1"`
+				args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", pol, "--resource-limits", limitsNoCgroup}, fsOpts(t, mode)...)
+				args = append(args, "--", "/bin/sh", "-c", script, mark, token, flag, probe)
+				p := isoStart(t, w, u, nil, args)
+				for i := 0; i < 400; i++ {
+					if _, err := os.Stat(mark); err == nil {
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				tmp := token + ".tmp"
+				write(t, tmp, "NEW-TOKEN\n")
+				if err := os.Rename(tmp, token); err != nil {
+					t.Fatal(err)
+				}
+				write(t, flag, "")
+				if !p.wait(60 * time.Second) {
+					t.Fatalf("the run did not end within 60 s: %s", p.output())
+				}
+				b, _ := os.ReadFile(p.stdout)
+				out := string(b)
+				if !strings.Contains(out, "replaced") {
+					t.Fatalf("the program never saw the token replaced: %s", p.output())
+				}
+				if strings.Contains(out, "OLD-TOKEN") || strings.Contains(out, "NEW-TOKEN") {
+					t.Errorf("the denied file was read: %q", out)
+				}
+			})
+		}
+	}
+}
+
 // TestLateSecretsNarrowingReported: exact mode reports the directories it
 // narrows for denied paths that do not exist yet.
 func TestLateSecretsNarrowingReported(t *testing.T) {

@@ -50,6 +50,13 @@ type Options struct {
 	// Listing them stays allowed (names only: the masks keep the existing
 	// denied directories unlistable).
 	LateReadDenied []string
+	// MaskedFiles, with Exact, are read-denied files the mounts mask. A
+	// mask covers the directory entry it was mounted on: a file replaced
+	// on the host during the run (renamed over, as editors and npm write
+	// files) is a new entry it does not cover. Landlock then handles reads
+	// as for LateReadDenied, and the directories above each are split, so
+	// the name stays unreadable whatever stands there.
+	MaskedFiles []string
 	// Errata is the kernel's errata mask (Errata), nil when the kernel did
 	// not answer the query: unfixed errata that widen access become gaps.
 	Errata *uint64
@@ -164,7 +171,7 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 	if opt.ResolveUnix {
 		s.HandledFS |= optionalFSAt(opt.ABI) & ResolveUnx
 	}
-	late := opt.Exact && len(opt.LateReadDenied) > 0
+	late := opt.Exact && len(opt.LateReadDenied)+len(opt.MaskedFiles) > 0
 	if opt.Exact && opt.ReadsByMounts {
 		s.HandledFS &^= Truncate
 		if !late {
@@ -181,8 +188,9 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		writeDenied = append(writeDenied, d.Path)
 	}
 	if opt.Exact {
-		// The mounts deny what exists; Landlock only what may appear.
-		readDenied, writeDenied = opt.LateReadDenied, nil
+		// The mounts deny what exists; Landlock what may appear, and the
+		// names of masked files, which may be replaced.
+		readDenied, writeDenied = append(append([]string(nil), opt.LateReadDenied...), opt.MaskedFiles...), nil
 	}
 
 	read := &walker{denied: sortedUnique(readDenied), access: (readRights | ReadDir) & s.HandledFS, listSplit: opt.Exact}
@@ -192,7 +200,7 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 	for _, d := range read.split {
 		effect := "cannot be listed, and entries created in it after the start cannot be read"
 		if opt.Exact {
-			effect = "entries created in it after the start cannot be read (a denied path that does not exist yet lies beneath it)"
+			effect = "entries created in it after the start cannot be read (a denied path that does not exist yet, or a denied file that may be replaced, lies beneath it)"
 		}
 		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: effect})
 	}

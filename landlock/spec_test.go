@@ -412,6 +412,32 @@ func TestExactModeKeepsLateSecretsUnreadable(t *testing.T) {
 	}
 }
 
+// TestExactModeKeepsMaskedFilesNamesUnreadable: a masked file (every denied
+// path exists, nothing late) may be replaced on the host during the run, a
+// new directory entry its mask does not cover: Landlock handles reads and
+// grants its directory's other entries one by one, never its name.
+func TestExactModeKeepsMaskedFilesNamesUnreadable(t *testing.T) {
+	base := tree(t, "home/token.txt", "home/docs/notes", "ws/a")
+	home, ws := filepath.Join(base, "home"), filepath.Join(base, "ws")
+	token := filepath.Join(home, "token.txt")
+	p := plan([]string{ws}, []string{token}, nil)
+	s, err := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true, ReadsByMounts: true, MaskedFiles: []string{token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.HandledFS&(ReadFile|ReadDir|Execute) != ReadFile|ReadDir|Execute {
+		t.Fatalf("reads not handled: %s", s.HandledFS)
+	}
+	if got := grants(s, token); got&(ReadFile|Execute) != 0 {
+		t.Errorf("%s, replaced during the run, would be readable: %s", token, got)
+	}
+	for _, ok := range []string{filepath.Join(home, "docs", "notes"), filepath.Join(ws, "a"), "/usr/bin/true"} {
+		if got := grants(s, ok); got&(ReadFile|Execute) != ReadFile|Execute {
+			t.Errorf("%s not readable: %s", ok, got)
+		}
+	}
+}
+
 // TestResolveUnixGrantedWhereWritable: on ABI 9, pathname unix sockets are
 // reachable exactly where writing is granted.
 func TestResolveUnixGrantedWhereWritable(t *testing.T) {

@@ -96,6 +96,12 @@ type View struct {
 	// cover them, so Landlock must keep them unreadable should someone
 	// outside create them during the run (landlock.Options.LateReadDenied).
 	LateReadDenied []string
+	// MaskedFiles are the read-denied files the view masks: a mask covers
+	// the directory entry it was mounted on, and a file replaced on the
+	// host during the run (an editor's or npm's write to a temporary file
+	// renamed over it) is a new entry no mount covers, so Landlock must
+	// keep the name unreadable too (landlock.Options.MaskedFiles).
+	MaskedFiles []string
 
 	opts    Options      // what the view was built for
 	exact   bool         // the filesystem view (Build), not only the isolation (Isolation)
@@ -152,7 +158,7 @@ func (v *View) redecide(registered func(string) bool) (*View, error) {
 		return v, nil
 	}
 	w := *v
-	w.masks, w.Placeholders, w.Masked, w.ReadOnly, w.Narrowed, w.LateReadDenied = nil, nil, nil, nil, nil, nil
+	w.masks, w.Placeholders, w.Masked, w.ReadOnly, w.Narrowed, w.LateReadDenied, w.MaskedFiles = nil, nil, nil, nil, nil, nil, nil
 	if err := w.decideMasks(registered); err != nil {
 		return nil, err
 	}
@@ -433,6 +439,7 @@ func (v *View) decideMasks(registered func(string) bool) error {
 		case targetFile:
 			op(spawn.Bind("/dev/null", target, false, "mask "+target))
 			op(spawn.RemountBind(target, maskFlags, "mask "+target+" read-only"))
+			v.MaskedFiles = append(v.MaskedFiles, target)
 		}
 		masked[target] = true
 		v.Masked = append(v.Masked, target)

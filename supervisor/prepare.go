@@ -444,14 +444,16 @@ func (pr *Prepared) decideLandlock() error {
 	// handle it where the program could clone a mount around a mask:
 	// as root with the mount system calls allowed (allow_namespaces).
 	// Read-denied paths that do not exist yet outside the roots have no
-	// mount: Landlock keeps them unreadable should they appear.
+	// mount: Landlock keeps them unreadable should they appear; and a
+	// masked file's mask covers only the directory entry it was mounted
+	// on: Landlock keeps the name unreadable should the file be replaced.
 	readsByMounts := exact && (!pr.fs.namespaces.Privileged || !p.Seccomp.AllowNamespaces)
-	var late []string
+	var late, maskedFiles []string
 	if exact {
-		late = pr.View.LateReadDenied
+		late, maskedFiles = pr.View.LateReadDenied, pr.View.MaskedFiles
 	}
 	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts,
-		LogDenials: pr.cfg.LogDenials, LateReadDenied: late, ResolveUnix: pr.net.sockets.landlock, Errata: pr.facts.LandlockErrata})
+		LogDenials: pr.cfg.LogDenials, LateReadDenied: late, MaskedFiles: maskedFiles, ResolveUnix: pr.net.sockets.landlock, Errata: pr.facts.LandlockErrata})
 	if err != nil {
 		return err
 	}
