@@ -205,8 +205,10 @@ func TestHooksOutsideGitUnwritable(t *testing.T) {
 // (core.fsmonitor runs a command). A mount follows its directory entry, so
 // exact mode binds each directory between the root and a protected path
 // onto itself (a mount point cannot be renamed); Landlock-only mode splits
-// them. For root and an unprivileged user, in both filesystem modes, on a
-// run Go decides and on the warm path's.
+// them. For root and an unprivileged user, in both filesystem modes, with
+// the warm path off and then on (the last run is the warm path's where it
+// can carry the run out; as nobody on a host without a delegated cgroup
+// it hands the run to Go, which is not checked here).
 func TestProtectedPathsStayPut(t *testing.T) {
 	for _, u := range isoAnyUser(t) {
 		for _, mode := range fsModes {

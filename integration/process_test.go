@@ -245,7 +245,8 @@ func TestIgnoredSignalsStayIgnored(t *testing.T) {
 }
 
 // TestProgramKeepsTheCallersCPUAffinity: the program may run on exactly
-// the CPUs its caller may, on a run Go decides and on the warm path's. The
+// the CPUs its caller may, on a run Go decides and on the warm path's (a
+// last run that was not the warm path's is logged, not failed). The
 // init is started with its affinity narrowed to the CPUs other than the
 // supervisor's (so that it does not wait for the supervisor's CPU) and
 // takes the caller's mask back before the program starts: were it not to,
