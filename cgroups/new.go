@@ -290,6 +290,11 @@ func (g *group) answersFor(d *v1Dir) {
 // permErr turns a permission failure into an *UnavailableError that says
 // where and how to fix it; other errors pass unchanged.
 func (g *group) permErr(h *Host, parent string, err error, advice Advice) error {
+	return permError(h, parent, err, advice)
+}
+
+// permError is permErr's answer.
+func permError(h *Host, parent string, err error, advice Advice) error {
 	if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
 		return &UnavailableError{
 			Mode:    h.Mode,

@@ -89,13 +89,13 @@ type Denials struct {
 	Log *string `json:"log"`
 }
 
-// Input is what a report is made from. Prepared is nil when the run was
-// refused before it could be prepared.
+// Input is what a report is made from. Explain is the decision (nil when
+// the run was refused before it could be prepared).
 type Input struct {
 	ToolVersion string
 	StartedAt   time.Time
 	Program     []string
-	Prepared    *supervisor.Prepared
+	Explain     *Explain
 	Result      supervisor.Result
 	// DenialLog is the --log-denials file ("" when none).
 	DenialLog string
@@ -125,21 +125,12 @@ func Build(in Input) *Report {
 		msg := res.Err.Error()
 		r.Error = &msg
 	}
-	if pr := in.Prepared; pr != nil {
-		e := fromEnforcement(pr.Enforcement)
+	if x := in.Explain; x != nil {
+		e := x.Enforcement
 		r.Enforcement = &e
-		r.Degradations = append(r.Degradations, pr.Degradations...)
-		// What the program was given when set up got that far, else what
-		// was planned.
-		lims := res.Rlimits
-		if lims == nil {
-			lims = pr.Rlimits
-		}
-		for _, l := range lims {
-			r.Rlimits = append(r.Rlimits, fromRlimit(l))
-		}
+		r.Degradations = append(r.Degradations, x.Degradations...)
+		r.Rlimits = append(r.Rlimits, x.Rlimits...)
 	}
-	r.Degradations = append(r.Degradations, res.Degradations...)
 	if c := res.Cgroup; c != nil {
 		r.Cgroup = &Cgroup{Mode: string(c.Mode), Path: c.Path}
 		st := c.Stats

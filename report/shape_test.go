@@ -86,7 +86,7 @@ func explainDoc(pr *supervisor.Prepared) any { return NewExplain(pr) }
 // a change of mapping that alters the public documents fails here.
 func TestDocumentShape(t *testing.T) {
 	in := Input{ToolVersion: "x", StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Program: []string{"x"},
-		Prepared: filled[supervisor.Prepared](), Result: *filled[supervisor.Result](), DenialLog: "x", ObservedSeccomp: true}
+		Explain: NewExplain(filled[supervisor.Prepared]()), Result: *filled[supervisor.Result](), DenialLog: "x", ObservedSeccomp: true}
 	in.Result.Err = errors.New("x")
 	for _, tc := range []struct {
 		name string

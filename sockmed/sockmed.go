@@ -62,7 +62,7 @@ type Config struct {
 	// Abstract says how abstract addresses are handled; Members lists the
 	// sandbox's processes (AbstractOwned).
 	Abstract AbstractMode
-	Members  func() []int
+	Members  func() []int `json:"-"`
 	// TCPPorts, when TCPRestricted, are the only TCP ports connect may
 	// reach: Landlock's rule for the program (the degraded allowlist),
 	// which the supervisor's own connect would not be subject to.
@@ -81,7 +81,7 @@ type Config struct {
 	GIDs      []int
 	// OnDenial receives each refusal (from the mediating goroutines,
 	// possibly at once).
-	OnDenial func(Denial)
+	OnDenial func(Denial) `json:"-"`
 }
 
 // Denial is one call the mediator refused.

@@ -3,21 +3,11 @@ package spawn
 /*
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "recipe.h"
-
-static long long se_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 */
 import "C"
 
 import (
-	"fmt"
-	"runtime"
 	"syscall"
 	"time"
 	"unsafe"
@@ -36,8 +26,10 @@ type Recipe struct {
 	// Claims are the placeholder groups the run claims (mountns.ClaimPlan).
 	Claims []RecipeClaim
 	// Cgroups are the run's cgroup directories (cgroups.Recipe), the v2
-	// one first.
-	Cgroups []RecipeCgroup
+	// one first; CgroupMade the parents made for this run, deepest first,
+	// removed after them when empty.
+	Cgroups    []RecipeCgroup
+	CgroupMade []string
 	// SweepRequest is the guardian's request for a sweep (GuardianSpec);
 	// SweepStamps say when sweeps last began: a run with a sweep due is
 	// not the runner's.
@@ -68,19 +60,59 @@ type Recipe struct {
 	// mediation); its first notification hands the run over to Go.
 	Notify, NotifyKillable bool
 
-	// Timeout is the wall-clock limit (0: none); CPUCheck the CPU
-	// budget's first look (0: no budget): each hands the run over to Go.
-	Timeout, CPUCheck time.Duration
-	// OOMWatch: an OOM kill in the group hands the run over (1: watched in
-	// the v1 memory directory, 2: in the v2 directory's memory.events).
+	// KeepFDs are descriptors the program keeps (--keep-fd).
+	KeepFDs []int
+
+	// Timeout is the wall-clock limit (0: none), Grace the time between
+	// its SIGTERM and the tree's kill.
+	Timeout, Grace time.Duration
+	// CPUBudget is the tree's CPU time (0: none), read in CPUUsage, looked
+	// at again when what is left could be spent by CPUSpread CPUs.
+	CPUBudget time.Duration
+	CPUSpread int
+	// OOMWatch: an OOM kill in the group ends the tree (1: watched in the
+	// v1 memory directory, 2: in the v2 directory's memory.events).
 	OOMWatch int
-	// EndInGo hands the run over once the child is reaped, before any
-	// cleanup: for a run whose end Go reports (the cgroup's figures are
-	// read before it goes).
-	EndInGo bool
-	// Forwarded are the signals passed on to the program.
-	Forwarded []syscall.Signal
+	// CPUUsage, OOMKills and PidsHits are the figures the runner reads in
+	// the group: the tree's CPU time, its OOM kills, the forks the pids
+	// limit refused (an ending's name).
+	CPUUsage, OOMKills, PidsHits RecipeCounter
+	// EndInGo calls Go's service before the run's cleanup, for a run whose
+	// end Go reports (the cgroup's figures are read before it goes);
+	// GoFromStart calls it as soon as the program runs (a listener that
+	// records denials, the proxy).
+	EndInGo, GoFromStart bool
+	// Proxy: the child's ListenAndHandOver sends the proxy's listener.
+	Proxy bool
+	// Say is the line said on stderr as the run starts (index 0) and when
+	// it ends each way (an Ending's index, EndingIndex), "" for none.
+	Say [EndingsN]string
 }
+
+// RecipeCounter is a figure in one of the run's cgroup directories (index
+// Cgroup, -1 for none): the number after Key on a line of File, or the
+// whole file when Key is "", times Scale.
+type RecipeCounter struct {
+	Cgroup    int
+	File, Key string
+	Scale     uint64
+}
+
+// NoCounter is a counter the runner never reads.
+var NoCounter = RecipeCounter{Cgroup: -1}
+
+// How the runner ends a run (recipe.h's enum se_ending): an index of
+// Recipe.Say.
+const (
+	EndExited   = C.SE_END_EXITED
+	EndSignaled = C.SE_END_SIGNALED
+	EndTimeout  = C.SE_END_TIMEOUT
+	EndCPU      = C.SE_END_CPU
+	EndOOM      = C.SE_END_OOM
+	EndPids     = C.SE_END_PIDS
+	EndService  = C.SE_END_SERVICE
+	EndingsN    = C.SE_END_N
+)
 
 // RecipeClaim is a placeholder group (mountns.ClaimGroup).
 type RecipeClaim struct {
@@ -216,6 +248,7 @@ func (r *Recipe) Encode() []byte {
 			v2: cbool32(c.V2), join: cbool32(c.Join)}
 	}
 	h.cgroups = records(w, cgs)
+	h.cgroup_made = w.strs(r.CgroupMade)
 	h.sweep_request = w.str(r.SweepRequest)
 	stamps := make([]C.struct_se_rstamp, len(r.SweepStamps))
 	for i, s := range r.SweepStamps {
@@ -265,16 +298,15 @@ func (r *Recipe) Encode() []byte {
 	h.exit_rules = records(w, rulesC)
 	h.bpf = w.bytes(r.BPF)
 
+	h.keep_fds = records(w, int32s(r.KeepFDs))
 	h.timeout_ms = C.int64_t(r.Timeout.Milliseconds())
-	h.cpu_check_ms = C.int64_t(r.CPUCheck.Milliseconds())
+	h.grace_ms = C.int64_t(r.Grace.Milliseconds())
+	h.cpu_budget_ns = C.int64_t(r.CPUBudget.Nanoseconds())
+	h.cpu_spread = C.int32_t(r.CPUSpread)
 	h.oom_watch = C.int32_t(r.OOMWatch)
-	h.end_in_go = cbool32(r.EndInGo)
-	fw := make([]int32, len(r.Forwarded))
-	for i, s := range r.Forwarded {
-		fw[i] = int32(s)
-	}
-	h.forwarded = records(w, fw)
-
+	h.cpu_usage, h.oom_kills, h.pids_hits = w.counter(r.CPUUsage), w.counter(r.OOMKills), w.counter(r.PidsHits)
+	h.end_in_go, h.go_from_start, h.proxy = cbool32(r.EndInGo), cbool32(r.GoFromStart), cbool32(r.Proxy)
+	h.say = w.strs(r.Say[:])
 	w.align()
 	h.size = C.uint32_t(len(w.buf))
 	copy(w.buf, unsafe.Slice((*byte)(unsafe.Pointer(&h)), unsafe.Sizeof(h)))
@@ -287,7 +319,23 @@ func (r *Recipe) Encode() []byte {
 // recipe differ.
 func recipeRecords() []any {
 	return []any{C.struct_se_recipe{}, C.struct_se_rref{}, C.struct_se_rop{}, C.struct_se_rwrite{}, C.struct_se_rcg{},
-		C.struct_se_rclaim{}, C.struct_se_rstamp{}, C.struct_se_rll{}, C.struct_se_rlimit{}, C.struct_se_exit_rule{}}
+		C.struct_se_rclaim{}, C.struct_se_rstamp{}, C.struct_se_rll{}, C.struct_se_rlimit{}, C.struct_se_exit_rule{},
+		C.struct_se_rcounter{}}
+}
+
+func (w *recipeWriter) counter(c RecipeCounter) C.struct_se_rcounter {
+	if c.File == "" {
+		return C.struct_se_rcounter{cg: -1}
+	}
+	return C.struct_se_rcounter{cg: C.int32_t(c.Cgroup), file: w.str(c.File), key: w.str(c.Key), scale: C.uint64_t(c.Scale)}
+}
+
+func int32s(v []int) []int32 {
+	out := make([]int32, len(v))
+	for i, x := range v {
+		out[i] = int32(x)
+	}
+	return out
 }
 
 func cbool32(b bool) C.int32_t {
@@ -309,7 +357,7 @@ func ValidRecipe(b []byte) bool {
 	return C.se_recipe_check(p, C.size_t(len(b))) == 1
 }
 
-// FallbackSweepDue begins Handover.FailWhat when the runner started
+// FallbackSweepDue begins Return.FailWhat when the runner started
 // nothing because the stale sweep, which is Go's, is due.
 const FallbackSweepDue = "sweep due"
 
@@ -317,172 +365,3 @@ const FallbackSweepDue = "sweep due"
 // set to "off": no run is carried out from a stored recipe, and none is
 // stored.
 const WarmOff = "SANDBOX_EXECUTABLE_WARM"
-
-// HandoverReason says why the runner gave a run to Go.
-type HandoverReason int
-
-// Reasons (recipe.h's enum se_handover_reason).
-const (
-	HandoverFallback HandoverReason = C.SE_HO_FALLBACK // nothing ran: Go runs it
-	HandoverNotify   HandoverReason = C.SE_HO_NOTIFY   // a seccomp notification waits
-	HandoverTimeout  HandoverReason = C.SE_HO_TIMEOUT  // the wall-clock limit passed
-	HandoverCPU      HandoverReason = C.SE_HO_CPU      // the CPU budget is due for a look
-	HandoverOOM      HandoverReason = C.SE_HO_OOM      // an OOM event in the group
-	HandoverEnded    HandoverReason = C.SE_HO_ENDED    // the child was reaped: Go ends the tree and cleans up
-)
-
-var handoverNames = map[HandoverReason]string{HandoverFallback: "fallback", HandoverNotify: "notification",
-	HandoverTimeout: "timeout", HandoverCPU: "cpu budget", HandoverOOM: "oom", HandoverEnded: "ended"}
-
-func (r HandoverReason) String() string {
-	if n, ok := handoverNames[r]; ok {
-		return n
-	}
-	return fmt.Sprintf("handover %d", int(r))
-}
-
-// Handover is a run the runner started and gave to Go, or (Fallback) did
-// not start at all.
-type Handover struct {
-	Reason HandoverReason
-	// Fallback: where the runner stopped (for the debug log).
-	FailStep  Step
-	FailErrno syscall.Errno
-	FailWhat  string
-
-	// CgroupName is the name of the run's cgroup directories, "" for none.
-	CgroupName string
-	// Proc is the child (the init, or the program without one).
-	Proc *Process
-	// Exited (Ended): the child was reaped; Status is its wait status (the
-	// program's, where the init recorded it).
-	Exited bool
-	Status syscall.WaitStatus
-	// ListenerFD is the seccomp listener the supervisor answers, or -1.
-	ListenerFD int
-	// sigR and sigW are the pipe the signals are still caught into
-	// (Signals takes it over).
-	sigR, sigW int
-	// Guardian is the run's guardian, or nil.
-	Guardian *Guardian
-	// ClaimFDs are the placeholder groups' locks, in the recipe's order,
-	// and Locks what the guardian guards with them.
-	ClaimFDs []int
-	Locks    []GuardedLock
-	// FgTTY is the terminal whose foreground the program took, or -1.
-	FgTTY int
-	// Started is when the runner began; ProgramStarted when the program
-	// did.
-	Started, ProgramStarted time.Time
-}
-
-// RunRecipe carries out the recipe (Encode's bytes) for argv in this
-// process. It returns only to hand the run over (or to fall back, when
-// nothing ran): when the program's end ends the run, the process exits
-// with its status there and then, as the supervisor would have.
-func RunRecipe(recipe []byte, argv []string) (*Handover, error) {
-	if len(argv) == 0 {
-		return nil, fmt.Errorf("spawn: no program")
-	}
-	p := C.malloc(C.size_t(len(recipe)))
-	defer C.free(p)
-	copy(unsafe.Slice((*byte)(p), len(recipe)), recipe)
-	if C.se_recipe_check(p, C.size_t(len(recipe))) != 1 {
-		return nil, fmt.Errorf("spawn: invalid recipe")
-	}
-	a := &arena{}
-	defer a.free()
-	cargv := a.strings(argv)
-	var h C.struct_se_handover
-	// The stage's parent-death signal belongs to this thread, which Go
-	// keeps (it never ends an unlocked thread).
-	runtime.LockOSThread()
-	C.se_run((*C.struct_se_recipe)(p), cargv, nil, nil, &h)
-	runtime.UnlockOSThread()
-	return handoverOf(&h), nil
-}
-
-// handoverOf turns the runner's struct into Go's.
-func handoverOf(h *C.struct_se_handover) *Handover {
-	out := &Handover{Reason: HandoverReason(h.reason), FailStep: Step(h.fail_step), FailErrno: syscall.Errno(h.fail_errno),
-		FailWhat: C.GoString(&h.fail_what[0]), ListenerFD: -1, FgTTY: -1}
-	if out.Reason == HandoverFallback {
-		return out
-	}
-	out.CgroupName = C.GoString(&h.cgroup_name[0])
-	out.Proc = &Process{Pid: int(h.pid), PidFD: int(h.pidfd), init: h.init}
-	out.Exited, out.Status = h.exited != 0, syscall.WaitStatus(h.status)
-	out.ListenerFD = int(h.listener_fd)
-	out.FgTTY = int(h.fg_tty)
-	now := time.Now()
-	mono := int64(C.se_mono_ns())
-	out.Started = now.Add(-time.Duration(mono - int64(h.started_ns)))
-	out.ProgramStarted = now.Add(-time.Duration(mono - int64(h.program_ns)))
-	if h.guard != nil {
-		out.Guardian = &Guardian{Pid: int(h.guard_pid), w: int(h.guard_w), g: h.guard}
-		if h.locks != nil {
-			locks := unsafe.Slice(h.locks, int(h.nclaims))
-			for _, l := range locks {
-				gl := GuardedLock{FD: int(l.fd)}
-				if l.nph > 0 {
-					for _, ph := range unsafe.Slice(l.ph, int(l.nph)) {
-						gl.Placeholders = append(gl.Placeholders, GuardedDir{Path: C.GoString(ph.path), Record: C.GoString(ph.record),
-							Dev: uint64(ph.dev), Ino: uint64(ph.ino)})
-						d := &gl.Placeholders[len(gl.Placeholders)-1]
-						d.Ctime.Sec, d.Ctime.Nsec = int64(ph.ctime_sec), int64(ph.ctime_nsec)
-					}
-				}
-				out.Locks = append(out.Locks, gl)
-			}
-		}
-	}
-	for i := 0; i < int(h.nclaims); i++ {
-		out.ClaimFDs = append(out.ClaimFDs, int(h.claim_fds[i]))
-	}
-	out.sigR, out.sigW = int(h.sig_r), int(h.sig_w)
-	return out
-}
-
-// Signals takes over the signals the runner caught, sigs (the same set it
-// was given: the recipe's Forwarded and SIGCHLD), through the same pipe:
-// the C handler is installed again (the Go runtime replaced it when it
-// started after the runner, which a stored recipe's run does).
-func (h *Handover) Signals(sigs []syscall.Signal) (*Caught, error) {
-	return catchOn(h.sigR, h.sigW, sigs)
-}
-
-// RecipeLandlockRules returns the Landlock path rules of an encoded recipe
-// (Encode's, one ValidRecipe accepts), or false when it is not one.
-func RecipeLandlockRules(b []byte) ([]RecipeRule, bool) {
-	if !ValidRecipe(b) {
-		return nil, false
-	}
-	var h C.struct_se_recipe
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&h)), unsafe.Sizeof(h)), b)
-	str := func(r C.struct_se_rref) (string, bool) {
-		off, n := uint64(r.off), uint64(r.n)
-		if n == 0 {
-			return "", true
-		}
-		if off > uint64(len(b)) || n > uint64(len(b))-off {
-			return "", false
-		}
-		return string(b[off : off+n]), true
-	}
-	var rl C.struct_se_rll
-	size := uint64(unsafe.Sizeof(rl))
-	off, n := uint64(h.ll_paths.off), uint64(h.ll_paths.n)
-	if n > 0 && (off > uint64(len(b)) || n > (uint64(len(b))-off)/size) {
-		return nil, false
-	}
-	rules := make([]RecipeRule, 0, n)
-	for i := uint64(0); i < n; i++ {
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&rl)), size), b[off+i*size:])
-		p, ok := str(rl.path)
-		if !ok {
-			return nil, false
-		}
-		rules = append(rules, RecipeRule{Path: p, Access: uint64(rl.access), Required: rl.required != 0, Listed: uint8(rl.listed)})
-	}
-	return rules, true
-}

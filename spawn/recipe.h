@@ -32,7 +32,7 @@
 
 #define SE_RCP_MAGIC "SE-RCP-1"
 /* Bumped whenever the layout or meaning of a field changes. */
-#define SE_RCP_VERSION 2
+#define SE_RCP_VERSION 3
 
 /* A string (n bytes, NUL after them) or an array of n records, at off. */
 struct se_rref {
@@ -94,6 +94,16 @@ struct se_rll {
 	int32_t required, listed;
 };
 
+/* A figure the runner reads in one of the run's cgroup directories: the
+ * number after "key " on a line of file, or the whole file's number when
+ * key is "", times scale. cg is the directory's index in cgroups, -1 for
+ * none. */
+struct se_rcounter {
+	int32_t cg, pad;
+	struct se_rref file, key;
+	uint64_t scale;
+};
+
 #define SE_LISTED_DIR 1
 #define SE_LISTED_FILE 2
 
@@ -107,6 +117,7 @@ struct se_recipe {
 	struct se_rref registry;   /* the placeholder registry directory, or "" */
 	struct se_rref claims;     /* struct se_rclaim[] */
 	struct se_rref cgroups;    /* struct se_rcg[]: the v2 directory first */
+	struct se_rref cgroup_made; /* struct se_rref[]: parents made for the run, deepest first, removed after it */
 	/* The stale sweep (supervisor/stale.go) is Go's: a run with one due
 	 * falls back. Due when sweep_request (a guardian's request for one)
 	 * exists, or a stamp is missing or older than its age. */
@@ -137,64 +148,93 @@ struct se_recipe {
 	struct se_rref exit_rules; /* struct se_exit_rule[] */
 	struct se_rref bpf;        /* struct sock_filter[], as bytes */
 
-	/* Supervision. */
-	int64_t timeout_ms;   /* the wall-clock limit; 0: none */
-	int64_t cpu_check_ms; /* the CPU budget's first check; 0: no budget */
-	int32_t oom_watch;    /* a memory limit: an OOM kill hands over */
-	/* The run's end is Go's (a report or a log of it): once the child is
-	 * reaped, the run is handed over (SE_HO_ENDED) before any cleanup. */
+	/* Supervision: the runner ends the run itself (see runner.c). */
+	int64_t timeout_ms; /* the wall-clock limit; 0: none */
+	int64_t grace_ms;   /* after the timeout's SIGTERM, before the tree is killed */
+	/* The CPU budget of the whole tree (0: none), read in cpu_usage; the
+	 * next look comes when what is left could be spent by cpu_spread
+	 * CPUs at full speed, between 20 ms and 1 s. */
+	int64_t cpu_budget_ns;
+	int32_t cpu_spread;
+	int32_t oom_watch; /* a memory limit: 1 watched through the v1 memory directory, 2 the v2 memory.events */
+	struct se_rcounter cpu_usage, oom_kills, pids_hits;
+	/* The program's end is reported by Go (a report, a log of it): the
+	 * service is called at the end, before any cleanup. */
 	int32_t end_in_go;
-	struct se_rref forwarded; /* int32_t[]: the signals passed on */
-};
-
-/* Why the runner handed a run over to Go (se_handover.reason). */
-enum se_handover_reason {
-	/* Nothing started: the runner undid what it made. Go runs it. */
-	SE_HO_FALLBACK = 1,
-	SE_HO_NOTIFY,  /* a seccomp notification is waiting */
-	SE_HO_TIMEOUT, /* the wall-clock limit passed */
-	SE_HO_CPU,     /* the CPU budget is due for a look */
-	SE_HO_OOM,     /* the kernel OOM-killed a process of the group */
-	/* The child was reaped: Go ends what is left of the tree and cleans
-	 * up (a tree that outlived its init, or a run whose end Go reports:
-	 * se_recipe.end_in_go). */
-	SE_HO_ENDED,
+	/* The service is called as soon as the program runs: a seccomp
+	 * listener that records every denial, or the proxy. */
+	int32_t go_from_start;
+	/* The child's first operation that listens hands its socket over
+	 * (SE_OP_LISTEN_SEND): the allowlist proxy's listener. */
+	int32_t proxy;
+	int32_t pad;
+	struct se_rref keep_fds;  /* int32_t[]: descriptors the program keeps */
+	/* struct se_rref[SE_END_N]: the line said on stderr when the run ends
+	 * that way (indexed by enum se_ending), "" for none. */
+	struct se_rref say;
 };
 
 #define SE_MAX_CLAIMS 64
 
-/* What Go needs to go on with a run the runner started. */
+/* How a run ended (se_service.ending). */
+enum se_ending {
+	SE_END_EXITED = 1,
+	SE_END_SIGNALED,
+	SE_END_TIMEOUT,   /* the wall-clock limit: the tree was ended, exit 124 */
+	SE_END_CPU,       /* the tree's CPU budget: exit 152 */
+	SE_END_OOM,       /* an OOM kill in the group: the tree was ended, exit 137 */
+	SE_END_PIDS,      /* the program failed and the pids limit refused a fork */
+	SE_END_SERVICE,   /* Go could not serve the run (its proxy, its listener): exit 125 */
+	SE_END_N
+};
+
+/* Why se_run returned. */
+enum se_return {
+	/* Nothing started: the runner undid what it made (see fail_*). */
+	SE_RET_FALLBACK = 1,
+	/* The child failed before its exec (fail_step, fail_errno; exit_code
+	 * is what the exit rules say): nothing ran, everything is undone. Go
+	 * says why and exits with exit_code. */
+	SE_RET_FAILED,
+	/* The program runs, and the runner goes on with the run in a thread
+	 * of its own: Go serves it (se_service). Only a run started before
+	 * the Go runtime (the warm path) returns so. */
+	SE_RET_SERVE,
+};
+
+/*
+ * The service: what the runner asks of Go while a program runs. The runner
+ * writes one byte on ev_w per event, Go answers on ack_w where one is
+ * asked for:
+ *   'L'  listener_fd is the seccomp listener: answer its notifications.
+ *   'P'  proxy_fd is the proxy's listener: serve it.
+ *   'E'  the program and its tree are gone (ending, status, exit_code,
+ *        the times): Go reads what it reports (the cgroups are still
+ *        there), then answers 'D'; the runner cleans up and exits.
+ * Go may also write 'K' at any time: it cannot serve the run; the runner
+ * ends the tree (SE_END_SERVICE). On sig_w Go passes on, one byte each, the
+ * forwarded signals its runtime took (runner.c's se_forwarded).
+ */
+struct se_service {
+	int32_t ev_r, ev_w, ack_r, ack_w, sig_r, sig_w;
+	int32_t listener_fd, proxy_fd;
+	int32_t ending, status, exit_code, started;
+	int64_t started_ns, program_ns, ended_ns;
+	char cgroup_name[128];
+};
+
+/* What se_run returns with. */
 struct se_handover {
-	int32_t reason;
-	/* SE_HO_FALLBACK because se_run's holds said the decision no longer
+	int32_t reason; /* enum se_return */
+	/* SE_RET_FALLBACK because se_run's holds said the decision no longer
 	 * holds. */
 	int32_t stale;
-	/* SE_HO_FALLBACK: where it stopped, for the debug log. */
-	int32_t fail_step, fail_errno;
+	/* SE_RET_FALLBACK, SE_RET_FAILED: where it stopped. */
+	int32_t fail_step, fail_errno, exit_code;
 	char fail_what[128];
-
-	/* The cgroup directories' name (the runner's own). */
-	char cgroup_name[128];
-	/* The child: the init (or the program), its pidfd, its init state. */
-	int32_t pid, pidfd;
-	struct se_init *init;
-	int32_t exited; /* SE_HO_ENDED: the child was reaped; status is its */
-	int32_t status;
-	int32_t listener_fd; /* the seccomp listener, or -1 */
-	/* The signals, still caught into this pipe (sigcatch.c). */
-	int32_t sig_r, sig_w;
-	/* The guardian. */
-	int32_t guard_pid, guard_w;
-	struct se_guard *guard;
-	/* The placeholder claims: one lock fd per se_rclaim, in order, and
-	 * for each placeholder the runner made or found recorded, its record. */
-	int32_t nclaims;
-	int32_t claim_fds[SE_MAX_CLAIMS];
-	struct se_guard_lock *locks;
-	/* The terminal whose foreground the program took, or -1. */
-	int32_t fg_tty;
-	/* When the runner started, and the program (CLOCK_MONOTONIC ns). */
-	int64_t started_ns, program_ns;
+	/* SE_RET_SERVE: the run's service. */
+	struct se_service *svc;
+	int64_t started_ns;
 };
 
 /* se_recipe_check validates a recipe of len bytes: magic, version, size
@@ -205,18 +245,25 @@ int se_recipe_check(const void *recipe, size_t len);
  * came from still holds (1) or not (0). */
 typedef int se_holds_fn(void *arg);
 
-/* se_run carries out the recipe for the program argv (NULL-terminated).
- * It does not return when the run ends with the program's end: it exits
- * with the program's status (128+N for signal N), as the supervisor would,
- * and so it does (128+N) when a terminating signal came before the program
- * started. It returns with *h filled when it hands the run over, or falls
- * back (SE_HO_FALLBACK: nothing ran, nothing is left).
+/* se_run carries out the recipe for the program argv (NULL-terminated),
+ * and ends the run itself: it does not return once the program runs but
+ * exits with the run's code (the program's status, 128+N for signal N, or
+ * the code of how the runner ended it), as it does (128+N) when a
+ * terminating signal came before the program started. svc, when not NULL,
+ * is the service of a Go runtime that is running (the run was decided now):
+ * events go to it as they come. Without one (a stored recipe, before the Go
+ * runtime starts) the runner makes one the first time the run needs Go,
+ * moves the run to a thread of its own, and returns SE_RET_SERVE. It
+ * returns SE_RET_FALLBACK or SE_RET_FAILED when no program ran.
  *
  * holds, when not NULL, is asked whether the decision still holds once
  * the init is cloned (it makes its namespaces meanwhile, and nothing
  * else until the runner's first go, which comes after the answer); on 0
  * the init is ended and the run falls back with h->stale set. */
 void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, void *holds_arg,
-	    struct se_handover *h);
+	    struct se_service *svc, struct se_handover *h);
+
+/* se_service_new makes a service (its pipes) for se_run, or returns NULL. */
+struct se_service *se_service_new(void);
 
 #endif

@@ -1,10 +1,8 @@
 package spawn
 
 import (
-	"bytes"
 	"encoding/binary"
 	"reflect"
-	"syscall"
 	"testing"
 	"time"
 
@@ -40,9 +38,16 @@ func sampleRecipe() *Recipe {
 		BPF:            make([]byte, 8*4),
 		Notify:         true,
 		Timeout:        120 * time.Second,
-		CPUCheck:       time.Second,
+		Grace:          2 * time.Second,
+		CPUBudget:      time.Minute,
+		CPUSpread:      4,
 		OOMWatch:       1,
-		Forwarded:      []syscall.Signal{unix.SIGTERM, unix.SIGINT},
+		CPUUsage:       RecipeCounter{Cgroup: 0, File: "cpu.stat", Key: "usage_usec", Scale: 1000},
+		OOMKills:       NoCounter,
+		PidsHits:       RecipeCounter{Cgroup: 0, File: "pids.events", Key: "max", Scale: 1},
+		KeepFDs:        []int{5},
+		GoFromStart:    true,
+		Say:            [EndingsN]string{EndTimeout: "timeout"},
 	}
 }
 
@@ -107,27 +112,4 @@ func FuzzRecipeCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ValidRecipe(b)
 	})
-}
-
-// TestRecipeLandlockRulesRoundTrip: the rules read back from an encoded
-// recipe are the ones encoded, so that putting them into the recipe
-// encodes it byte for byte again; what is not a recipe gives none.
-func TestRecipeLandlockRulesRoundTrip(t *testing.T) {
-	r := sampleRecipe()
-	r.Landlock.Rules = []RecipeRule{{Path: "/a", Access: 7, Required: true}, {Path: "/b/c", Access: 3, Listed: 1}, {Path: "/d", Listed: 2}}
-	b := r.Encode()
-	rules, ok := RecipeLandlockRules(b)
-	if !ok || !reflect.DeepEqual(rules, r.Landlock.Rules) {
-		t.Fatalf("read back %v %v, want %v", rules, ok, r.Landlock.Rules)
-	}
-	other := *r
-	other.Landlock.Rules = rules
-	if !bytes.Equal(other.Encode(), b) {
-		t.Error("the rules put back do not encode the same recipe")
-	}
-	for _, bad := range [][]byte{nil, b[:len(b)/2], append([]byte("x"), b[1:]...)} {
-		if _, ok := RecipeLandlockRules(bad); ok {
-			t.Errorf("%d bytes that are not a recipe gave rules", len(bad))
-		}
-	}
 }

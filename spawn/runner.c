@@ -9,11 +9,11 @@
 #define _GNU_SOURCE
 #include "phases.h"
 #include "recipe.h"
-#include "sigcatch.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -84,8 +85,14 @@ int se_recipe_check(const void *p, size_t len)
 	    !ref_ok(r, r->bpf, 1, 0) || r->bpf.n % 8 != 0 || r->bpf.n / 8 > 0xffff ||
 	    !ref_ok(r, r->rlimits, sizeof(struct se_rlimit), 0) ||
 	    !ref_ok(r, r->exit_rules, sizeof(struct se_exit_rule), 0) ||
-	    !ref_ok(r, r->ll_ports, sizeof(uint16_t), 0) || !ref_ok(r, r->forwarded, sizeof(int32_t), 0))
+	    !ref_ok(r, r->ll_ports, sizeof(uint16_t), 0) || !ref_ok(r, r->keep_fds, sizeof(int32_t), 0) ||
+	    !strs_ok(r, r->cgroup_made) || !strs_ok(r, r->say) || r->say.n > SE_END_N)
 		return 0;
+	const struct se_rcounter *counters[] = {&r->cpu_usage, &r->oom_kills, &r->pids_hits};
+	for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+		if (!ref_ok(r, counters[i]->file, 1, 1) || !ref_ok(r, counters[i]->key, 1, 1) || counters[i]->cg < -1 ||
+		    counters[i]->cg >= SE_MAX_CG)
+			return 0;
 	if (!ref_ok(r, r->sweep_stamps, sizeof(struct se_rstamp), 0))
 		return 0;
 	for (uint32_t i = 0; i < r->sweep_stamps.n; i++)
@@ -152,6 +159,7 @@ struct se_start {
 
 struct se_runner {
 	const struct se_recipe *r;
+	char *const *argv;
 	struct se_start c;
 	struct se_handover *h;
 	char name[128];
@@ -172,7 +180,10 @@ struct se_runner {
 	int guard_pid, guard_w;
 	int ruleset;
 	int notify_parent, notify_child;
-	int sig_r, sig_w;
+	int proxy_parent, proxy_child;
+	/* The forwarded signals, blocked in every thread since the first
+	 * constructor, read here. */
+	int sigfd;
 	int oom_fd;
 	/* The ready pipe's read end, kept while the program runs under an
 	 * init that says 'D' on it when the tree is gone (se_init.say_done),
@@ -181,6 +192,24 @@ struct se_runner {
 	int fg_tty;
 	int early[16];
 	int nearly;
+
+	/* Once the program runs. */
+	struct se_init *init; /* the PID namespace's init, or NULL */
+	int pid;      /* the child: the init, or the program without one */
+	int pidfd;    /* its pidfd */
+	int listener; /* the seccomp listener, until Go has it */
+	int proxy_l;  /* the proxy's listener, until Go has it */
+	int64_t program_ns;
+	/* How the runner ended the run (enum se_ending), 0 while it has not:
+	 * the tree was signalled, and kill_at is when it is killed (again). */
+	int ending;
+	int64_t kill_at;
+	int64_t cpu_next;
+	/* Go's service: given by Go (a run it decided), or made when the run
+	 * first needs Go (serving says it was called). */
+	struct se_service *svc;
+	int serving;
+	int own_thread; /* the run goes on in a thread of its own (SE_RET_SERVE) */
 };
 
 static int64_t se_now_ns(void)
@@ -658,6 +687,7 @@ static int cg_write(const char *dir, const struct se_recipe *r, const struct se_
 
 static void remove_cgroups(struct se_runner *s, int *busy)
 {
+	int was = s->ncg;
 	if (s->v2_fd >= 0)
 		close(s->v2_fd);
 	if (s->procs_fd >= 0)
@@ -677,6 +707,11 @@ static void remove_cgroups(struct se_runner *s, int *busy)
 		free(s->cg[i]);
 		s->cg[i] = NULL;
 	}
+	/* The parents made for this run go once empty (another run's group
+	 * in one keeps it: rmdir fails). */
+	if (was && !(busy && *busy))
+		for (uint32_t i = 0; i < s->r->cgroup_made.n; i++)
+			rmdir(rs(s->r, RA(s->r, s->r->cgroup_made, struct se_rref)[i]));
 }
 
 static int make_cgroups(struct se_runner *s)
@@ -684,7 +719,6 @@ static int make_cgroups(struct se_runner *s)
 	const struct se_recipe *r = s->r;
 	if (r->cgroups.n == 0)
 		return 0;
-	snprintf(s->h->cgroup_name, sizeof s->h->cgroup_name, "%s", s->name);
 	for (uint32_t i = 0; i < r->cgroups.n; i++) {
 		const struct se_rcg *c = &RA(r, r->cgroups, struct se_rcg)[i];
 		const char *parent = rs(r, c->parent);
@@ -850,7 +884,6 @@ static int start_guardian(struct se_runner *s)
 		}
 		g->locks = locks;
 		g->nlocks = s->nclaims;
-		s->h->locks = locks;
 	}
 	int *keep = bump(&b, sizeof(int) * (size_t)(1 + s->nclaims + s->nph));
 	int nkeep = 0;
@@ -1142,34 +1175,80 @@ static int terminating(int sig)
 	return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
 }
 
-static int catch_signals(struct se_runner *s)
+/* The signals the helper passes on to the program. They are blocked in the
+ * helper's only thread from its first constructor on (se_block_signals), and
+ * while no Go runtime runs the runner reads them from a signalfd. Once Go
+ * runs (a run it decides, or one it serves) its runtime takes SIGTERM,
+ * SIGINT, SIGHUP and SIGQUIT itself in every thread it makes, whatever the
+ * mask: Go catches them with os/signal from its first package's init and
+ * passes each on to the runner, one byte on the service's sig pipe
+ * (spawn/signals.go). Either way the runner alone decides what to do with
+ * them. */
+static const int se_forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+#define SE_NFORWARDED ((int)(sizeof se_forwarded / sizeof se_forwarded[0]))
+
+static void forwarded_set(sigset_t *set)
 {
-	const struct se_recipe *r = s->r;
-	int sigs[70];
-	int n = 0;
-	for (uint32_t i = 0; i < r->forwarded.n && n < 64; i++)
-		sigs[n++] = RA(r, r->forwarded, int32_t)[i];
-	sigs[n++] = SIGCHLD;
-	int p[2];
-	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
-		return -1;
-	if (se_catch_signals(p[1], sigs, n) < 0) {
-		se_release_signals();
-		close(p[0]);
-		close(p[1]);
-		return -1;
-	}
-	s->sig_r = p[0];
-	s->sig_w = p[1];
-	return 0;
+	sigemptyset(set);
+	for (int i = 0; i < SE_NFORWARDED; i++)
+		sigaddset(set, se_forwarded[i]);
 }
 
-static void drop_signals(struct se_runner *s)
+int se_forwarded_signals(int *out, int max)
 {
-	se_release_signals();
-	close(s->sig_r);
-	close(s->sig_w);
-	s->sig_r = s->sig_w = -1;
+	int n = 0;
+	for (int i = 0; i < SE_NFORWARDED && n < max; i++)
+		out[n++] = se_forwarded[i];
+	return n;
+}
+
+/* se_block_signals blocks the forwarded signals in the helper's only
+ * thread, before the Go runtime starts (its threads inherit the mask).
+ * se_capture_initial_state (101) has recorded the caller's mask for the
+ * program first. Only the helper's own binary does (se_is_helper): a test
+ * binary that links this package keeps its signals. */
+extern int se_is_helper __attribute__((weak));
+int se_helper_binary(void);
+__attribute__((constructor(105))) static void se_block_signals(void)
+{
+	if (!se_helper_binary())
+		return;
+	sigset_t set;
+	forwarded_set(&set);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
+int se_helper_binary(void)
+{
+	return &se_is_helper && se_is_helper;
+}
+
+static int open_signals(struct se_runner *s)
+{
+	sigset_t set;
+	forwarded_set(&set);
+	s->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	return s->sigfd < 0 ? -1 : 0;
+}
+
+static void close_signals(struct se_runner *s)
+{
+	if (s->sigfd >= 0)
+		close(s->sigfd);
+	s->sigfd = -1;
+}
+
+/* next_signal returns the next forwarded signal that came, from the
+ * signalfd or from Go, or 0. */
+static int next_signal(struct se_runner *s)
+{
+	struct signalfd_siginfo si;
+	if (s->sigfd >= 0 && read(s->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+		return (int)si.ssi_signo;
+	unsigned char b;
+	if (s->svc && s->svc->sig_r >= 0 && read(s->svc->sig_r, &b, 1) == 1)
+		return b;
+	return 0;
 }
 
 /* ---- the child ---- */
@@ -1227,20 +1306,14 @@ static int recv_fd(int sock)
  * the others are kept, to be passed on once it runs. */
 static int early_signal(struct se_runner *s)
 {
-	for (;;) {
-		unsigned char buf[64];
-		ssize_t got = read(s->sig_r, buf, sizeof buf);
-		if (got <= 0)
-			return 0;
-		for (ssize_t i = 0; i < got; i++) {
-			if (buf[i] == SIGCHLD)
-				continue;
-			if (terminating(buf[i]))
-				return buf[i];
-			if (s->nearly < 16)
-				s->early[s->nearly++] = buf[i];
-		}
+	int sig;
+	while ((sig = next_signal(s)) != 0) {
+		if (terminating(sig))
+			return sig;
+		if (s->nearly < 16)
+			s->early[s->nearly++] = sig;
 	}
+	return 0;
 }
 
 /* end_unstarted ends the helper as the terminating signal sig asked, before
@@ -1254,7 +1327,7 @@ static __attribute__((noreturn)) void end_unstarted(struct se_runner *s, long pi
 			;
 	}
 	undo(s);
-	drop_signals(s);
+	close_signals(s);
 	_exit(128 + sig);
 }
 
@@ -1323,7 +1396,7 @@ static long child_request(struct se_runner *s, char *const *argv)
 		 * reaped, before any cleanup: no early word. */
 		init->say_done = !r->end_in_go;
 		q->init = init;
-		s->h->init = init;
+		s->init = init;
 	}
 	for (uint32_t i = 0; i < r->ops.n; i++) {
 		const struct se_rop *o = &RA(r, r->ops, struct se_rop)[i];
@@ -1338,6 +1411,8 @@ static long child_request(struct se_runner *s, char *const *argv)
 		memcpy(op->addr, o->addr, 4);
 		memcpy(op->port, o->port, 2);
 		op->backlog = o->backlog;
+		if (op->kind == SE_OP_LISTEN_SEND)
+			op->fd = s->proxy_child;
 	}
 	q->ops = c->ops;
 	q->nops = (int)r->ops.n;
@@ -1357,6 +1432,8 @@ static long child_request(struct se_runner *s, char *const *argv)
 	q->bpf_len = (unsigned short)(r->bpf.n / 8);
 	q->notify_sock = s->notify_child;
 	q->notify_killable = r->notify_killable;
+	q->keep_fds = r->keep_fds.n ? RA(r, r->keep_fds, int32_t) : NULL;
+	q->nkeep = (int)r->keep_fds.n;
 	static int ignored[64];
 	int nignored;
 	uint64_t cur, max;
@@ -1481,18 +1558,37 @@ static long finish_child(struct se_runner *s, char *const *argv)
 		if (s->g)
 			q->parent_tid = (int *)&s->g->child_pid;
 		pid = se_spawn(q);
+		if (pid == -ENOSYS && q->cgroup_fd >= 0) {
+			/* No clone3 (a container's filter): the child joins
+			 * the v2 group through cgroup.procs before anything
+			 * else, as it joins v1 hierarchies. */
+			char *procs = join2(s->cg[s->v2_index], "cgroup.procs");
+			s->procs_fd = procs ? open(procs, O_WRONLY | O_CLOEXEC) : -1;
+			free(procs);
+			if (s->procs_fd >= 0 && s->njoin < SE_MAX_CG) {
+				memmove(s->join + 1, s->join, sizeof s->join[0] * (size_t)s->njoin);
+				s->join[0] = s->procs_fd;
+				s->njoin++;
+				s->procs_fd = -1;
+				q->join_fds = s->join;
+				q->njoin = s->njoin;
+				q->cgroup_fd = -1;
+				q->clone_fallback = 1;
+				pid = se_spawn(q);
+			}
+		}
 	}
 	if (pid > 0) {
-		s->h->pidfd = q->used_clone3 ? q->pidfd : -1;
+		s->pidfd = q->used_clone3 ? q->pidfd : -1;
 		if (q->fail_step != SE_STEP_NONE) {
 			int st;
 			if (!s->h->fail_what[0]) /* else the runner's own step failed first */
 				fail(s, q->fail_step, q->fail_errno, "child");
 			while (waitpid((pid_t)pid, &st, 0) < 0 && errno == EINTR)
 				;
-			if (s->h->pidfd >= 0)
-				close(s->h->pidfd);
-			s->h->pidfd = -1;
+			if (s->pidfd >= 0)
+				close(s->pidfd);
+			s->pidfd = -1;
 			if (s->done_r >= 0)
 				close(s->done_r);
 			s->done_r = -1;
@@ -1566,8 +1662,176 @@ static int oom_watch(struct se_runner *s)
 	return -1;
 }
 
-static int exit_code(int status)
+/* ---- ending the tree ---- */
+
+/* signal_listed sends sig to every pid a cgroup.procs file lists, and
+ * returns how many it listed. */
+static int signal_listed(const char *procs, int sig)
 {
+	char buf[8192];
+	int fd = open(procs, O_RDONLY | O_CLOEXEC), found = 0;
+	if (fd < 0)
+		return 0;
+	ssize_t n;
+	long pid = 0;
+	int have = 0;
+	while ((n = read(fd, buf, sizeof buf)) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] >= '0' && buf[i] <= '9') {
+				pid = pid * 10 + (buf[i] - '0');
+				have = 1;
+			} else if (have) {
+				kill((pid_t)pid, sig);
+				found++;
+				pid = 0;
+				have = 0;
+			}
+		}
+	}
+	if (have) {
+		kill((pid_t)pid, sig);
+		found++;
+	}
+	close(fd);
+	return found;
+}
+
+/* signal_descendants sends sig to every descendant of parent but skip
+ * (whose own descendants it does reach) and the guardian, from
+ * /proc/PID/task/TID/children: the run's processes where it has no cgroup.
+ * Returns how many it signalled. */
+static int signal_descendants(struct se_runner *s, int parent, int skip, int sig, int depth)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task", parent);
+	DIR *d = opendir(path);
+	if (!d || depth > 64) {
+		if (d)
+			closedir(d);
+		return 0;
+	}
+	int found = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char file[320], text[4096];
+		snprintf(file, sizeof file, "/proc/%d/task/%s/children", parent, e->d_name);
+		if (read_small(file, text, sizeof text) <= 0)
+			continue;
+		for (char *save = NULL, *tok = strtok_r(text, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+			int pid = atoi(tok);
+			if (pid <= 0 || pid == s->guard_pid)
+				continue;
+			if (pid != skip) {
+				kill(pid, sig);
+				found++;
+			}
+			found += signal_descendants(s, pid, skip, sig, depth + 1);
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* tree_signal sends sig to every process of the run's tree but its init,
+ * which would pass it on to the program a second time. */
+static void tree_signal(struct se_runner *s, int sig)
+{
+	if (s->ncg > 0) {
+		char *procs = join2(s->cg[0], "cgroup.procs");
+		if (procs)
+			signal_listed(procs, sig);
+		free(procs);
+		return;
+	}
+	signal_descendants(s, getpid(), s->r->init ? s->pid : 0, sig, 0);
+}
+
+/* tree_kill kills the whole tree: the init first (its end ends its PID
+ * namespace and everything in it), then the cgroup the way the guardian
+ * would (se_kill_tree: cgroup.kill, or SIGKILL to every pid listed), or
+ * every descendant where there is none. */
+static void tree_kill(struct se_runner *s)
+{
+	if (s->r->init && s->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+	if (s->ncg > 0 && s->g)
+		se_kill_tree(s->g, 1);
+	else
+		signal_descendants(s, getpid(), 0, SIGKILL, 0);
+}
+
+/* reap_all waits for every child left but the guardian (which no wait
+ * without __WALL sees): the run's tree is gone when none is left, as the
+ * helper is a child subreaper. */
+static void reap_all(void)
+{
+	int st;
+	while (waitpid(-1, &st, 0) > 0 || errno == EINTR)
+		;
+}
+
+/* ---- the run's figures ---- */
+
+/* counter reads c (struct se_rcounter) in the run's cgroup; 0 when it
+ * cannot. */
+static uint64_t counter(struct se_runner *s, const struct se_rcounter *c)
+{
+	if (c->cg < 0 || c->cg >= s->ncg || !s->cg[c->cg] || !c->file.n)
+		return 0;
+	char *path = join2(s->cg[c->cg], rs(s->r, c->file));
+	char text[4096];
+	ssize_t n = path ? read_small(path, text, sizeof text) : -1;
+	free(path);
+	if (n <= 0)
+		return 0;
+	const char *key = rs(s->r, c->key), *p = text;
+	if (*key) {
+		size_t kl = strlen(key);
+		for (p = text; p; p = strchr(p, '\n')) {
+			if (*p == '\n')
+				p++;
+			if (strncmp(p, key, kl) == 0 && p[kl] == ' ') {
+				p += kl + 1;
+				break;
+			}
+		}
+		if (!p)
+			return 0;
+	}
+	return strtoull(p, NULL, 10) * (c->scale ? c->scale : 1);
+}
+
+/* cpu_look reads the tree's CPU usage: 1 when the budget is spent, else
+ * when to look again (cpu_next). */
+static int cpu_look(struct se_runner *s, int64_t now)
+{
+	const struct se_recipe *r = s->r;
+	uint64_t used = counter(s, &r->cpu_usage);
+	if (used >= (uint64_t)r->cpu_budget_ns)
+		return 1;
+	int64_t d = (r->cpu_budget_ns - (int64_t)used) / (r->cpu_spread > 0 ? r->cpu_spread : 1);
+	if (d < 20000000)
+		d = 20000000;
+	if (d > 1000000000)
+		d = 1000000000;
+	s->cpu_next = now + d;
+	return 0;
+}
+
+static int exit_code(int ending, int status)
+{
+	switch (ending) {
+	case SE_END_TIMEOUT:
+		return 124;
+	case SE_END_CPU:
+		return 128 + SIGXCPU;
+	case SE_END_OOM:
+		return 128 + SIGKILL;
+	case SE_END_SERVICE:
+		return 125;
+	}
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))
@@ -1575,55 +1839,168 @@ static int exit_code(int status)
 	return 125;
 }
 
-static void hand_over(struct se_runner *s, int reason)
+/* ending_of says how a run ended that the runner did not end itself:
+ * a SIGKILL with an OOM kill in the group is the OOM's, a failure with a
+ * fork the pids limit refused is the limit's. */
+static int ending_of(struct se_runner *s, int status)
 {
-	struct se_handover *h = s->h;
-	h->reason = reason;
-	h->sig_r = s->sig_r;
-	h->sig_w = s->sig_w;
-	h->guard_pid = s->guard_pid;
-	h->guard_w = s->guard_w;
-	h->guard = s->g;
-	h->nclaims = s->nclaims;
-	for (int i = 0; i < s->nclaims; i++)
-		h->claim_fds[i] = s->lock[i];
-	h->fg_tty = s->fg_tty;
-	if (s->v2_fd >= 0)
-		close(s->v2_fd);
-	if (s->procs_fd >= 0)
-		close(s->procs_fd);
-	for (int i = 0; i < s->njoin; i++)
-		close(s->join[i]);
-	if (s->oom_fd >= 0)
-		close(s->oom_fd);
-	if (s->done_r >= 0)
-		close(s->done_r);
-	s->done_r = -1;
-	for (int i = 0; i < s->ncg; i++)
-		free(s->cg[i]);
-	drop_holds(s);
-	for (int i = 0; i < s->nph; i++) {
-		free(s->ph[i].path);
-		free(s->ph[i].record);
+	if (s->ending)
+		return s->ending;
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && counter(s, &s->r->oom_kills) > 0)
+		return SE_END_OOM;
+	if (exit_code(0, status) != 0 && counter(s, &s->r->pids_hits) > 0)
+		return SE_END_PIDS;
+	return WIFSIGNALED(status) ? SE_END_SIGNALED : SE_END_EXITED;
+}
+
+/* say writes the recipe's line for ending on stderr, when it has one (0:
+ * the line said as the program starts). */
+static void say(struct se_runner *s, int ending)
+{
+	const struct se_recipe *r = s->r;
+	if (ending < 0 || (uint32_t)ending >= r->say.n)
+		return;
+	struct se_rref line = RA(r, r->say, struct se_rref)[ending];
+	if (line.n) {
+		(void)!write(2, rs(r, line), line.n);
+		(void)!write(2, "\n", 1);
 	}
 }
 
-/* The program runs: forward signals and wait for its init's end. Returns
- * 0 with the init's wait status once it is reaped, 1 with the program's
- * once the init has said the tree is gone (it is still exiting: the caller
- * reaps it), or hands over (returns -1). */
-static int wait_quietly(struct se_runner *s, int pid, int listener, int *status)
+/* ---- Go's service ---- */
+
+struct se_service *se_service_new(void)
+{
+	struct se_service *v = calloc(1, sizeof *v);
+	int ev[2], ack[2], sg[2];
+	if (!v)
+		return NULL;
+	if (pipe2(ev, O_CLOEXEC) != 0) {
+		free(v);
+		return NULL;
+	}
+	if (pipe2(ack, O_CLOEXEC) != 0) {
+		close(ev[0]);
+		close(ev[1]);
+		free(v);
+		return NULL;
+	}
+	if (pipe2(sg, O_CLOEXEC | O_NONBLOCK) != 0) {
+		close(ev[0]);
+		close(ev[1]);
+		close(ack[0]);
+		close(ack[1]);
+		free(v);
+		return NULL;
+	}
+	v->ev_r = ev[0];
+	v->ev_w = ev[1];
+	v->ack_r = ack[0];
+	v->ack_w = ack[1];
+	v->sig_r = sg[0];
+	v->sig_w = sg[1];
+	v->listener_fd = v->proxy_fd = -1;
+	return v;
+}
+
+static void supervise(struct se_runner *s);
+
+static void *run_thread(void *arg)
+{
+	supervise(arg);
+	return NULL;
+}
+
+/* call_go makes sure Go serves the run, and tells it what. A run started
+ * before the Go runtime (no service yet) gets one, and its supervision moves
+ * to a thread of its own, which never calls Go and takes no signal: the
+ * caller (se_run) then returns SE_RET_SERVE and the runtime starts. Returns
+ * 1 when the caller must return so, 0 to go on, -1 when Go cannot be called
+ * (the run is ended: SE_END_SERVICE). */
+static int call_go(struct se_runner *s, char event)
+{
+	int moved = 0;
+	if (!s->svc) {
+		s->svc = se_service_new();
+		if (!s->svc)
+			return -1;
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pthread_t t;
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		s->own_thread = 1;
+		int err = pthread_create(&t, &a, run_thread, s);
+		pthread_attr_destroy(&a);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (err != 0) {
+			s->own_thread = 0;
+			return -1;
+		}
+		moved = 1;
+	}
+	struct se_service *v = s->svc;
+	if (event == 'L') {
+		v->listener_fd = s->listener;
+		s->listener = -1;
+	} else if (event == 'P') {
+		v->proxy_fd = s->proxy_l;
+		s->proxy_l = -1;
+	}
+	v->started_ns = s->h->started_ns;
+	v->program_ns = s->program_ns;
+	snprintf(v->cgroup_name, sizeof v->cgroup_name, "%s", s->ncg ? s->name : "");
+	if (write_all(v->ev_w, &event, 1) != 0)
+		return -1;
+	s->serving = 1;
+	return moved;
+}
+
+/* ---- supervising ---- */
+
+/* end_by ends the run by the runner's hand: the tree gets sig (none: it is
+ * killed at once), and is killed after grace_ns. */
+static void end_by(struct se_runner *s, int ending, int sig, int64_t grace_ns)
+{
+	if (s->ending)
+		return;
+	s->ending = ending;
+	if (sig) {
+		tree_signal(s, sig);
+		s->kill_at = se_now_ns() + grace_ns;
+	} else {
+		tree_kill(s);
+		s->kill_at = se_now_ns() + 50000000;
+	}
+}
+
+/* wait_end forwards signals and waits for the child's end, ending the tree
+ * on the timeout, a spent CPU budget, an OOM kill, or Go's word. It
+ * returns 0 with the init's (or program's) wait status once reaped, 1 with
+ * the program's once the init has said the tree is gone (it is still
+ * exiting: the caller reaps it), or -1 when the run must move to a thread
+ * of its own for Go (s->own_thread: the caller returns). */
+static int wait_end(struct se_runner *s, int *status)
 {
 	const struct se_recipe *r = s->r;
-	int64_t start = s->h->program_ns;
 	for (;;) {
-		struct pollfd p[4];
-		int n = 0;
-		p[n++] = (struct pollfd){s->sig_r, POLLIN, 0};
-		int li = -1, oi = -1, di = -1;
-		if (listener >= 0) {
+		struct pollfd p[7];
+		int n = 0, si = -1, gi = -1, ci = -1, li = -1, oi = -1, di = -1, ki = -1;
+		if (s->sigfd >= 0) {
+			si = n;
+			p[n++] = (struct pollfd){s->sigfd, POLLIN, 0};
+		}
+		if (s->svc && s->svc->sig_r >= 0) {
+			gi = n;
+			p[n++] = (struct pollfd){s->svc->sig_r, POLLIN, 0};
+		}
+		ci = n;
+		p[n++] = (struct pollfd){s->pidfd, POLLIN, 0};
+		if (s->listener >= 0) {
 			li = n;
-			p[n++] = (struct pollfd){listener, POLLIN, 0};
+			p[n++] = (struct pollfd){s->listener, POLLIN, 0};
 		}
 		if (s->oom_fd >= 0) {
 			oi = n;
@@ -1633,16 +2010,17 @@ static int wait_quietly(struct se_runner *s, int pid, int listener, int *status)
 			di = n;
 			p[n++] = (struct pollfd){s->done_r, POLLIN, 0};
 		}
+		if (s->serving) {
+			ki = n;
+			p[n++] = (struct pollfd){s->svc->ack_r, POLLIN, 0};
+		}
 		int64_t now = se_now_ns(), wake = -1;
-		int why = 0;
-		if (r->timeout_ms > 0) {
-			wake = start + r->timeout_ms * 1000000;
-			why = SE_HO_TIMEOUT;
-		}
-		if (r->cpu_check_ms > 0 && (wake < 0 || start + r->cpu_check_ms * 1000000 < wake)) {
-			wake = start + r->cpu_check_ms * 1000000;
-			why = SE_HO_CPU;
-		}
+		if (r->timeout_ms > 0 && !s->ending)
+			wake = s->program_ns + r->timeout_ms * 1000000;
+		if (r->cpu_budget_ns > 0 && !s->ending && (wake < 0 || s->cpu_next < wake))
+			wake = s->cpu_next;
+		if (s->kill_at > 0 && (wake < 0 || s->kill_at < wake))
+			wake = s->kill_at;
 		struct timespec ts, *tp = NULL;
 		if (wake >= 0) {
 			int64_t d = wake > now ? wake - now : 0;
@@ -1653,21 +2031,48 @@ static int wait_quietly(struct se_runner *s, int pid, int listener, int *status)
 		int k = ppoll(p, (nfds_t)n, tp, NULL);
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k == 0 && wake >= 0)
-			return hand_over(s, why), -1;
-		if (li >= 0 && (p[li].revents & POLLIN))
-			return hand_over(s, SE_HO_NOTIFY), -1;
-		/* No task uses the filter any more (the program is gone):
-		 * nothing more can come. */
-		if (li >= 0 && (p[li].revents & (POLLHUP | POLLERR | POLLNVAL)))
-			listener = -1;
-		if (oi >= 0 && (p[oi].revents & POLLIN))
-			return hand_over(s, SE_HO_OOM), -1;
+		now = se_now_ns();
+		if (s->kill_at > 0 && now >= s->kill_at) {
+			tree_kill(s);
+			s->kill_at = now + 50000000;
+		}
+		if (!s->ending && r->timeout_ms > 0 && now >= s->program_ns + r->timeout_ms * 1000000)
+			end_by(s, SE_END_TIMEOUT, SIGTERM, r->grace_ms * 1000000);
+		if (!s->ending && r->cpu_budget_ns > 0 && now >= s->cpu_next && cpu_look(s, now))
+			end_by(s, SE_END_CPU, SIGXCPU, 1000000000);
+		if (k <= 0)
+			continue;
+		if (li >= 0 && (p[li].revents & POLLIN)) {
+			int moved = call_go(s, 'L');
+			if (moved < 0)
+				end_by(s, SE_END_SERVICE, 0, 0);
+			if (moved > 0)
+				return -1;
+		} else if (li >= 0 && (p[li].revents & (POLLHUP | POLLERR | POLLNVAL))) {
+			/* No task uses the filter any more: nothing more can come. */
+			close(s->listener);
+			s->listener = -1;
+		}
+		if (oi >= 0 && (p[oi].revents & POLLIN)) {
+			char ev[4096] __attribute__((aligned(8)));
+			(void)!read(s->oom_fd, ev, sizeof ev); /* an inotify event, or the eventfd's count */
+			if (r->oom_kills.file.n == 0 || counter(s, &r->oom_kills) > 0) {
+				close(s->oom_fd);
+				s->oom_fd = -1;
+				end_by(s, SE_END_OOM, 0, 0);
+			}
+		}
+		if (ki >= 0 && (p[ki].revents & (POLLIN | POLLHUP))) {
+			char c = 0;
+			ssize_t got = read(s->svc->ack_r, &c, 1);
+			if (got <= 0 || c == 'K')
+				end_by(s, SE_END_SERVICE, 0, 0);
+		}
 		if (di >= 0 && p[di].revents) {
 			char c = 0;
 			ssize_t got = read(s->done_r, &c, 1);
 			int prog;
-			if (got == 1 && c == 'D' && s->h->init && se_init_status(s->h->init, &prog)) {
+			if (got == 1 && c == 'D' && s->init && se_init_status(s->init, &prog)) {
 				*status = prog;
 				return 1;
 			}
@@ -1676,85 +2081,180 @@ static int wait_quietly(struct se_runner *s, int pid, int listener, int *status)
 				s->done_r = -1;
 			}
 		}
-		if (p[0].revents & POLLIN) {
-			unsigned char buf[64];
-			ssize_t got;
-			int child = 0;
-			while ((got = read(s->sig_r, buf, sizeof buf)) > 0) {
-				for (ssize_t i = 0; i < got; i++) {
-					if (buf[i] == SIGCHLD)
-						child = 1;
-					else
-						forward(pid, buf[i]);
-				}
-			}
-			if (child) {
-				for (;;) {
-					int st;
-					pid_t w = waitpid(-1, &st, WNOHANG);
-					if (w == pid) {
-						*status = st;
-						return 0;
-					}
-					if (w <= 0)
-						break;
-				}
+		if ((si >= 0 && (p[si].revents & POLLIN)) || (gi >= 0 && (p[gi].revents & POLLIN))) {
+			int sig;
+			while ((sig = next_signal(s)) != 0)
+				forward(s->pid, sig);
+		}
+		if (p[ci].revents & POLLIN) {
+			siginfo_t info;
+			memset(&info, 0, sizeof info);
+			if (waitid(P_PIDFD, (id_t)s->pidfd, &info, WEXITED) == 0) {
+				*status = info.si_code == CLD_EXITED ? W_EXITCODE(info.si_status, 0) : info.si_status;
+				return 0;
 			}
 		}
 	}
 }
 
-void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, void *holds_arg,
-	    struct se_handover *h)
+/* finish ends a run whose child was reaped (waited: 0) or whose init said
+ * the tree is gone (1): what is left of the tree is ended, Go (when it
+ * serves the run, or reports its end) is told and answers, and the run's
+ * objects go. It exits with the run's code. */
+static __attribute__((noreturn)) void finish(struct se_runner *s, int waited, int status)
 {
-	struct se_runner s;
-	memset(&s, 0, sizeof s);
+	se_phase("program");
+	int busy = 0;
+	if (waited == 1) {
+		/* The tree is gone and the init is tearing its namespaces down
+		 * (hundreds of microseconds): the run's cgroups (empty) and
+		 * placeholders (under no process but the init) go meanwhile,
+		 * and the init is reaped after, unless Go reads the figures
+		 * first. */
+		if (!s->serving) {
+			remove_cgroups(s, &busy);
+			se_phase("cgroups removed");
+			release_claims(s);
+			se_phase("placeholders removed");
+		}
+		int st;
+		while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
+			;
+		se_phase("init reaped");
+	} else {
+		/* The program's end ends the run: nothing it started runs on. */
+		int prog;
+		if (s->init && se_init_status(s->init, &prog))
+			status = prog;
+		int st;
+		if (waitpid(-1, &st, WNOHANG) != -1 || errno != ECHILD) {
+			tree_kill(s);
+			reap_all();
+		}
+	}
+	if (s->done_r >= 0)
+		close(s->done_r);
+	s->done_r = -1;
+	if (s->listener >= 0)
+		close(s->listener);
+	s->listener = -1;
+	if (s->oom_fd >= 0)
+		close(s->oom_fd);
+	s->oom_fd = -1;
+	if (s->fg_tty >= 0)
+		give_foreground_back(s->fg_tty);
+	int ending = ending_of(s, status);
+	int code = exit_code(ending, status);
+	if (s->serving) {
+		struct se_service *v = s->svc;
+		v->ending = ending;
+		v->status = status;
+		v->exit_code = code;
+		v->started = 1;
+		v->ended_ns = se_now_ns();
+		char e = 'E', d = 0;
+		if (write_all(v->ev_w, &e, 1) == 0)
+			while (read(v->ack_r, &d, 1) == 1 && d != 'D')
+				;
+	}
+	say(s, ending);
+	if (s->ncg > 0 && s->cg[0]) {
+		remove_cgroups(s, &busy);
+		se_phase("cgroups removed");
+	}
+	if (s->nclaims > 0) {
+		release_claims(s);
+		se_phase("placeholders removed");
+	}
+	if (!busy)
+		release_guardian(s);
+	se_phase("guardian released");
+	se_phases_say();
+	_exit(code);
+}
+
+/* supervise waits for the run's end and finishes it; in a thread of its
+ * own, it goes on from where se_run left it. */
+static void supervise(struct se_runner *s)
+{
+	int status = 0;
+	int waited = wait_end(s, &status);
+	if (waited < 0)
+		return;
+	finish(s, waited, status);
+}
+
+void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, void *holds_arg,
+	    struct se_service *svc, struct se_handover *h)
+{
+	struct se_runner *sp = calloc(1, sizeof *sp);
 	memset(h, 0, sizeof *h);
-	s.r = r;
-	s.h = h;
-	s.v2_fd = s.procs_fd = s.ruleset = s.notify_parent = s.notify_child = -1;
-	s.sig_r = s.sig_w = s.guard_w = s.oom_fd = s.fg_tty = s.done_r = -1;
-	s.v2_index = -1;
-	for (int i = 0; i < SE_MAX_CLAIMS; i++)
-		s.lock[i] = -1;
-	h->pid = h->pidfd = h->listener_fd = h->sig_r = h->sig_w = h->guard_w = h->fg_tty = -1;
 	h->started_ns = se_now_ns();
+	if (!sp) {
+		h->reason = SE_RET_FALLBACK;
+		snprintf(h->fail_what, sizeof h->fail_what, "runner: out of memory");
+		return;
+	}
+	struct se_runner *s = sp;
+	s->r = r;
+	s->h = h;
+	s->argv = argv;
+	s->svc = svc;
+	s->v2_fd = s->procs_fd = s->ruleset = s->notify_parent = s->notify_child = -1;
+	s->proxy_parent = s->proxy_child = s->sigfd = -1;
+	s->guard_w = s->oom_fd = s->fg_tty = s->done_r = s->pidfd = s->listener = s->proxy_l = -1;
+	s->v2_index = -1;
+	for (int i = 0; i < SE_MAX_CLAIMS; i++)
+		s->lock[i] = -1;
 	int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 
 	const char *name = argv[0];
 	if (!name || !*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
-		fail(&s, 0, EINVAL, "program name");
-		h->reason = SE_HO_FALLBACK;
+		fail(s, 0, EINVAL, "program name");
+		h->reason = SE_RET_FALLBACK;
+		free(sp);
 		return;
 	}
 	char why[sizeof h->fail_what];
-	if (sweep_due(r, why, sizeof why)) {
-		fail(&s, 0, 0, why); /* begins with spawn.FallbackSweepDue */
-		h->reason = SE_HO_FALLBACK;
+	/* The stale sweep is Go's: a stored recipe (no Go yet) with one due
+	 * falls back; a run Go decided has its sweep run beside it. */
+	if (!svc && sweep_due(r, why, sizeof why)) {
+		fail(s, 0, 0, why); /* begins with spawn.FallbackSweepDue */
+		h->reason = SE_RET_FALLBACK;
+		free(sp);
 		return;
 	}
 	/* What the child's request holds: made first, for an init cloned
 	 * now (start_init). */
 	if (r->notify) {
-		int sp[2];
-		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp) != 0) {
-			fail(&s, 0, errno, "socket pair");
+		int sp2[2];
+		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp2) != 0) {
+			fail(s, 0, errno, "socket pair");
 			goto fallback;
 		}
-		s.notify_parent = sp[0];
-		s.notify_child = sp[1];
+		s->notify_parent = sp2[0];
+		s->notify_child = sp2[1];
 	}
-	if (create_ruleset(&s) != 0)
+	if (r->proxy) {
+		int sp2[2];
+		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp2) != 0) {
+			fail(s, 0, errno, "socket pair");
+			goto fallback;
+		}
+		s->proxy_parent = sp2[0];
+		s->proxy_child = sp2[1];
+	}
+	if (create_ruleset(s) != 0)
 		goto fallback;
 	/* The cgroups' name, made now: its /proc/self/stat takes hundreds of
 	 * microseconds longer once the init, which shares this memory, is
 	 * making its namespaces. */
-	if (r->cgroups.n && make_name(&s) != 0) {
-		fail(&s, 0, errno, "cgroup name");
+	if (r->cgroups.n && make_name(s) != 0) {
+		fail(s, 0, errno, "cgroup name");
 		goto fallback;
 	}
 	if (r->init) {
-		if (start_init(&s, argv) != 0)
+		if (start_init(s, argv) != 0)
 			goto fallback;
 		se_phase("init");
 	}
@@ -1764,130 +2264,128 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 	if (holds) {
 		if (!holds(holds_arg)) {
 			h->stale = 1;
-			fail(&s, 0, 0, "what the decision read changed");
+			fail(s, 0, 0, "what the decision read changed");
 			goto fallback;
 		}
 		se_phase("dependencies");
 	}
-	if (catch_signals(&s) != 0) {
-		fail(&s, 0, errno, "signals");
+	if (open_signals(s) != 0) {
+		fail(s, 0, errno, "signals");
 		goto fallback;
 	}
 	se_phase("signals");
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 || make_roots(&s) != 0 || make_shared_tmp(&s) != 0 ||
-	    claim(&s) != 0)
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 || make_roots(s) != 0 || make_shared_tmp(s) != 0 ||
+	    claim(s) != 0)
 		goto fallback;
-	ops_go(&s);
+	ops_go(s);
 	se_phase("placeholders");
-	if (make_cgroups(&s) != 0)
+	if (make_cgroups(s) != 0)
 		goto fallback;
 	se_phase("cgroups");
-	if (start_guardian(&s) != 0)
+	if (start_guardian(s) != 0)
 		goto fallback;
 	se_phase("guardian");
 	if (!r->init) {
 		/* The child execs the program as soon as it is cloned. */
-		if (add_rules(&s) != 0)
+		if (add_rules(s) != 0)
 			goto fallback;
 		se_phase("landlock");
-		int sig = early_signal(&s);
+		int sig = early_signal(s);
 		if (sig)
-			end_unstarted(&s, -1, sig);
+			end_unstarted(s, -1, sig);
 	}
-	long pid = finish_child(&s, argv);
-	if (pid < 0)
+	say(s, 0);
+	long pid = finish_child(s, argv);
+	if (pid < 0) {
+		if (h->fail_step != 0 && h->fail_step != SE_STEP_CLONE) {
+			/* The child failed a step of its own (its exec, mostly):
+			 * nothing ran, and that is the run's answer, not a reason
+			 * to run it another way. */
+			h->exit_code = se_exit_code_of(RA(r, r->exit_rules, struct se_exit_rule), (int)r->exit_rules.n, h->fail_step, h->fail_errno);
+			end_init(s);
+			undo(s);
+			close_signals(s);
+			h->reason = SE_RET_FAILED;
+			free(sp);
+			return;
+		}
 		goto fallback;
-	h->pid = (int)pid;
-	h->program_ns = se_now_ns();
+	}
+	s->pid = (int)pid;
+	s->program_ns = se_now_ns();
+	if (s->pidfd < 0)
+		s->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
 	se_phase("start");
-	close(s.ruleset);
-	s.ruleset = -1;
-	if (s.notify_child >= 0)
-		close(s.notify_child);
-	s.notify_child = -1;
-	int listener = -1;
-	if (s.notify_parent >= 0) {
-		listener = recv_fd(s.notify_parent);
-		close(s.notify_parent);
-		s.notify_parent = -1;
-		h->listener_fd = listener;
-		if (listener < 0)
-			return hand_over(&s, SE_HO_NOTIFY);
+	close(s->ruleset);
+	s->ruleset = -1;
+	if (s->notify_child >= 0)
+		close(s->notify_child);
+	s->notify_child = -1;
+	if (s->proxy_child >= 0)
+		close(s->proxy_child);
+	s->proxy_child = -1;
+	for (int i = 0; i < s->nearly; i++)
+		forward(s->pid, s->early[i]);
+	if (s->pidfd < 0) {
+		/* Without a pidfd (before 5.3) nothing here can wait for the
+		 * child without SIGCHLD: end it. */
+		end_by(s, SE_END_SERVICE, 0, 0);
 	}
-	for (int i = 0; i < s.nearly; i++)
-		forward((int)pid, s.early[i]);
-	if (oom_watch(&s) != 0)
-		return hand_over(&s, SE_HO_OOM);
-	int status = 0;
-	int waited = wait_quietly(&s, (int)pid, listener, &status);
-	if (waited < 0)
+	if (s->notify_parent >= 0) {
+		s->listener = recv_fd(s->notify_parent);
+		close(s->notify_parent);
+		s->notify_parent = -1;
+		if (s->listener < 0)
+			end_by(s, SE_END_SERVICE, 0, 0);
+	}
+	if (s->proxy_parent >= 0) {
+		s->proxy_l = recv_fd(s->proxy_parent);
+		close(s->proxy_parent);
+		s->proxy_parent = -1;
+		if (s->proxy_l < 0)
+			end_by(s, SE_END_SERVICE, 0, 0);
+	}
+	if (r->cpu_budget_ns > 0)
+		cpu_look(s, s->program_ns);
+	if (oom_watch(s) != 0)
+		end_by(s, SE_END_SERVICE, 0, 0);
+	/* Go serves from the start a run that needs it then (a listener that
+	 * records every denial, the proxy), and one whose end it reports: it
+	 * must be there by then. */
+	int moved = 0;
+	if (!s->ending && (r->go_from_start || r->end_in_go)) {
+		moved = call_go(s, 'S');
+		if (moved >= 0 && r->go_from_start && s->listener >= 0 && call_go(s, 'L') < 0)
+			moved = -1;
+		if (moved >= 0 && s->proxy_l >= 0 && call_go(s, 'P') < 0)
+			moved = -1;
+		if (moved < 0)
+			end_by(s, SE_END_SERVICE, 0, 0);
+	}
+	if (moved > 0) {
+		h->reason = SE_RET_SERVE;
+		h->svc = s->svc;
 		return;
-	se_phase("program");
-	int busy = 0;
-	if (waited == 1) {
-		/* The tree is gone and the init is tearing its namespaces down
-		 * (hundreds of microseconds): the run's cgroups (empty) and
-		 * placeholders (under no process but the init) go meanwhile,
-		 * and the init is reaped after. */
-		remove_cgroups(&s, &busy);
-		se_phase("cgroups removed");
-		release_claims(&s);
-		se_phase("placeholders removed");
-		int st;
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		close(s.done_r);
-		s.done_r = -1;
-		se_phase("init reaped");
 	}
-	/* The init is gone, and with it its PID namespace: the tree is gone
-	 * when no child is left to reap (the guardian is not waited for). */
-	int prog;
-	if (h->init && se_init_status(h->init, &prog))
-		status = prog;
-	int st;
-	pid_t other = waitpid(-1, &st, WNOHANG);
-	if (r->end_in_go || other != -1 || errno != ECHILD) {
-		h->exited = 1;
-		h->status = status;
-		if (h->pidfd >= 0)
-			close(h->pidfd);
-		h->pidfd = -1;
-		if (listener >= 0)
-			close(listener);
-		h->listener_fd = -1;
-		return hand_over(&s, SE_HO_ENDED);
+	int status = 0;
+	int waited = wait_end(s, &status);
+	if (waited < 0) {
+		h->reason = SE_RET_SERVE;
+		h->svc = s->svc;
+		return;
 	}
-	if (listener >= 0)
-		close(listener);
-	if (h->pidfd >= 0)
-		close(h->pidfd);
-	if (s.fg_tty >= 0)
-		give_foreground_back(s.fg_tty);
-	if (s.oom_fd >= 0)
-		close(s.oom_fd);
-	s.oom_fd = -1;
-	if (waited == 0) {
-		remove_cgroups(&s, &busy);
-		se_phase("cgroups removed");
-		release_claims(&s);
-		se_phase("placeholders removed");
-	}
-	if (!busy)
-		release_guardian(&s);
-	se_phase("guardian released");
-	se_phases_say();
-	_exit(exit_code(status));
+	finish(s, waited, status);
 
 fallback:
-	end_init(&s);
-	undo(&s);
-	drop_signals(&s);
+	end_init(s);
+	undo(s);
+	close_signals(s);
 	/* An init that got its go made the memory it shares with this process
 	 * undumpable (se_undumpable) and then failed a step: it is reaped, and
 	 * Go, which takes over, may need its own children to write their id
 	 * maps. */
 	if (dumpable == 1 && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0)
 		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-	h->reason = SE_HO_FALLBACK;
+	h->reason = SE_RET_FALLBACK;
+	free(sp);
 }

@@ -142,14 +142,19 @@ static __attribute__((noreturn)) void se_exit(int code)
  * the first of its rules that matches (a rule's step or err 0 matches
  * any). Go ends the table with a rule that matches everything; should none
  * match, the code is 1, still a failure. */
-static int se_exit_code(const struct se_req *r, int step, long err)
+int se_exit_code_of(const struct se_exit_rule *rules, int n, int step, int err)
 {
-	for (int i = 0; i < r->nexit_rules; i++) {
-		const struct se_exit_rule *e = &r->exit_rules[i];
-		if ((e->step == 0 || e->step == step) && (e->err == 0 || e->err == (int)-err))
+	for (int i = 0; i < n; i++) {
+		const struct se_exit_rule *e = &rules[i];
+		if ((e->step == 0 || e->step == step) && (e->err == 0 || e->err == err))
 			return e->code;
 	}
 	return 1;
+}
+
+static int se_exit_code(const struct se_req *r, int step, long err)
+{
+	return se_exit_code_of(r->exit_rules, r->nexit_rules, step, (int)-err);
 }
 
 static __attribute__((noreturn)) void se_fail(struct se_req *r, int step, int index, long err)
@@ -1618,11 +1623,12 @@ static void se_remove_placeholder(const struct se_guard_ph *ph)
 	se_unlink(ph->record);
 }
 
-/* se_guard_kill_tree ends the cgroup the way Go chose: cgroup.kill when it
- * named one, then SIGKILL for whatever the cgroup.procs files list, every
- * kill_interval_ms for kill_rounds rounds at most, then the directories. It
- * reports whether the cgroups were seen empty. */
-static int se_guard_kill_tree(const struct se_guard *g)
+/* se_kill_tree ends the cgroup the way Go chose: cgroup.kill when it named
+ * one, then SIGKILL for whatever the cgroup.procs files list, every
+ * kill_interval_ms for kill_rounds rounds at most (one round when once is
+ * set: the runner calls again). It reports whether the cgroups were seen
+ * empty. The runner and the guardian both end a tree with it. */
+int se_kill_tree(const struct se_guard *g, int once)
 {
 	int empty = 0;
 	if (g->kill_file) {
@@ -1632,17 +1638,25 @@ static int se_guard_kill_tree(const struct se_guard *g)
 			SYS1(SYS_close, fd);
 		}
 	}
-	for (int round = 0; round < g->kill_rounds && !empty; round++) {
+	int rounds = once ? 1 : g->kill_rounds;
+	for (int round = 0; round < rounds && !empty; round++) {
 		int found = 0;
 		for (int i = 0; i < g->nprocs; i++)
 			found += se_kill_listed(g->procs[i]);
 		empty = !found;
-		if (!empty)
+		if (!empty && !once)
 			se_sleep_ms(g->kill_interval_ms);
 	}
+	return empty || g->nprocs == 0;
+}
+
+/* se_guard_kill_tree ends the cgroup and removes its directories. */
+static int se_guard_kill_tree(const struct se_guard *g)
+{
+	int empty = se_kill_tree(g, 0);
 	for (int i = 0; i < g->ndirs; i++)
 		se_rmdir(g->dirs[i]);
-	return empty || g->nprocs == 0;
+	return empty;
 }
 
 /* se_guard_release removes the placeholders of each lock it can take

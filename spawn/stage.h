@@ -299,6 +299,13 @@ void *se_guard_alloc(size_t size);
  * without __WALL or __WCLONE waits for, and returns its pid or -errno. */
 long se_guardian(struct se_guard *g, void *stack, size_t stack_size);
 
+/* se_kill_tree ends the tree in g's cgroups (see stage.c); once: one round. */
+int se_kill_tree(const struct se_guard *g, int once);
+
+/* se_exit_code_of is the exit code the rules give a failure of step with
+ * err (a positive errno): the first rule that matches, else 1. */
+int se_exit_code_of(const struct se_exit_rule *rules, int n, int step, int err);
+
 /* se_guard_wait_ready waits up to g->ready_wait_ms until the guardian holds
  * only its keep_fds; it reports whether it does. */
 int se_guard_wait_ready(struct se_guard *g);

@@ -7,9 +7,11 @@
  * there and every dependency still holds (checked by the runner once it
  * has cloned the init, deps_hold), the runner carries the recipe out and
  * the Go runtime never starts: the runner exits with the program's
- * status. When the runner hands the run over, or the entry is missing,
- * stale or refused, the constructor returns and Go starts as always; it
- * finds the handed-over run through se_warm (warm.go).
+ * status. When the run needs Go (socket mediation, the proxy, a report),
+ * the runner goes on in a thread of its own and the constructor returns:
+ * Go starts and serves it from the service record stored with the recipe,
+ * deciding nothing (warm.go). When the entry is missing, stale or refused,
+ * Go decides as always.
  */
 #define _GNU_SOURCE
 #include "recipe.h"
@@ -25,15 +27,17 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A stored recipe's body: the dependencies, then the recipe, 8-aligned. */
+/* A stored recipe's body: the dependencies, then the recipe, then the
+ * service record (what Go serves the run from, should it be called: it is
+ * opaque here), each 8-aligned. */
 struct se_stored_head {
-	uint32_t deps_len, recipe_len;
+	uint32_t deps_len, recipe_len, record_len, pad;
 };
 
 static struct se_handover se_warm_h;
-static int se_warm_state; /* 0: no warm run; 1: the runner fell back; 2: it handed over */
-static void *se_warm_recipe;
-static size_t se_warm_recipe_len;
+static int se_warm_state; /* 0: no warm run; 1: the runner started nothing; 2: Go serves the run */
+static unsigned char *se_warm_body;
+static size_t se_warm_record_off, se_warm_record_len;
 
 /* say writes one line to stderr when SANDBOX_EXECUTABLE_WARM=debug asked
  * what the warm path does (and only then: stderr is the program's). */
@@ -73,7 +77,13 @@ static int deps_hold(void *arg)
 	return 0;
 }
 
-/* Priority: after se_capture_initial_state (101) and the key (102). */
+static size_t align8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* Priority: after se_capture_initial_state (101), the key (102) and the
+ * signals' block (105). */
 __attribute__((constructor(110))) static void se_warm_run(void)
 {
 	unsigned char key[32];
@@ -108,8 +118,12 @@ __attribute__((constructor(110))) static void se_warm_run(void)
 	if (len < sizeof hd)
 		goto out;
 	memcpy(&hd, body, sizeof hd);
-	size_t roff = (sizeof hd + hd.deps_len + 7) & ~(size_t)7;
-	if (hd.deps_len > len || hd.recipe_len > len || roff > len || len - roff != hd.recipe_len)
+	size_t doff = sizeof hd;
+	if (hd.deps_len > len || hd.recipe_len > len || hd.record_len > len)
+		goto out;
+	size_t roff = align8(doff + hd.deps_len);
+	size_t voff = align8(roff + hd.recipe_len);
+	if (roff > len || voff > len || len - voff != hd.record_len)
 		goto out;
 	se_phase("lookup");
 	/* malloc is 16-aligned: the runner reads the recipe's records in place. */
@@ -121,39 +135,39 @@ __attribute__((constructor(110))) static void se_warm_run(void)
 		free(recipe);
 		goto out;
 	}
-	struct deps_check dc = {body + sizeof hd, hd.deps_len, debug};
+	struct deps_check dc = {body + doff, hd.deps_len, debug};
 	se_phases_warm_run(1);
-	se_warm_recipe = recipe;
-	se_warm_recipe_len = hd.recipe_len;
-	se_run(recipe, argv + prog, deps_hold, &dc, &se_warm_h);
-	/* Back here: the runner fell back (nothing ran) or handed over; Go
-	 * ends the run, and a run the runner carries out for Go is not this
-	 * one. */
+	se_run(recipe, argv + prog, deps_hold, &dc, NULL, &se_warm_h);
+	/* Back here: the runner started nothing (Go decides again), or the
+	 * run goes on in the runner's own thread and Go serves it. */
 	se_phases_warm_run(0);
-	if (se_warm_h.stale) {
-		/* As if there were no entry: Go decides again. */
-		se_warm_recipe = NULL;
-		se_warm_recipe_len = 0;
-		free(recipe);
-		goto out;
+	if (se_warm_h.reason == SE_RET_SERVE) {
+		se_warm_state = 2;
+		se_warm_body = body;
+		se_warm_record_off = voff;
+		se_warm_record_len = hd.record_len;
+		say(debug, "the run needs Go: it serves it");
+		return; /* the recipe and the body stay: the run's thread reads them */
 	}
-	se_warm_state = se_warm_h.reason == SE_HO_FALLBACK ? 1 : 2;
-	if (debug) {
-		char line[200];
-		snprintf(line, sizeof line, "%s (%s)", se_warm_state == 1 ? "the runner started nothing" : "handed over to Go",
-			 se_warm_state == 1 ? se_warm_h.fail_what : "");
-		say(1, line);
+	free(recipe);
+	if (!se_warm_h.stale) {
+		se_warm_state = 1;
+		if (debug) {
+			char line[200];
+			snprintf(line, sizeof line, "the runner started nothing (%s)", se_warm_h.fail_what);
+			say(1, line);
+		}
 	}
 out:
 	free(body);
 }
 
-/* se_warm reports what the warm path did: 0 nothing, 1 fell back, 2 handed
- * a run over (*h, and the recipe it ran). */
-int se_warm(struct se_handover **h, void **recipe, size_t *len)
+/* se_warm reports what the warm path did: 0 nothing, 1 the runner started
+ * nothing, 2 Go serves the run (*svc, and the stored service record). */
+int se_warm(struct se_service **svc, const void **record, size_t *len)
 {
-	*h = &se_warm_h;
-	*recipe = se_warm_recipe;
-	*len = se_warm_recipe_len;
+	*svc = se_warm_h.svc;
+	*record = se_warm_body ? se_warm_body + se_warm_record_off : NULL;
+	*len = se_warm_record_len;
 	return se_warm_state;
 }

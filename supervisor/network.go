@@ -1,13 +1,9 @@
 package supervisor
 
 import (
-	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
@@ -15,7 +11,6 @@ import (
 	"sandbox-executable/policy"
 	"sandbox-executable/remedy"
 	"sandbox-executable/sockmed"
-	"sandbox-executable/spawn"
 )
 
 // ProxyPort is where the allowlist proxy listens inside the program's
@@ -146,10 +141,10 @@ func proxyEnv(env []string, addr string) []string {
 	return env
 }
 
-// startProxy serves the allowlist on l until stop; refusals go to deny.
-func startProxy(p *policy.Plan, l net.Listener, deny func(Denial)) *proxyRun {
+// startProxy serves allowlist on l until stop; refusals go to deny.
+func startProxy(allowlist []policy.HostPort, l net.Listener, deny func(Denial)) *proxyRun {
 	r := &proxyRun{done: make(chan struct{})}
-	r.proxy = netproxy.New(netproxy.NewMatcher(p.Network.Allowlist), netproxy.Options{OnEvent: func(e netproxy.Event) {
+	r.proxy = netproxy.New(netproxy.NewMatcher(allowlist), netproxy.Options{OnEvent: func(e netproxy.Event) {
 		if e.Allowed {
 			return
 		}
@@ -167,27 +162,6 @@ func (r *proxyRun) stop() netproxy.Stats {
 	_ = r.proxy.Close()
 	<-r.done
 	return r.proxy.Stats()
-}
-
-// unixPair makes a unix socket pair the child sends a descriptor over (the
-// proxy's listener, the seccomp listener).
-func unixPair() (parent, child int, err error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return -1, -1, fmt.Errorf("socket pair: %w", err)
-	}
-	return fds[0], fds[1], nil
-}
-
-// receiveListener takes the listener the child made in its namespace.
-func receiveListener(sock int) (net.Listener, error) {
-	fd, err := spawn.ReceiveFD(sock)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), "proxy-listener")
-	defer f.Close()
-	return net.FileListener(f)
 }
 
 // netnsWhy says why a run gets no network namespace.

@@ -1,20 +1,22 @@
-// Package supervisor runs one sandboxed program and owns its whole life: it
-// decides how a Plan is enforced on this host, builds the kernel objects
-// (Landlock ruleset, seccomp filter, rlimits, cgroup), starts the program
-// through the spawn stage, forwards signals, enforces the wall-clock timeout,
-// reaps every process the program leaves behind, and reports how the run
-// ended.
+// Package supervisor decides how a Plan is enforced on this host (Prepare),
+// readies the host for it (Ready), lays the decision out for the spawn
+// stage's runner, which carries out every run (Recipe), and serves what the
+// runner asks of Go while the program runs (Serve): socket mediation, the
+// seccomp listener, the allowlist proxy, the figures of the end.
 package supervisor
 
 import (
 	"fmt"
+	"net"
+	"os"
 
-	"golang.org/x/sys/unix"
 	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"sandbox-executable/cgroups"
 	"sandbox-executable/fsdeps"
@@ -100,10 +102,10 @@ const (
 // DefaultGrace is the time between SIGTERM and SIGKILL on a timeout.
 const DefaultGrace = 2 * time.Second
 
-// Prepared is every decision for a run, made but not yet applied: the
-// kernel objects are built by Run, which fills in only what exists once it
-// runs (descriptors, the host proxy's port, the placeholders decided again
-// under their claims). It is what --explain prints.
+// Prepared is every decision for a run, made but not yet applied: Ready
+// readies the host for it, Recipe lays it out for the runner, which builds
+// the kernel objects and carries it out, and Service is what Go serves it
+// from. It is what --explain prints.
 type Prepared struct {
 	Plan       *policy.Plan
 	Argv       []string
@@ -138,6 +140,18 @@ type Prepared struct {
 	procDegraded string
 	hostRules    []policy.SyscallRule
 	nofile       spawn.Rlimit
+
+	// What Ready made: the cgroup's directories (cgroupReady), a private
+	// temp dir of the run's own with its record and lock, the host
+	// proxy's listener; and why the recipe must not be stored.
+	cgroupDirs   []cgroups.RecipeDir
+	cgroupMade   []string
+	cgroupReady  bool
+	ownTmp       string
+	ownTmpRecord string
+	tmpLock      *os.File
+	hostListener net.Listener
+	notStored    string
 }
 
 // cgroupPlan is the decided cgroup of a run.

@@ -2,55 +2,25 @@ package supervisor
 
 import (
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"sandbox-executable/cgroups"
 	"sandbox-executable/landlock"
 	"sandbox-executable/spawn"
 )
 
-// NotARecipeError says why a run is carried out by Run, not by the spawn
-// stage's runner (Recipe).
-type NotARecipeError struct{ Why string }
-
-func (e *NotARecipeError) Error() string { return "not a recipe: " + e.Why }
-
-func notARecipe(why string) error { return &NotARecipeError{Why: why} }
-
-// Recipe lays out the run pr decided for the spawn stage's runner, which
-// carries it out without this package (spawn.RunRecipe; or before the Go
-// runtime starts, from a stored recipe): the same objects Run makes, in
-// the same order, from the same decisions. It says why not (a
-// *NotARecipeError) for a run that needs Go from its start (the allowlist
-// proxy, a seccomp listener that records denials), a
-// degradation to say, a private temp dir of its own, or a cgroup only New
-// can make. What needs Go once the program runs (socket mediation, the
-// timeout, the CPU budget, an OOM kill, orphans) the runner hands over to
-// Adopt.
-func (pr *Prepared) Recipe() (*spawn.Recipe, error) {
+// Recipe lays out the run pr decided (and Ready readied) for the spawn
+// stage's runner, which carries out every run: the objects it makes, in
+// order, the child it starts and how it ends the run. The runner decides
+// nothing; what needs Go while the program runs it asks of the service
+// (Service). says are the lines the run says on stderr as it starts and
+// for each ending it gives (indexed as spawn.Recipe.Say).
+func (pr *Prepared) Recipe(says [spawn.EndingsN]string) (*spawn.Recipe, error) {
 	cfg, p := pr.cfg, pr.Plan
-	switch {
-	case cfg.LogDenials || pr.Seccomp.Notify:
-		return nil, notARecipe("denials are logged")
-	case len(cfg.KeepFDs) > 0:
-		return nil, notARecipe("descriptors are kept")
-	case len(pr.Degradations) > 0:
-		return nil, notARecipe("the run is degraded")
-	case pr.net.proxy:
-		return nil, notARecipe("the allowlist proxy")
-	case pr.tmpDir != "" && !pr.tmpShared:
-		return nil, notARecipe("a private temp dir of its own")
-	case cfg.CgroupParent != "":
-		return nil, notARecipe("a cgroup parent is given")
-	case p.Limits.TimeoutSeconds == 0:
-		return nil, notARecipe("no timeout")
-	case pr.View != nil && len(pr.View.ScratchCaches) > 0:
-		return nil, notARecipe("scratch caches")
-	}
 	r := &spawn.Recipe{
 		Env:              pr.env,
 		PathDirs:         pathDirs(pr.env),
@@ -60,11 +30,22 @@ func (pr *Prepared) Recipe() (*spawn.Recipe, error) {
 		BPF:              pr.Seccomp.BPF,
 		Notify:           pr.Seccomp.NeedsListener(),
 		NotifyKillable:   pr.sockets.how == socketsMediated,
+		KeepFDs:          cfg.KeepFDs,
 		Timeout:          time.Duration(p.Limits.TimeoutSeconds) * time.Second,
-		Forwarded:        forwarded,
+		Grace:            grace(cfg),
 		Guardian:         spawn.DefaultGuardianTimings,
-		// A report reads the cgroup's figures before it goes.
-		EndInGo: cfg.Report,
+		CPUUsage:         spawn.NoCounter,
+		OOMKills:         spawn.NoCounter,
+		PidsHits:         spawn.NoCounter,
+		// A report reads the cgroup's figures before it goes, and a run
+		// with a temp dir of its own has it removed by Go.
+		EndInGo:     cfg.Report || pr.ownTmp != "",
+		GoFromStart: pr.Seccomp.Notify || pr.net.proxy,
+		Proxy:       pr.net.proxy && !pr.net.hostProxy,
+		Say:         says,
+	}
+	if len(pr.Degradations) > 0 && r.Say[0] == "" {
+		r.Say[0] = "sandbox-executable: degraded (--allow-degraded): " + strings.Join(pr.Degradations, "; ")
 	}
 	for _, root := range p.Filesystem.WritableRoots {
 		if root.Create {
@@ -88,12 +69,8 @@ func (pr *Prepared) Recipe() (*spawn.Recipe, error) {
 			r.Claims = append(r.Claims, spawn.RecipeClaim{Parent: g.Parent, Dir: g.Dir, Placeholders: g.Placeholders})
 		}
 	}
-	if err := pr.recipeCgroup(r); err != nil {
-		return nil, err
-	}
-	if err := recipeSweep(r, pr.cgroupPlan.host != nil); err != nil {
-		return nil, err
-	}
+	pr.recipeCgroup(r)
+	recipeSweep(r, pr.cgroupPlan.host != nil)
 	s := pr.Landlock
 	r.Landlock = spawn.RecipeLandlock{ABI: s.ABI, RestrictFlags: s.RestrictFlags, HandledFS: uint64(s.HandledFS), HandledNet: s.HandledNet,
 		Scoped: s.Scoped, FileRights: uint64(landlock.FileRights), NetConnect: landlock.PortRuleAccess, Ports: s.Ports}
@@ -103,57 +80,62 @@ func (pr *Prepared) Recipe() (*spawn.Recipe, error) {
 	return r, nil
 }
 
-// recipeCgroup gives r the run's cgroup (cgroups.Recipe), with the stage's
-// clone fallbacks for it and what the runner watches in it.
-func (pr *Prepared) recipeCgroup(r *spawn.Recipe) error {
-	h, lim, l := pr.cgroupPlan.host, pr.cgroupPlan.limits, pr.Plan.Limits
+// recipeCgroup gives r the run's cgroup (the directories Ready readied),
+// with the stage's clone fallbacks for it and what the runner reads in it.
+func (pr *Prepared) recipeCgroup(r *spawn.Recipe) {
+	l := pr.Plan.Limits
 	v2 := false
-	if h != nil {
-		dirs, err := cgroups.Recipe(h, lim, cgroups.Options{MoveSelf: pr.cfg.MoveSelf})
-		if err != nil {
-			return notARecipe("the cgroup: " + err.Error())
+	for i, d := range pr.cgroupDirs {
+		c := spawn.RecipeCgroup{Parent: d.Parent, Require: strings.Join(d.Require, " "), V2: d.V2, Join: d.Join}
+		for _, w := range d.Writes {
+			c.Writes = append(c.Writes, spawn.RecipeCgroupWrite{File: w.File, Value: w.Value, MayMiss: w.MayMiss, SwapAccount: w.SwapAccount})
 		}
-		for _, d := range dirs {
-			c := spawn.RecipeCgroup{Parent: d.Parent, Require: strings.Join(d.Require, " "), V2: d.V2, Join: d.Join}
-			for _, w := range d.Writes {
-				c.Writes = append(c.Writes, spawn.RecipeCgroupWrite{File: w.File, Value: w.Value, MayMiss: w.MayMiss, SwapAccount: w.SwapAccount})
-			}
-			r.Cgroups = append(r.Cgroups, c)
-			v2 = v2 || d.V2
-			if d.Memory && l.MemoryBytes > 0 {
+		r.Cgroups = append(r.Cgroups, c)
+		v2 = v2 || d.V2
+		switch {
+		case d.V2:
+			// Every process of the run is in the v2 directory: its CPU
+			// time is counted there.
+			r.CPUUsage = spawn.RecipeCounter{Cgroup: i, File: "cpu.stat", Key: "usage_usec", Scale: 1000}
+		case d.CPUAcct && r.CPUUsage.File == "":
+			r.CPUUsage = spawn.RecipeCounter{Cgroup: i, File: "cpuacct.usage", Scale: 1}
+		}
+		if d.Memory && l.MemoryBytes > 0 {
+			if d.V2 {
+				r.OOMWatch = 2
+				r.OOMKills = spawn.RecipeCounter{Cgroup: i, File: "memory.events", Key: "oom_kill", Scale: 1}
+			} else {
 				r.OOMWatch = 1
-				if d.V2 {
-					r.OOMWatch = 2
-				}
+				r.OOMKills = spawn.RecipeCounter{Cgroup: i, File: "memory.oom_control", Key: "oom_kill", Scale: 1}
 			}
 		}
-		if l.CPUSeconds > 0 {
-			r.CPUCheck = (&cpuWatch{budget: time.Duration(l.CPUSeconds) * time.Second}).interval()
+		if d.Pids && l.Pids > 0 {
+			r.PidsHits = spawn.RecipeCounter{Cgroup: i, File: "pids.events", Key: "max", Scale: 1}
 		}
-	} else if l.MemoryBytes > 0 || l.Pids > 0 || l.CPUSeconds > 0 || pr.cfg.CPUQuota > 0 {
-		return notARecipe("no cgroup for the limits")
 	}
-	// As fillProgram and newInit choose them for the cgroup made: only
-	// clone3 clones into a cgroup; an init's program joins through
+	if l.CPUSeconds > 0 && len(pr.cgroupDirs) > 0 {
+		r.CPUBudget = time.Duration(l.CPUSeconds) * time.Second
+		r.CPUSpread = 2 * runtime.NumCPU()
+	}
+	r.CgroupMade = pr.cgroupMade
+	// Only clone3 clones into a cgroup; an init's program joins through
 	// cgroup.procs where it cannot.
 	r.CloneFallback = !v2 || r.Init
 	r.ProgCloneFallback = !v2 || r.Init
-	return nil
 }
 
 // recipeSweep gives r the state files that say whether a sweep is due
 // (sweepStale), and the guardian's request for one.
-func recipeSweep(r *spawn.Recipe, cgroup bool) error {
+func recipeSweep(r *spawn.Recipe, cgroup bool) {
 	stamp, wanted := stateFile(sweptStamp), stateFile(sweepWanted)
 	if stamp == "" || wanted == "" {
-		return notARecipe("no state directory")
+		return
 	}
 	r.SweepRequest = wanted
 	r.SweepStamps = []spawn.SweepStamp{{Path: stamp, Every: sweepEvery}}
 	if cgroup {
 		r.SweepStamps = append(r.SweepStamps, spawn.SweepStamp{Path: stateFile(cgroupSweptStamp), Every: cgroupSweepEvery})
 	}
-	return nil
 }
 
 // pathDirs are the directories execCandidates searches a name without a

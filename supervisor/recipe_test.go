@@ -2,17 +2,15 @@ package supervisor
 
 import (
 	"bytes"
-	"errors"
-	"strings"
 	"testing"
 
 	"sandbox-executable/runstate"
+	"sandbox-executable/spawn"
 )
 
 // TestRecipeIsTheDecision: the recipe is a function of the decision alone,
-// byte for byte, however often it is made (a run the warm path handed
-// over is adopted only when deciding again gives the recipe it ran); and a
-// run that needs Go from its start is not one.
+// byte for byte, however often it is made; and every kind of run is one
+// (the runner carries out every run).
 func TestRecipeIsTheDecision(t *testing.T) {
 	runstate.Base = t.TempDir()
 	defer func() { runstate.Base = "" }()
@@ -23,44 +21,36 @@ func TestRecipeIsTheDecision(t *testing.T) {
 	f := rootHost
 	f.SharedTmp = "/tmp/sandbox-executable-tmp-uid0"
 	plan := planFor(t, ws)
-	decide := func(cfg Config) ([]byte, error) {
+	decide := func(cfg Config) (*spawn.Recipe, []byte) {
 		cfg.Plan, cfg.Argv, cfg.Cwd, cfg.TempDir, cfg.RunID = plan, []string{"/bin/true"}, "/", "/tmp", "x"
 		facts := f
 		pr, err := Prepare(cfg, &facts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := pr.Recipe()
+		r, err := pr.Recipe([spawn.EndingsN]string{})
 		if err != nil {
-			return nil, err
+			t.Fatal(err)
 		}
-		return r.Encode(), nil
+		return r, r.Encode()
 	}
 	var first []byte
 	for i := 0; i < 100; i++ {
-		b, err := decide(Config{})
-		if err != nil {
-			t.Fatalf("not a recipe: %v", err)
-		}
+		_, b := decide(Config{})
 		if first == nil {
 			first = b
 		} else if !bytes.Equal(b, first) {
 			t.Fatalf("decision %d laid out another recipe (%d bytes against %d)", i, len(b), len(first))
 		}
 	}
-	for name, cfg := range map[string]Config{
-		"denials logged": {LogDenials: true},
-		"fds kept":       {KeepFDs: []int{3}},
-		"cgroup parent":  {CgroupParent: "/x"},
-	} {
-		var nr *NotARecipeError
-		if _, err := decide(cfg); !errors.As(err, &nr) {
-			t.Errorf("%s: a recipe (%v)", name, err)
-		}
+	if r, _ := decide(Config{LogDenials: true}); !r.GoFromStart || !r.Notify {
+		t.Errorf("denials logged: GoFromStart %v, Notify %v", r.GoFromStart, r.Notify)
+	}
+	if r, _ := decide(Config{KeepFDs: []int{3}}); len(r.KeepFDs) != 1 || r.KeepFDs[0] != 3 {
+		t.Errorf("fds kept: %v", r.KeepFDs)
 	}
 	plan = planFor(t, allowed)
-	var nr *NotARecipeError
-	if _, err := decide(Config{}); !errors.As(err, &nr) || !strings.Contains(nr.Why, "proxy") {
-		t.Errorf("allowlist: %v, want the proxy's refusal", err)
+	if r, _ := decide(Config{}); !r.GoFromStart || !r.Proxy {
+		t.Errorf("allowlist: GoFromStart %v, Proxy %v", r.GoFromStart, r.Proxy)
 	}
 }

@@ -55,15 +55,12 @@ func chooseSockets(abi int, isolated, netns, mediation bool) socketChoice {
 }
 
 // mediatorConfig is the mediation policy of a run: sockets may be reached
-// beneath the writable roots and the private temp dir (tmp, "" for none),
-// except beneath the denied paths; TCP connect keeps Landlock's port rule.
-func (s *session) mediatorConfig(tmp string) sockmed.Config {
-	p := s.pr.Plan
-	// As a child subreaper the supervisor's descendants are exactly the
-	// sandbox's processes.
-	self := os.Getpid()
-	c := sockmed.Config{Abstract: s.pr.sockets.abstract, Members: func() []int { return descendants(self) }, OnDenial: s.denials.fromSockets,
-		CheckMode: os.Geteuid() == 0, UID: os.Getuid(), GIDs: []int{os.Getgid()}}
+// beneath the writable roots and the private temp dir, except beneath the
+// denied paths; TCP connect keeps Landlock's port rule. Members and
+// OnDenial are the server's to fill in (Serve).
+func (pr *Prepared) mediatorConfig() sockmed.Config {
+	p, tmp := pr.Plan, pr.tmpDir
+	c := sockmed.Config{Abstract: pr.sockets.abstract, CheckMode: os.Geteuid() == 0, UID: os.Getuid(), GIDs: []int{os.Getgid()}}
 	for _, r := range p.Filesystem.WritableRoots {
 		c.Roots = append(c.Roots, r.Path)
 	}
@@ -79,9 +76,9 @@ func (s *session) mediatorConfig(tmp string) sockmed.Config {
 	if gs, err := os.Getgroups(); err == nil {
 		c.GIDs = append(c.GIDs, gs...)
 	}
-	if s.spec.HandledNet&unix.LANDLOCK_ACCESS_NET_CONNECT_TCP != 0 {
-		c.TCPRestricted, c.TCPPorts = true, s.spec.Ports
+	if pr.Landlock.HandledNet&unix.LANDLOCK_ACCESS_NET_CONNECT_TCP != 0 {
+		c.TCPRestricted, c.TCPPorts = true, pr.Landlock.Ports
 	}
-	c.UDPDenied = s.spec.HandledNet&unix.LANDLOCK_ACCESS_NET_CONNECT_SEND_UDP != 0
+	c.UDPDenied = pr.Landlock.HandledNet&unix.LANDLOCK_ACCESS_NET_CONNECT_SEND_UDP != 0
 	return c
 }

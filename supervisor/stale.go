@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"sandbox-executable/cgroups"
 	"sandbox-executable/mountns"
 	"sandbox-executable/runstate"
+	"sandbox-executable/spawn"
 )
 
 // What a run leaves on the host (placeholders, the private temp dir) is
@@ -215,4 +217,41 @@ func removeIfStale(path string, st *unix.Stat_t) bool {
 		return false
 	}
 	return os.RemoveAll(path) == nil
+}
+
+// makePrivateTmp creates the program's private temp dir dir (named by
+// Prepare, in a canonical parent: Landlock opens a rule's path without
+// following any symlink, and $TMPDIR may name one), takes the flock on it
+// that says it is in use for the run, and records it for the stale sweep.
+// The record is made once it is locked: a recorded directory that is
+// unlocked is stale.
+func makePrivateTmp(dir string) (lock *os.File, record string, err error) {
+	// Made here, never found: an entry of that name already there (planted,
+	// or a link) fails the run.
+	if err = os.Mkdir(dir, 0o700); err != nil {
+		return nil, "", fmt.Errorf("private temp dir: %w", err)
+	}
+	if lock, err = os.Open(dir); err == nil {
+		if err = unix.Flock(int(lock.Fd()), unix.LOCK_SH); err == nil {
+			if record, err = recordTmp(dir); err == nil {
+				return lock, record, nil
+			}
+		}
+		lock.Close()
+	}
+	os.Remove(dir)
+	return nil, "", fmt.Errorf("private temp dir: %w", err)
+}
+
+// Sweep returns the sweep of stale state due for this host (see
+// sweepStale), for the caller to run beside a run it started.
+func (pr *Prepared) Sweep() func() { return sweepStale(pr.cgroupPlan.host) }
+
+// ExecError says why the program could not be started, as the spawn stage
+// reported it (the shell's words for a program not found).
+func (pr *Prepared) ExecError(se *spawn.Error) error {
+	if se.Step == spawn.StepExec {
+		return execError(pr.Argv[0], pr.env, se)
+	}
+	return se
 }

@@ -17,16 +17,16 @@ import (
 // up to 5 s was seen in a software-emulated guest on a loaded machine.
 const scopeTimeout = 30 * time.Second
 
-// cgroupInUserScope is tried when New could not make the run's group in the
+// cgroupInUserScope is tried when the run's cgroup cannot be made in the
 // cgroup this process is in: an unprivileged process on a unified host (an
 // SSH login's root-owned session-N.scope) asks its systemd user manager for
-// a delegated transient scope holding itself, and New tries again there.
-// It returns the retried group, or nil and why a scope was no help (added
-// to the refusal). Nothing here runs as root, with --cgroup-parent, or on a
-// host New had no trouble with.
-func (s *session) cgroupInUserScope(host *cgroups.Host, lim cgroups.Limits) (cgroups.Group, string) {
+// a delegated transient scope holding itself. It returns the host as seen
+// from that scope (cgroups.Ready is then tried again), or nil and why a
+// scope was no help (added to the refusal). Nothing here runs as root, with
+// --cgroup-parent, or on a host Ready had no trouble with.
+func (pr *Prepared) cgroupInUserScope(host *cgroups.Host, lim cgroups.Limits) (*cgroups.Host, string) {
 	// A read-only cgroupfs (a container's) stays read-only in any scope.
-	if os.Geteuid() == 0 || s.cfg.CgroupParent != "" || host.Mode != cgroups.Unified || !v2HasAll(host, lim) || cgroupfsReadOnly() {
+	if os.Geteuid() == 0 || pr.cfg.CgroupParent != "" || host.Mode != cgroups.Unified || !v2HasAll(host, lim) || cgroupfsReadOnly() {
 		return nil, ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), scopeTimeout)
@@ -39,16 +39,14 @@ func (s *session) cgroupInUserScope(host *cgroups.Host, lim cgroups.Limits) (cgr
 	if err != nil {
 		return nil, "; no delegated scope from the systemd user manager: " + strings.TrimPrefix(err.Error(), "userscope: ")
 	}
-	s.log().Debug("systemd user scope", "unit", sc.Unit, "via", sc.Via, "took", time.Since(t))
+	if pr.cfg.Log != nil {
+		pr.cfg.Log.Debug("systemd user scope", "unit", sc.Unit, "via", sc.Via, "took", time.Since(t))
+	}
 	h, err := cgroups.Detect()
 	if err != nil {
 		return nil, "; " + sc.Unit + " from the systemd user manager did not help: " + err.Error()
 	}
-	g, err := cgroups.New(h, lim, cgroups.Options{MoveSelf: s.cfg.MoveSelf})
-	if err != nil {
-		return nil, "; " + sc.Unit + " from the systemd user manager did not help: " + err.Error()
-	}
-	return g, ""
+	return h, ""
 }
 
 // v2HasAll reports whether the cgroup2 root offers every controller lim

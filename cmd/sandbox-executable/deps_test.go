@@ -15,7 +15,6 @@ import (
 
 	"sandbox-executable/fsdeps"
 	"sandbox-executable/hostfacts"
-	"sandbox-executable/recipestore"
 	"sandbox-executable/runstate"
 	"sandbox-executable/spawn"
 	"sandbox-executable/supervisor"
@@ -409,54 +408,5 @@ func TestDecisionDepsOnThisHost(t *testing.T) {
 		for _, d := range deps {
 			t.Logf("  %s", d.String())
 		}
-	}
-}
-
-// TestStoredDepsChangedNamesTheChange: a run whose stored decision differs
-// from the one made again says which of the stored dependencies changed,
-// or that each still holds.
-func TestStoredDepsChangedNamesTheChange(t *testing.T) {
-	runstate.Base = t.TempDir()
-	t.Cleanup(func() { runstate.Base = "" })
-	d := t.TempDir()
-	writeFile(t, d+"/a", "")
-	settle()
-	var key [32]byte
-	key[0] = 7
-	if got := storedDepsChanged(key, nil); got != "" {
-		t.Fatalf("no entry: %q", got)
-	}
-	for try := 1; ; try++ {
-		fsdeps.Reset()
-		fsdeps.Lstat(d + "/a")
-		fsdeps.Lstat(d + "/b")
-		if try == 1 && wholeSecondOnly(fsdeps.Tainted()) {
-			time.Sleep(2100 * time.Millisecond)
-			continue
-		}
-		break
-	}
-	t.Cleanup(fsdeps.Reset)
-	enc, err := fsdeps.Encode(fsdeps.Deps())
-	if err != nil || len(fsdeps.Tainted()) > 0 {
-		t.Fatal(err, fsdeps.Tainted())
-	}
-	if err := recipestore.Store(key, spawn.StoredRecipe(enc, []byte("recipe"))); err != nil {
-		t.Fatal(err)
-	}
-	const held = "each dependency the stored decision recorded still holds"
-	if got := storedDepsChanged(key, nil); got != held {
-		t.Errorf("nothing changed: %q, want %q", got, held)
-	}
-	writeFile(t, d+"/b", "")
-	got := storedDepsChanged(key, nil)
-	if !strings.HasPrefix(got, "dependency 1 (") || !strings.Contains(got, d+"/b") {
-		t.Errorf("b made: %q", got)
-	}
-	t.Logf("b made: %s", got)
-	// b one of the run's own placeholders: no change of the host's.
-	own := &spawn.Recipe{Claims: []spawn.RecipeClaim{{Parent: d, Placeholders: []string{d + "/b"}}}}
-	if got := storedDepsChanged(key, own); got != held {
-		t.Errorf("b made, a placeholder of the run's: %q, want %q", got, held)
 	}
 }

@@ -7,14 +7,13 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"os/user"
@@ -43,17 +42,11 @@ var version = "dev"
 const prog = "sandbox-executable"
 
 func main() {
-	code := run(os.Args[1:])
-	// A run the warm path handed over that this process did not adopt
-	// (deciding again refused it, or decided another) ends with it.
-	if st, h, _ := spawn.Warm(); st == spawn.WarmHandedOver && !warmAdopted {
-		h.Abandon()
+	if st, svc, rec := spawn.Warm(); st == spawn.WarmServing {
+		serveWarm(os.Args[1:], svc, rec)
 	}
-	os.Exit(code)
+	os.Exit(run(os.Args[1:]))
 }
-
-// warmAdopted is set once a run the warm path handed over is adopted.
-var warmAdopted bool
 
 // fail prints the one stderr line of a fatal error and returns code.
 func fail(code int, err error) int {
@@ -64,6 +57,7 @@ func fail(code int, err error) int {
 
 func run(args []string) int {
 	if len(args) > 0 && args[0] == "doctor" {
+		unblockSignals()
 		return doctorCmd(args[1:])
 	}
 	startedAt := time.Now()
@@ -78,6 +72,9 @@ func run(args []string) int {
 	if o.version {
 		fmt.Fprintf(os.Stdout, "%s %s\n", prog, version)
 		return 0
+	}
+	if o.explain || o.help || o.version {
+		unblockSignals()
 	}
 	if o.explain {
 		// Refused before openOutputs would create (and truncate) them.
@@ -154,7 +151,11 @@ func (inv *invocation) run() int {
 // says why.
 func (inv *invocation) refuse(code int, err error, pr *supervisor.Prepared) int {
 	inv.out.log.Info("refused", "error", err.Error())
-	inv.out.writeReport(report.Input{ToolVersion: version, StartedAt: inv.startedAt, Program: inv.o.argv, Prepared: pr,
+	var explain *report.Explain
+	if pr != nil {
+		explain = report.NewExplain(pr)
+	}
+	inv.out.writeReport(report.Input{ToolVersion: version, StartedAt: inv.startedAt, Program: inv.o.argv, Explain: explain,
 		Result: supervisor.Result{Ending: supervisor.Refused, ExitCode: code, Err: err, Wall: time.Since(inv.startedAt)}})
 	return fail(code, err)
 }
@@ -219,132 +220,168 @@ func (inv *invocation) explain(pr *supervisor.Prepared) int {
 	return 0
 }
 
-// execute carries out the run: this process's signals and orphans become
-// the run's, the supervisor runs it (deciding again, once, where the
-// namespaces were assumed and refused), and the report is written.
+// execute carries out the run: the host is readied for it (Ready), the
+// runner carries it out (spawn.RunRecipe, which does not return once the
+// program runs: it exits with the run's code) while this process serves
+// what the runner asks of Go, and the recipe is stored for the warm path.
+// A run whose child failed before its program started, at a step a
+// namespace refusal fails (its clone, its id maps, its mounts), is decided
+// again once where the namespaces were assumed and trying them says
+// otherwise, as a run that had tried first would have been.
 func (inv *invocation) execute(cfg supervisor.Config, facts *hostfacts.Facts, pr *supervisor.Prepared) int {
-	if code, ran := inv.runRecipe(pr); ran {
-		return code
+	key, keyed := spawn.RecipeKeyFor(inv.o.argv)
+	keyed = keyed && os.Getenv(spawn.WarmOff) != "off"
+	if st, _, _ := spawn.Warm(); st == spawn.WarmFellBack {
+		inv.out.log.Debug("the stored recipe started nothing: decided again")
 	}
-	reportDegraded(pr)
-	// It catches the signals the run passes on (without os/signal's
-	// thread) and becomes a child subreaper, as supervisor.Run asks of its
-	// caller.
-	caught, err := spawn.CatchSignals(supervisor.CaughtSignals())
-	if err != nil {
-		return inv.refuse(supervisor.ExitSetup, err, pr)
-	}
-	defer caught.Release()
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return inv.refuse(supervisor.ExitSetup, fmt.Errorf("child subreaper: %w", err), pr)
-	}
-	sigs := supervisor.Signals{C: caught.C, Child: caught.Child, Stopped: caught.Stopped}
-	res := supervisor.Run(context.Background(), pr, sigs)
-	if failedBeforeExec(res) {
-		// The run ended before its program started (nothing ran; the
-		// run's objects are gone). Where the namespaces were assumed and
-		// trying them says otherwise, decide again, as a run that had
-		// tried first would have (and refuse as it would have: for the
-		// namespaces before anything setup found).
-		if redo, changed := facts.Retry(); changed {
-			inv.out.log.Debug("namespaces refused to the run's child: deciding again", "error", res.Err)
+	for retried := false; ; retried = true {
+		ret, err := inv.runOnce(pr, key, keyed)
+		var refused *supervisor.RefusedError
+		if err != nil && !errors.As(err, &refused) {
+			return inv.failed(supervisor.ExitSetup, err, pr)
+		}
+		if err == nil && ret.Reason == spawn.ReturnFailed && ret.FailStep == spawn.StepExec {
+			return inv.failed(ret.ExitCode, pr.ExecError(ret.Error()), pr)
+		}
+		// Nothing ran: a refusal while readying the host, or the run's
+		// objects are gone again.
+		if redo, changed := facts.Retry(); changed && !retried {
+			inv.out.log.Debug("namespaces refused to the run's child: deciding again", "step", ret.FailStep.String(), "errno", ret.FailErrno)
 			if pr, err = supervisor.Prepare(cfg, redo); err != nil {
 				return inv.refuse(supervisor.ExitSetup, err, nil)
 			}
-			reportDegraded(pr)
-			res = supervisor.Run(context.Background(), pr, sigs)
+			facts = redo
+			continue
 		}
-	}
-	return inv.ended(pr, res)
-}
-
-// ended logs and reports how a run ended, says its error, and returns its
-// exit code.
-func (inv *invocation) ended(pr *supervisor.Prepared, res supervisor.Result) int {
-	inv.out.log.Info("ended", "ending", string(res.Ending), "exit_code", res.ExitCode, "wall", res.Wall)
-	inv.out.writeReport(report.Input{ToolVersion: version, StartedAt: inv.startedAt, Program: inv.o.argv, Prepared: pr, Result: res,
-		DenialLog: inv.o.logDenials, ObservedSeccomp: pr.Seccomp.Notify})
-	if res.Err != nil {
-		fail(res.ExitCode, res.Err)
-	}
-	return res.ExitCode
-}
-
-// runRecipe carries the run out through the spawn stage's runner where it
-// can be (supervisor.Prepared.Recipe): the runner makes the run's objects
-// and waits for the program without this package, and exits with its
-// status; it returns only to hand over what needs Go (supervisor.Adopt),
-// its end included when that is logged or reported, or when it started
-// nothing (ran is then false: execute runs it). The recipe is stored for
-// the warm path with what the decision read (fsdeps): a later run of the
-// same invocation is carried out from it before the Go runtime starts,
-// while all of that still holds. A run the warm path handed over is
-// adopted here, when deciding again gives the recipe it ran.
-func (inv *invocation) runRecipe(pr *supervisor.Prepared) (code int, ran bool) {
-	recipe, err := pr.Recipe()
-	var encoded []byte
-	if err == nil {
-		recipe.EndInGo = recipe.EndInGo || inv.out.logging || inv.out.report != nil
-		encoded = recipe.Encode()
-	}
-	key, keyed := spawn.RecipeKeyFor(inv.o.argv)
-	keyed = keyed && os.Getenv(spawn.WarmOff) != "off"
-	if st, h, ranRecipe := spawn.Warm(); st == spawn.WarmHandedOver {
-		warmAdopted = true
-		if err == nil && !bytes.Equal(encoded, ranRecipe) && sameButLandlockRules(recipe, ranRecipe) {
-			// The Landlock rules the program got are the decision at its
-			// start, as a run's are; the rest, which this process takes
-			// over, is the same.
-			inv.out.log.Debug("handed over: the decision made again differs from the stored one in its Landlock rules only (a directory listing changed since the program started)")
-			encoded = ranRecipe
+		if refused != nil {
+			return inv.refuse(supervisor.ExitSetup, err, pr)
 		}
-		if err != nil || !bytes.Equal(encoded, ranRecipe) {
-			h.Abandon()
-			what := "the host changed meanwhile"
-			if keyed {
-				if w := storedDepsChanged(key, recipe); w != "" {
-					what += ": " + w
-				}
-				_ = recipestore.Remove(key)
-			}
-			return fail(supervisor.ExitSetup, errors.New("a stored decision started this program and deciding again gave another ("+what+"): the program was ended; run the command again")), true
-		}
-		inv.out.log.Debug("handed over by the warm path", "reason", h.Reason.String())
-		inv.startedAt = h.Started // the run began before this process's Go did
-		return inv.adopt(pr, h), true
-	} else if st == spawn.WarmFellBack {
-		inv.out.log.Debug("the stored recipe started nothing: decided again")
-	}
-	if err != nil {
-		inv.out.log.Debug("supervised by Go", "why", err.Error())
 		if keyed {
 			_ = recipestore.Remove(key)
 		}
-		return 0, false
+		if ret.Reason == spawn.ReturnFailed {
+			return inv.failed(supervisor.ExitSetup, ret.Error(), pr)
+		}
+		what := ret.FailWhat
+		if ret.FailErrno != 0 {
+			what += ": " + ret.FailErrno.Error()
+		}
+		return inv.failed(supervisor.ExitSetup, errors.New("the run could not be set up: "+what), pr)
 	}
-	if keyed {
-		inv.storeRecipe(key, encoded)
+}
+
+// runOnce readies the host for pr, stores its recipe for the warm path,
+// and has the runner carry it out while this process serves it. It
+// returns only when no program ran: the runner exits with the run's code.
+func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool) (spawn.Return, error) {
+	if err := pr.Ready(); err != nil {
+		return spawn.Return{}, err
 	}
-	h, err := spawn.RunRecipe(encoded, pr.Argv)
+	defer pr.Release()
+	recipe, err := pr.Recipe(inv.says(pr))
 	if err != nil {
-		inv.out.log.Debug("supervised by Go", "why", err.Error())
-		return 0, false
+		return spawn.Return{}, err
 	}
-	if h.Reason == spawn.HandoverFallback {
-		inv.out.log.Debug("the runner started nothing: supervised by Go", "step", h.FailStep.String(), "errno", h.FailErrno, "what", h.FailWhat)
-		warmSay(fmt.Sprintf("the runner started nothing (%s: %s; step %s): Go runs it", h.FailWhat, h.FailErrno, h.FailStep))
-		// The entry stays: the Go run that follows may make what the runner
-		// lacked (a cgroup parent's controllers, the sweep), and a runner
-		// that falls back again costs less than the Go run that follows.
-		return 0, false
+	recipe.EndInGo = recipe.EndInGo || inv.out.logging
+	encoded := recipe.Encode()
+	explain := report.NewExplain(pr)
+	record := pr.Service()
+	if keyed {
+		if why := pr.NotStored(); why != "" {
+			warmSay("not stored: " + why)
+			_ = recipestore.Remove(key)
+		} else {
+			inv.storeRecipe(key, encoded, storedService{Service: record, Explain: explain})
+		}
 	}
-	return inv.adopt(pr, h), true
+	svc, err := spawn.NewService()
+	if err != nil {
+		return spawn.Return{}, err
+	}
+	go func() {
+		res := supervisor.Serve(svc, record, supervisor.ServeOptions{OnDenial: inv.out.denial, Log: inv.out.log, HostProxy: pr.HostProxy()})
+		inv.ended(explain, res)
+		svc.Done()
+	}()
+	// Stale state of runs whose helper and guardian were both killed is
+	// swept while the program runs, off its start-up path.
+	go pr.Sweep()()
+	return spawn.RunRecipe(encoded, pr.Argv, svc)
+}
+
+// storedService is the service record stored with a recipe, and the
+// decision's public form for the report of a run served from it.
+type storedService struct {
+	Service *supervisor.ServiceRecord `json:"service"`
+	Explain *report.Explain           `json:"explain"`
+}
+
+// serveWarm serves a run the warm path started from a stored recipe and
+// handed to Go (spawn.Warm): from the service record stored with it,
+// deciding nothing. The runner's own thread ends the process.
+func serveWarm(args []string, svc *spawn.Service, rec []byte) {
+	var stored storedService
+	err := json.Unmarshal(rec, &stored)
+	if err == nil && stored.Service == nil {
+		err = errors.New("no service record")
+	}
+	o, perr := parseArgs(args)
+	var out *outputs
+	if perr == nil {
+		out, perr = openOutputs(o)
+	}
+	if perr != nil {
+		out = &outputs{log: slog.New(slog.DiscardHandler), reportFD: -1}
+		o = &options{}
+	}
+	if err != nil {
+		fail(supervisor.ExitSetup, fmt.Errorf("stored decision: %w", err))
+		stored.Service = &supervisor.ServiceRecord{}
+		svc.Fail()
+	}
+	inv := &invocation{o: o, out: out}
+	inv.startedAt, _ = svc.ProgramStarted()
+	inv.out.log.Debug("served from the stored decision")
+	res := supervisor.Serve(svc, stored.Service, supervisor.ServeOptions{OnDenial: out.denial, Log: out.log})
+	inv.ended(stored.Explain, res)
+	out.close()
+	svc.Done()
+	select {}
+}
+
+// ended logs and reports how a run ended, and says its error.
+func (inv *invocation) ended(explain *report.Explain, res supervisor.Result) {
+	inv.out.writeReport(report.Input{ToolVersion: version, StartedAt: inv.startedAt, Program: inv.o.argv, Explain: explain, Result: res,
+		DenialLog: inv.o.logDenials, ObservedSeccomp: explain != nil && explain.Enforcement.Seccomp.Observed})
+	if res.Err != nil {
+		fail(res.ExitCode, res.Err)
+	}
+}
+
+// failed ends a run whose program did not start: one stderr line, and the
+// report says why.
+func (inv *invocation) failed(code int, err error, pr *supervisor.Prepared) int {
+	inv.out.log.Info("failed", "error", err.Error())
+	var explain *report.Explain
+	if pr != nil {
+		explain = report.NewExplain(pr)
+	}
+	inv.out.writeReport(report.Input{ToolVersion: version, StartedAt: inv.startedAt, Program: inv.o.argv, Explain: explain,
+		Result: supervisor.Result{Ending: supervisor.SetupFailed, ExitCode: code, Err: err, Wall: time.Since(inv.startedAt)}})
+	return fail(code, err)
+}
+
+// says are the lines the run says on stderr as it starts and for each
+// ending the runner gives it (spawn.Recipe.Say): none in VT Code's form.
+func (inv *invocation) says(pr *supervisor.Prepared) [spawn.EndingsN]string {
+	var s [spawn.EndingsN]string
+	return s
 }
 
 // storeRecipe stores recipe under key for the warm path, with what the
-// decision read; a decision that read what cannot be checked again is not
-// stored (and an older entry goes).
-func (inv *invocation) storeRecipe(key [32]byte, recipe []byte) {
+// decision read and its service record; a decision that read what cannot
+// be checked again is not stored (and an older entry goes).
+func (inv *invocation) storeRecipe(key [32]byte, recipe []byte, svc storedService) {
 	if t := fsdeps.Tainted(); len(t) > 0 {
 		warmSay("not stored: the decision read what cannot be checked again: " + strings.Join(t, "; "))
 		_ = recipestore.Remove(key)
@@ -352,8 +389,12 @@ func (inv *invocation) storeRecipe(key [32]byte, recipe []byte) {
 	}
 	deps := fsdeps.Deps()
 	enc, err := fsdeps.Encode(deps)
+	var rec []byte
 	if err == nil {
-		err = recipestore.Store(key, spawn.StoredRecipe(enc, recipe))
+		rec, err = json.Marshal(svc)
+	}
+	if err == nil {
+		err = recipestore.Store(key, spawn.StoredRecipe(enc, recipe, rec))
 	}
 	if err != nil {
 		warmSay("not stored: " + err.Error())
@@ -362,94 +403,12 @@ func (inv *invocation) storeRecipe(key [32]byte, recipe []byte) {
 	warmSay(fmt.Sprintf("stored: %d dependencies, a recipe of %d bytes", len(deps), len(recipe)))
 }
 
-// sameButLandlockRules reports whether recipe, encoded, would be ran
-// byte for byte but for its Landlock path rules, ran's in their place. A
-// split directory's listing (a file made in HOME, say) changes the rules,
-// and a run the warm path started hands over to Go at its first mediated
-// call, which may come minutes after the start: the rules are in the
-// kernel by then, and what Go takes over (cgroups, placeholders, temp
-// dir, guardian, mounts, seccomp, limits, the denied paths that mediation
-// checks) is all in the rest.
-func sameButLandlockRules(recipe *spawn.Recipe, ran []byte) bool {
-	rules, ok := spawn.RecipeLandlockRules(ran)
-	if !ok {
-		return false
-	}
-	alt := *recipe
-	alt.Landlock.Rules = rules
-	return bytes.Equal(alt.Encode(), ran)
-}
-
-// storedDepsChanged says which of the stored decision's dependencies no
-// longer holds, for the error of a run whose stored decision differs from
-// the one made again ("" when the entry cannot be read). The placeholders
-// the run itself made (recipe's claims) are no change of the host's and are
-// passed over. When each other one still holds, the new decision read what
-// the old one did not record, and it says that.
-func storedDepsChanged(key [32]byte, recipe *spawn.Recipe) string {
-	body, err := recipestore.Lookup(key)
-	if err != nil {
-		return ""
-	}
-	enc, ok := spawn.StoredDeps(body)
-	if !ok {
-		return ""
-	}
-	deps, err := fsdeps.Decode(enc)
-	if err != nil {
-		return ""
-	}
-	var own []string
-	if recipe != nil {
-		for _, c := range recipe.Claims {
-			own = append(own, c.Placeholders...)
-		}
-	}
-	for i := range deps {
-		if slices.ContainsFunc(own, func(p string) bool { return policy.Within(deps[i].Path, p) }) {
-			continue
-		}
-		one, err := fsdeps.Encode(deps[i : i+1])
-		if err != nil {
-			continue
-		}
-		if held, _, why := spawn.CheckDeps(one); !held {
-			return "dependency " + strconv.Itoa(i) + " (" + deps[i].String() + "): " + why.String()
-		}
-	}
-	return "each dependency the stored decision recorded still holds"
-}
-
 // warmSay writes one line to stderr when SANDBOX_EXECUTABLE_WARM=debug
 // asked what the warm path does, as its C part does (spawn/warm.c).
 func warmSay(what string) {
 	if os.Getenv(spawn.WarmOff) == "debug" {
 		fmt.Fprintf(os.Stderr, "%s: warm path: %s\n", prog, what)
 	}
-}
-
-// adopt supervises a run the runner handed over, and ends it as execute
-// ends one.
-func (inv *invocation) adopt(pr *supervisor.Prepared, h *spawn.Handover) int {
-	return inv.ended(pr, supervisor.Adopt(context.Background(), pr, h))
-}
-
-// reportDegraded says on stderr, in one line, what --allow-degraded let go.
-func reportDegraded(pr *supervisor.Prepared) {
-	if len(pr.Degradations) > 0 {
-		fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, strings.Join(pr.Degradations, "; "))
-	}
-}
-
-// failedBeforeExec says the run ended before its program started: refused
-// by setup, or its child failed before its exec, at a step a namespace
-// refusal would fail (its clone, its id maps, its mounts).
-func failedBeforeExec(res supervisor.Result) bool {
-	if res.Started {
-		return false
-	}
-	var se *spawn.Error
-	return res.Ending == supervisor.Refused || res.Ending == supervisor.SetupFailed && errors.As(res.Err, &se) && se.Step != spawn.StepExec
 }
 
 // tempDirAndRunID are where a private temp dir would go (the helper's own

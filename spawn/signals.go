@@ -1,0 +1,83 @@
+package spawn
+
+/*
+#include "recipe.h"
+int se_helper_binary(void);
+*/
+import "C"
+
+import (
+	"os"
+	"os/signal"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// The helper's forwarded signals under the Go runtime. The runtime takes
+// SIGTERM, SIGINT, SIGHUP and SIGQUIT in every thread it makes, whatever
+// mask the process started with, and without os/signal it would end the
+// process with them; so the helper's binary (not a test binary) catches
+// every forwarded signal from this package's init on, and passes each, as
+// it comes, to the runner of the run it serves (Service's sig pipe), which
+// alone decides what to do with it. Signals that come before there is a run
+// (while Go decides) wait here and go to the first service made. A command
+// that runs nothing gives them their default actions back (StopRelaying).
+var relay struct {
+	mu      sync.Mutex
+	to      int // the service's sig pipe, or -1
+	pending []byte
+	ch      chan os.Signal
+}
+
+func init() {
+	relay.to = -1
+	if C.se_helper_binary() == 0 {
+		return
+	}
+	relay.ch = make(chan os.Signal, 64)
+	signal.Notify(relay.ch, forwardedSignals()...)
+	go func() {
+		for s := range relay.ch {
+			n, ok := s.(unix.Signal)
+			if !ok {
+				continue
+			}
+			relay.mu.Lock()
+			if relay.to >= 0 {
+				_, _ = unix.Write(relay.to, []byte{byte(n)})
+			} else if len(relay.pending) < 64 {
+				relay.pending = append(relay.pending, byte(n))
+			}
+			relay.mu.Unlock()
+		}
+	}()
+}
+
+// relayTo sends the signals caught from now on, and those waiting, to fd.
+func relayTo(fd int) {
+	relay.mu.Lock()
+	defer relay.mu.Unlock()
+	relay.to = fd
+	if len(relay.pending) > 0 {
+		_, _ = unix.Write(fd, relay.pending)
+		relay.pending = nil
+	}
+}
+
+// StopRelaying gives the forwarded signals their default actions back, for
+// a command that runs nothing (doctor, --explain, a refusal).
+func StopRelaying() {
+	if relay.ch == nil {
+		return
+	}
+	signal.Reset(forwardedSignals()...)
+}
+
+func forwardedSignals() []os.Signal {
+	var out []os.Signal
+	for _, s := range Forwarded() {
+		out = append(out, s)
+	}
+	return out
+}
