@@ -38,14 +38,20 @@ type socketChoice struct {
 // alone (ABI 9); else no unix sockets but socketpair's. Mediation comes
 // first: Landlock grants a socket by where its name is, so a hard link to a
 // daemon's socket made inside a writable root would be reached, and its
-// refusals are not recorded.
-func chooseSockets(abi int, isolated, netns, mediation bool) socketChoice {
+// refusals are not recorded. Abstract sockets, where the host's network
+// namespace is shared: by the kernel's scoping where the supervisor holds
+// the domain the program's nests in (scoped), else held by the supervisor
+// for the call.
+func chooseSockets(abi int, isolated, netns, mediation, scoped bool) socketChoice {
 	resolve := landlock.Supports(abi, landlock.FeatUnixSocket)
 	switch {
 	case isolated && mediation:
-		c := socketChoice{how: socketsMediated, abstract: sockmed.AbstractOwned, landlock: resolve}
-		if netns {
+		c := socketChoice{how: socketsMediated, abstract: sockmed.AbstractHeld, landlock: resolve}
+		switch {
+		case netns:
 			c.abstract = sockmed.AbstractDirect
+		case scoped && landlock.Supports(abi, landlock.FeatScoping):
+			c.abstract = sockmed.AbstractScoped
 		}
 		return c
 	case resolve:
@@ -59,11 +65,11 @@ func chooseSockets(abi int, isolated, netns, mediation bool) socketChoice {
 // except beneath the denied paths; TCP connect keeps Landlock's port rule.
 func (s *session) mediatorConfig(tmp string) sockmed.Config {
 	p := s.pr.Plan
-	// As a child subreaper the supervisor's descendants are exactly the
-	// sandbox's processes.
+	// As a child subreaper the supervisor's descendants are the sandbox's
+	// processes and its guardian (sockmed keeps those in the program's PID
+	// namespace).
 	self := os.Getpid()
-	c := sockmed.Config{Abstract: s.pr.sockets.abstract, Members: func() []int { return descendants(self) }, OnDenial: s.denials.fromSockets,
-		CheckMode: os.Geteuid() == 0, UID: os.Getuid(), GIDs: []int{os.Getgid()}}
+	c := sockmed.Config{Abstract: s.pr.sockets.abstract, Members: func() []int { return descendants(self) }, OnDenial: s.denials.fromSockets}
 	for _, r := range p.Filesystem.WritableRoots {
 		c.Roots = append(c.Roots, r.Path)
 	}
@@ -75,9 +81,6 @@ func (s *session) mediatorConfig(tmp string) sockmed.Config {
 	}
 	for _, d := range p.Filesystem.ReadDenied {
 		c.Denied = append(c.Denied, d.Path)
-	}
-	if gs, err := os.Getgroups(); err == nil {
-		c.GIDs = append(c.GIDs, gs...)
 	}
 	if s.spec.HandledNet&unix.LANDLOCK_ACCESS_NET_CONNECT_TCP != 0 {
 		c.TCPRestricted, c.TCPPorts = true, s.spec.Ports
