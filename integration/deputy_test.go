@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The deputy rule: the supervisor makes the program's mediated socket
@@ -111,9 +112,19 @@ sleep 0.2; kill $!; echo "owndgram-log $(tr '\n' ' ' < "$W/own.log")"`
 							t.Errorf("%s: %q, want refused (%v)", k, v, r)
 						}
 					}
-					if b, _ := os.ReadFile(dgramLog); len(b) > 0 {
-						t.Errorf("the datagram daemon received %q", b)
+					// A datagram sent from outside after the run: once it is
+					// logged, so is anything the run sent.
+					if out := direct(t, nil, "unixsend", "sendto", dgram); out != "ok" {
+						t.Fatalf("the datagram daemon cannot be reached from outside: %s", out)
 					}
+					var b []byte
+					if !isoPoll(10*time.Second, func() bool { b, _ = os.ReadFile(dgramLog); return strings.Contains(string(b), "sent-by-sendto") }) {
+						t.Fatalf("the datagram daemon did not log a datagram from outside: %q", b)
+					}
+					if strings.Contains(string(b), "sent-by-squat") {
+						t.Errorf("the datagram daemon received the program's datagram: %q", b)
+					}
+					_ = os.Remove(dgramLog)
 					for _, k := range []string{"own", "owndgram-sendto", "owndgram-sendmsg", "owndgram-connect"} {
 						if got[k] != "ok" {
 							t.Errorf("%s: %q, want ok (%v)", k, got[k], r)
@@ -201,20 +212,33 @@ func TestMediatedSendsCarryNoPrivilege(t *testing.T) {
 	port := 0x7e000000 | int(rnd[0])<<8 | int(rnd[1])
 	nlLog := filepath.Join(t.TempDir(), "netlink.log")
 	hostServer(t, nil, "nlserve", strconv.Itoa(port), nlLog)
-	if out := direct(t, nil, "nlsend", strconv.Itoa(port)); out != "ok" {
-		t.Fatalf("root outside the sandbox cannot send to the netlink listener: %s", out)
+	// A message root sends from outside is received: once its sequence
+	// number is in the log, so is whatever was sent before it.
+	fences := 0
+	fence := func() string {
+		t.Helper()
+		fences++
+		seq := strconv.Itoa(1000 + fences)
+		if out := direct(t, nil, "nlsend", strconv.Itoa(port), seq); out != "ok" {
+			t.Fatalf("root outside the sandbox cannot send to the netlink listener: %s", out)
+		}
+		var got string
+		if !isoPoll(10*time.Second, func() bool {
+			b, _ := os.ReadFile(nlLog)
+			got = string(b)
+			return strings.Contains(got, "received seq "+seq+"\n")
+		}) {
+			t.Fatalf("the netlink listener did not receive root's message %s: %q", seq, got)
+		}
+		return got
 	}
-	if b, _ := os.ReadFile(nlLog); len(b) == 0 {
-		t.Fatalf("the netlink listener received nothing from root outside the sandbox")
-	}
-	_ = os.Remove(nlLog)
+	fence()
 	udpPort := 20000 + port&0x7fff
 	udpLog := filepath.Join(t.TempDir(), "udp.log")
 	hostServer(t, nil, "udprecv", strconv.Itoa(udpPort), udpLog)
 	for _, u := range isoAnyUser(t) {
 		for _, mode := range fsModes {
 			t.Run(u.name+"/"+mode, func(t *testing.T) {
-				_ = os.Remove(nlLog) // what an earlier subtest's run may have sent
 				w := newWorkspace(t)
 				if u.cred != nil {
 					chownPaths(t, int(u.cred.Uid), int(u.cred.Gid), w.root)
@@ -226,8 +250,9 @@ for k in tos pktinfo segment; do echo "udp-$k $("$P" udpcmsg $k 127.0.0.1 "$2")"
 				if r.code != 0 || got["nlsend"] != "EPERM" {
 					t.Errorf("netlink message to another process: %q, want EPERM (%v)", got["nlsend"], r)
 				}
-				if b, _ := os.ReadFile(nlLog); len(b) > 0 {
-					t.Errorf("the host's netlink listener received %q", b)
+				if got := fence(); strings.Contains(got, "received seq 1\n") {
+					t.Errorf("the host's netlink listener received the program's message: %q", got)
+					_ = os.Remove(nlLog)
 				}
 				for _, k := range []string{"udp-tos", "udp-pktinfo", "udp-segment"} {
 					if got[k] != "ok" {
@@ -247,13 +272,19 @@ for k in tos pktinfo segment; do echo "udp-$k $("$P" udpcmsg $k 127.0.0.1 "$2")"
 			})
 		}
 	}
-	b, _ := os.ReadFile(udpLog)
+	runs := len(isoAnyUser(t)) * len(fsModes)
+	var b []byte
+	isoPoll(10*time.Second, func() bool {
+		b, _ = os.ReadFile(udpLog)
+		return strings.Count(string(b), "cmsg-segment") >= 2*runs && strings.Count(string(b), "cmsg-tos") >= runs &&
+			strings.Count(string(b), "cmsg-pktinfo") >= runs
+	})
 	for _, want := range []string{"cmsg-tos", "cmsg-pktinfo"} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("the UDP receiver lacks %q: %q", want, b)
+		if n := strings.Count(string(b), want); n < runs {
+			t.Errorf("the UDP receiver got %q %d times of %d: %q", want, n, runs, b)
 		}
 	}
-	if n, runs := strings.Count(string(b), "cmsg-segment"), len(isoAnyUser(t))*len(fsModes); n < 2*runs {
+	if n := strings.Count(string(b), "cmsg-segment"); n < 2*runs {
 		t.Errorf("the UDP receiver got %d segments of %d UDP_SEGMENT sends, want two each", n, runs)
 	}
 }

@@ -597,32 +597,34 @@ int main(int argc, char **argv)
 		return result(c < 0 ? -1 : connect(c, (struct sockaddr *)&sun, len));
 	}
 	if (!strcmp(op, "nlserve") && a && b) {
-		/* A NETLINK_ROUTE socket bound to port id A: append a line to
-		 * file B for every message it receives. */
+		/* A NETLINK_ROUTE socket bound to port id A: append a line
+		 * "received seq N" to file B for every message it receives. */
 		int s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
 		struct sockaddr_nl snl = {.nl_family = AF_NETLINK, .nl_pid = (unsigned)strtoul(a, NULL, 0)};
 		if (s < 0 || bind(s, (struct sockaddr *)&snl, sizeof snl) < 0)
 			return result(-1);
 		printf("listening\n");
 		for (;;) {
-			char buf[512];
-			if (recv(s, buf, sizeof buf, 0) <= 0)
+			struct nlmsghdr h;
+			if (recv(s, &h, sizeof h, 0) < (ssize_t)sizeof h)
 				continue;
+			char line[64];
+			int n = snprintf(line, sizeof line, "received seq %u\n", h.nlmsg_seq);
 			int f = open(b, O_WRONLY | O_CREAT | O_APPEND, 0644);
 			if (f >= 0) {
-				if (write(f, "received\n", 9) < 0)
+				if (write(f, line, n) < 0)
 					perror("write");
 				close(f);
 			}
 		}
 	}
 	if (!strcmp(op, "nlsend") && a) {
-		/* Send a NETLINK_ROUTE message (NLMSG_NOOP) to port id A: a
-		 * message to another process's netlink socket, which the kernel
-		 * allows only with CAP_NET_ADMIN. */
+		/* Send a NETLINK_ROUTE message (NLMSG_NOOP, sequence number B or
+		 * 1) to port id A: a message to another process's netlink
+		 * socket, which the kernel allows only with CAP_NET_ADMIN. */
 		int s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
 		struct sockaddr_nl to = {.nl_family = AF_NETLINK, .nl_pid = (unsigned)strtoul(a, NULL, 0)};
-		struct nlmsghdr h = {.nlmsg_len = sizeof h, .nlmsg_type = NLMSG_NOOP};
+		struct nlmsghdr h = {.nlmsg_len = sizeof h, .nlmsg_type = NLMSG_NOOP, .nlmsg_seq = b ? (unsigned)atoi(b) : 1};
 		if (s < 0)
 			return result(-1);
 		return result(sendto(s, &h, sizeof h, 0, (struct sockaddr *)&to, sizeof to));
