@@ -47,7 +47,7 @@ func (m *Mediator) connect(c *seccomp.Call, t *task) (int64, unix.Errno) {
 		return 0, errno
 	}
 	defer d.close()
-	return m.run(c, !t.nonblock, func() (int64, unix.Errno) { return rawConnect(t.sock, d.addr) })
+	return m.run(c, d, !t.nonblock, func() (int64, unix.Errno) { return rawConnect(t.sock, d.addr) })
 }
 
 // sendto carries out sendto(fd, buf, len, flags, addr, addrlen); the filter
@@ -203,7 +203,7 @@ func (m *Mediator) send(c *seccomp.Call, t *task, addr []byte, p *payload, ctl [
 			return 0, unix.EMSGSIZE
 		}
 	}
-	ctl, dups, errno := m.control(t, ctl)
+	ctl, dups, errno := m.control(c, t, ctl)
 	defer func() {
 		for _, fd := range dups {
 			unix.Close(fd)
@@ -230,11 +230,17 @@ func (m *Mediator) send(c *seccomp.Call, t *task, addr []byte, p *payload, ctl [
 	defer d.close()
 	noSignal := flags&unix.MSG_NOSIGNAL != 0
 	flags |= unix.MSG_NOSIGNAL
-	to := d.addr
+	to := d
 	var sent int64
 	for {
 		wait := !t.nonblock && flags&unix.MSG_DONTWAIT == 0
-		n, errno := m.run(c, wait, func() (int64, unix.Errno) { return rawSendmsg(t.sock, to, data, ctl, flags) })
+		n, errno := m.run(c, to, wait, func() (int64, unix.Errno) {
+			var addr []byte
+			if to != nil {
+				addr = to.addr
+			}
+			return rawSendmsg(t.sock, addr, data, ctl, flags)
+		})
 		if errno != 0 {
 			if sent > 0 {
 				return sent, 0
@@ -255,44 +261,6 @@ func (m *Mediator) send(c *seccomp.Call, t *task, addr []byte, p *payload, ctl [
 			return sent, 0
 		}
 	}
-}
-
-// control returns the ancillary data ctl for the supervisor's send: on a
-// unix socket, the descriptors of SCM_RIGHTS (the program's numbers) are
-// replaced by the supervisor's copies of the same files (returned, to be
-// closed after the send), and claimed credentials (SCM_CREDENTIALS) are
-// refused: the kernel would check the claim against the supervisor, not
-// the program. Other sockets' ancillary data goes as it is.
-func (m *Mediator) control(t *task, ctl []byte) ([]byte, []int, unix.Errno) {
-	if t.domain != unix.AF_UNIX || len(ctl) == 0 {
-		return ctl, nil, 0
-	}
-	out := append([]byte(nil), ctl...)
-	var dups []int
-	const hdr = 16 // struct cmsghdr: len, level, type
-	for off := 0; off+hdr <= len(out); {
-		clen := int(binary.NativeEndian.Uint64(out[off:]))
-		level, typ := int32(binary.NativeEndian.Uint32(out[off+8:])), int32(binary.NativeEndian.Uint32(out[off+12:]))
-		if clen < hdr || clen > len(out)-off {
-			return nil, dups, unix.EINVAL
-		}
-		if level == unix.SOL_SOCKET && typ == unix.SCM_CREDENTIALS {
-			return nil, dups, unix.EPERM
-		}
-		if level == unix.SOL_SOCKET && typ == unix.SCM_RIGHTS {
-			for i := off + hdr; i+4 <= off+clen; i += 4 {
-				fd := int(int32(binary.NativeEndian.Uint32(out[i:])))
-				dup, err := unix.PidfdGetfd(t.pidfd, fd, 0)
-				if err != nil {
-					return nil, dups, unix.EBADF
-				}
-				dups = append(dups, dup)
-				binary.NativeEndian.PutUint32(out[i:], uint32(dup))
-			}
-		}
-		off += (clen + 7) &^ 7
-	}
-	return out, dups, 0
 }
 
 // rawSendmsg is sendmsg(2) with the address, data and ancillary data as

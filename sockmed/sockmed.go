@@ -20,6 +20,18 @@
 // is then connected, or the data sent, exactly as if the program had done
 // it, and the program gets the call's own result (0, EINPROGRESS, a byte
 // count, ECONNREFUSED...).
+//
+// The supervisor makes such a call with no more authority than the
+// program has (the deputy rule). It looks the pathname up and makes the
+// call on a thread whose effective capabilities are emptied for it
+// (deputy.go), so the kernel checks the socket file's permissions, a
+// privileged socket option or a netlink destination as it would for the
+// capability-less program; it forwards only the ancillary data it decided
+// to (control.go); and where the host's network namespace is shared, the
+// kernel's own Landlock scoping decides which abstract sockets are reached
+// (the supervisor holds a domain the program's nests in: spawn's scope.c),
+// or, on a kernel without scoping, the supervisor reaches an abstract name
+// only while it holds the sandbox's socket bound to it (abstract.go).
 package sockmed
 
 import (
@@ -42,12 +54,23 @@ const (
 	// AbstractDirect connects as asked: the program's network namespace
 	// holds no abstract socket but its own.
 	AbstractDirect AbstractMode = iota
-	// AbstractOwned connects only to an abstract name bound by a socket
-	// that a process of the sandbox holds (Config.Members): the host's
-	// network namespace is shared, and a connect made by the supervisor is
-	// not subject to the program's Landlock scoping, which would tell the
-	// sandbox's abstract sockets from the host's.
-	AbstractOwned
+	// AbstractScoped connects as asked, and the kernel decides: the
+	// host's network namespace is shared, and the supervisor holds a
+	// Landlock domain that scopes abstract unix sockets, which the
+	// program's domain nests in (spawn.SupervisorScoped), so a connect or
+	// send it makes reaches only sockets made inside that domain, the
+	// sandbox's, as the program's own would. A refusal (EPERM) is
+	// recorded.
+	AbstractScoped
+	// AbstractHeld connects to an abstract name only while the
+	// supervisor holds the socket the kernel would look up by it, taken
+	// from a process of the sandbox (Config.Members): the host's network
+	// namespace is shared and the supervisor holds no scoping domain (a
+	// kernel without Landlock scoping, or a run without "--"). The
+	// socket is found by what the kernel says (sock_diag: inode, type,
+	// state; the holder's descriptor table), and held, the name stays
+	// bound to it until the call is made.
+	AbstractHeld
 )
 
 // Config is what a Mediator enforces.
@@ -59,8 +82,9 @@ type Config struct {
 	// Denied are paths beneath the roots where no socket is reached (the
 	// write- and read-denied paths).
 	Denied []string
-	// Abstract says how abstract addresses are handled; Members lists the
-	// sandbox's processes (AbstractOwned).
+	// Abstract says how abstract addresses are handled; Members lists
+	// processes that may be the sandbox's (AbstractHeld: those in the
+	// caller's PID namespace are).
 	Abstract AbstractMode
 	Members  func() []int `json:"-"`
 	// TCPPorts, when TCPRestricted, are the only TCP ports connect may
@@ -72,13 +96,6 @@ type Config struct {
 	// to an address (ABI 10 with no UDP rule: the degraded allowlist),
 	// which the supervisor's own calls would not be subject to.
 	UDPDenied bool
-	// CheckMode is set when the supervisor has privileges the program
-	// lacks (root with capabilities, a capability-less program): a socket
-	// file is then connected only when its mode bits let UID or one of
-	// GIDs write it, as the kernel would check for the program.
-	CheckMode bool
-	UID       int
-	GIDs      []int
 	// OnDenial receives each refusal (from the mediating goroutines,
 	// possibly at once).
 	OnDenial func(Denial) `json:"-"`
@@ -160,33 +177,67 @@ const (
 	sizeofSockaddrUn = 110
 )
 
-// dest is where a call goes: the address to give the kernel, possibly a
-// /proc/self/fd/N path standing for a checked socket file.
+// dest is where a call goes. Its address is final once settled, on the
+// thread that makes the call (deputy.go): a pathname is looked up there,
+// without the supervisor's capabilities, and replaced by /proc/self/fd/N
+// of an O_PATH descriptor of the socket file checked.
 type dest struct {
-	addr   []byte
-	pathFD int // the O_PATH descriptor addr names, or -1
+	addr []byte
+	// A pathname still to look up: the name as the program gave it, and
+	// where to look (lookup).
+	given string
+	look  *lookup
+	// pathFD is the O_PATH descriptor addr names, or -1.
+	pathFD int
+	// abstract is an abstract name as the program gave it ("@name"), for
+	// a refusal to record; held the sandbox's socket bound to it, held
+	// until the call is made (AbstractHeld), or -1.
+	abstract string
+	held     int
 }
 
 func (d *dest) close() {
-	if d != nil && d.pathFD >= 0 {
+	if d == nil {
+		return
+	}
+	if d.pathFD >= 0 {
 		unix.Close(d.pathFD)
 	}
+	if d.held >= 0 {
+		unix.Close(d.held)
+	}
+	d.look.close()
 }
 
-// run makes the call f. wait says f may block (a blocking socket): the
-// watcher then receives on another goroutine.
-func (m *Mediator) run(c *seccomp.Call, wait bool, f func() (int64, unix.Errno)) (int64, unix.Errno) {
+// run makes the call f as the program would (asProgram: no effective
+// capability), once the destination d is settled (nil: none). wait says f
+// may block (a blocking socket): the watcher then receives on another
+// goroutine.
+func (m *Mediator) run(c *seccomp.Call, d *dest, wait bool, f func() (int64, unix.Errno)) (int64, unix.Errno) {
 	if wait {
 		c.Background()
 	}
-	return f()
+	var n int64
+	errno := unix.EACCES
+	ok := asProgram(func() {
+		if errno = m.settle(c, d); errno == 0 {
+			n, errno = f()
+		}
+	})
+	if !ok {
+		return 0, m.deny(c, "", "", unix.EACCES, "the supervisor could not drop its capabilities for the call")
+	}
+	if errno == unix.EPERM && d != nil && d.abstract != "" && m.cfg.Abstract == AbstractScoped {
+		m.deny(c, d.abstract, "", unix.EPERM, "abstract unix socket made outside the sandbox (refused by Landlock's scoping)")
+	}
+	return n, errno
 }
 
 // destination decides where addr (as the program gave it for its socket t)
 // may go. connects says the call connects (connect, or a send with
 // MSG_FASTOPEN), for Landlock's TCP port rule.
 func (m *Mediator) destination(c *seccomp.Call, t *task, addr []byte, connects bool) (*dest, unix.Errno) {
-	d := &dest{addr: addr, pathFD: -1}
+	d := &dest{addr: addr, pathFD: -1, held: -1}
 	if len(addr) < 2 {
 		return d, 0 // the kernel refuses it (or it is no address at all)
 	}
@@ -198,22 +249,26 @@ func (m *Mediator) destination(c *seccomp.Call, t *task, addr []byte, connects b
 		}
 		path := addr[2:]
 		if path[0] == 0 {
-			if m.cfg.Abstract == AbstractDirect {
+			d.abstract = "@" + string(path[1:])
+			if m.cfg.Abstract != AbstractHeld {
 				return d, 0
 			}
-			switch owned, bound := m.ownedAbstract(path[1:]); {
-			case owned:
-				return d, 0
-			case !bound:
-				return nil, unix.ECONNREFUSED // what connect says of a name nobody bound
+			fd, errno := m.hold(c, t, path[1:])
+			if errno != 0 {
+				return nil, errno
 			}
-			return nil, m.deny(c, "@"+string(path[1:]), "", unix.EACCES,
-				"abstract unix socket bound outside the sandbox (the host's network namespace is shared)")
+			d.held = fd
+			return d, 0
 		}
 		if i := bytes.IndexByte(path, 0); i >= 0 {
 			path = path[:i]
 		}
-		return m.pathname(c, t, string(path))
+		look, errno := prepareLookup(c, t.pid, string(path))
+		if errno != 0 {
+			return nil, errno
+		}
+		d.given, d.look = string(path), look
+		return d, 0
 	case m.cfg.TCPRestricted && connects && t.tcp() && (family == unix.AF_INET || family == unix.AF_INET6) && len(addr) >= 4:
 		port := binary.BigEndian.Uint16(addr[2:4])
 		for _, p := range m.cfg.TCPPorts {
@@ -231,39 +286,43 @@ func (m *Mediator) destination(c *seccomp.Call, t *task, addr []byte, connects b
 	return d, 0
 }
 
-// pathname checks the unix socket path names for the program t and
-// returns a destination naming the very file checked.
-func (m *Mediator) pathname(c *seccomp.Call, t *task, path string) (*dest, unix.Errno) {
-	fd, where, errno := resolve(c, t.pid, path)
+// settle looks d's pathname up, as the program would (on the thread that
+// makes the call, without the supervisor's capabilities: the kernel checks
+// every directory's search permission, and then the socket file's write
+// permission at the call, as for the program), checks the socket file it
+// leads to and makes d's address name that very file. Nothing to do for
+// any other destination.
+func (m *Mediator) settle(c *seccomp.Call, d *dest) unix.Errno {
+	if d == nil || d.look == nil || d.pathFD >= 0 {
+		return 0
+	}
+	fd, where, errno := d.look.open()
 	if errno != 0 {
-		return nil, errno
+		return errno
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil, errnoOf(err)
+		return errnoOf(err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
 		unix.Close(fd)
-		return nil, unix.ECONNREFUSED // what connect says of a file that is not a socket
+		return unix.ECONNREFUSED // what connect says of a file that is not a socket
 	}
 	if !m.reachable(where) {
 		unix.Close(fd)
-		return nil, m.deny(c, path, where, unix.EACCES, "unix socket outside the writable roots")
+		return m.deny(c, d.given, where, unix.EACCES, "unix socket outside the writable roots")
 	}
 	if st.Nlink != 1 {
 		unix.Close(fd)
-		return nil, m.deny(c, path, where, unix.EACCES, "unix socket with more than one name: another may lie outside the writable roots")
-	}
-	if m.cfg.CheckMode && !m.writable(&st) {
-		unix.Close(fd)
-		return nil, unix.EACCES // the kernel's own answer to the program
+		return m.deny(c, d.given, where, unix.EACCES, "unix socket with more than one name: another may lie outside the writable roots")
 	}
 	sun := make([]byte, 2, 2+len("/proc/self/fd/")+10+1)
 	binary.NativeEndian.PutUint16(sun, unix.AF_UNIX)
 	sun = append(sun, "/proc/self/fd/"+strconv.Itoa(fd)...)
 	sun = append(sun, 0)
-	return &dest{addr: sun, pathFD: fd}, 0
+	d.addr, d.pathFD = sun, fd
+	return 0
 }
 
 // reachable reports whether a socket at where (in the program's view) may
@@ -276,26 +335,6 @@ func (m *Mediator) reachable(where string) bool {
 	}
 	for _, r := range m.cfg.Roots {
 		if policy.Within(where, r) {
-			return true
-		}
-	}
-	return false
-}
-
-// writable reports whether the mode bits of st let the program write it.
-func (m *Mediator) writable(st *unix.Stat_t) bool {
-	switch {
-	case int(st.Uid) == m.cfg.UID:
-		return st.Mode&0o200 != 0
-	case m.inGroup(int(st.Gid)):
-		return st.Mode&0o020 != 0
-	}
-	return st.Mode&0o002 != 0
-}
-
-func (m *Mediator) inGroup(gid int) bool {
-	for _, g := range m.cfg.GIDs {
-		if g == gid {
 			return true
 		}
 	}

@@ -126,51 +126,132 @@ func (t *task) sigpipe() {
 
 // tgid is the thread group of thread tid (tid itself when unknown).
 func tgid(tid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
-	if err != nil {
-		return tid
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
-			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-				return n
-			}
-		}
+	if st, err := readStatus(tid); err == nil && st.tgid > 0 {
+		return st.tgid
 	}
 	return tid
 }
 
-// resolve opens path, as thread pid would resolve it in its own view of
-// the filesystem (its root, its working directory), as an O_PATH
-// descriptor, and says where that is, in the program's view. Magic links
+// status is what the mediation reads of /proc/<tid>/status.
+type status struct {
+	tgid int
+	// nsTgid is the thread group's id in its own PID namespace (the last
+	// NStgid field): the pid the program knows itself by.
+	nsTgid int32
+	// uids and gids are the real, effective and saved ids.
+	uids, gids [3]uint32
+}
+
+func (s *status) hasUID(u uint32) bool { return u == s.uids[0] || u == s.uids[1] || u == s.uids[2] }
+func (s *status) hasGID(g uint32) bool { return g == s.gids[0] || g == s.gids[1] || g == s.gids[2] }
+
+// readCreds reads thread tid's credentials.
+func readCreds(tid int) (*status, error) {
+	st, err := readStatus(tid)
+	if err != nil {
+		return nil, err
+	}
+	if st.nsTgid <= 0 {
+		return nil, unix.EINVAL
+	}
+	return st, nil
+}
+
+// readStatus reads /proc/<tid>/status, a text the kernel writes (the
+// program cannot put a line of its own in it: the only text it chooses
+// there, its command name, is written with newlines escaped).
+func readStatus(tid int) (*status, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return nil, err
+	}
+	none := [3]uint32{^uint32(0), ^uint32(0), ^uint32(0)} // no valid id: a line missing matches no claim
+	st := &status{uids: none, gids: none}
+	ids := func(v string, out *[3]uint32) {
+		f := strings.Fields(v)
+		for i := 0; i < 3 && i < len(f); i++ {
+			if n, err := strconv.ParseUint(f[i], 10, 32); err == nil {
+				out[i] = uint32(n)
+			}
+		}
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "Tgid":
+			st.tgid, _ = strconv.Atoi(strings.TrimSpace(v))
+		case "NStgid":
+			if f := strings.Fields(v); len(f) > 0 {
+				if n, err := strconv.ParseInt(f[len(f)-1], 10, 32); err == nil {
+					st.nsTgid = int32(n)
+				}
+			}
+		case "Uid":
+			ids(v, &st.uids)
+		case "Gid":
+			ids(v, &st.gids)
+		}
+	}
+	return st, nil
+}
+
+// lookup is a pathname to resolve as a thread of the program would: the
+// path, made absolute with the thread's working directory, and an O_PATH
+// descriptor of the thread's root.
+type lookup struct {
+	root int
+	path string
+}
+
+// prepareLookup takes what resolving path needs from thread pid (its root
+// and its working directory: the supervisor's own access to the program,
+// before the call) once c is known to be the caller's. Magic links
 // (/proc/self/...) are not followed: they would name the supervisor.
-func resolve(c *seccomp.Call, pid int, path string) (int, string, unix.Errno) {
+func prepareLookup(c *seccomp.Call, pid int, path string) (*lookup, unix.Errno) {
 	proc := "/proc/" + strconv.Itoa(pid)
 	if !strings.HasPrefix(path, "/") {
 		cwd, err := os.Readlink(proc + "/cwd")
 		if err != nil {
-			return -1, "", unix.ENOENT
+			return nil, unix.ENOENT
 		}
 		if !strings.HasPrefix(cwd, "/") || strings.HasSuffix(cwd, " (deleted)") {
-			return -1, "", unix.ENOENT // a removed working directory has no entries
+			return nil, unix.ENOENT // a removed working directory has no entries
 		}
 		path = cwd + "/" + path
 	}
 	root, err := unix.Open(proc+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, "", unix.ENOENT
+		return nil, unix.ENOENT
 	}
-	defer unix.Close(root)
 	// The root (and the working directory read above) are the caller's
 	// only if it still waits.
 	if !c.Valid() {
-		return -1, "", unix.ESRCH
+		unix.Close(root)
+		return nil, unix.ESRCH
 	}
+	return &lookup{root: root, path: path}, 0
+}
+
+func (l *lookup) close() {
+	if l != nil && l.root >= 0 {
+		unix.Close(l.root)
+		l.root = -1
+	}
+}
+
+// open opens the path in the thread's root (openat2 RESOLVE_IN_ROOT) as an
+// O_PATH descriptor, and says where that is, in the program's view. It is
+// the program's own lookup when made as the program (asProgram): each
+// directory's search permission is checked for it.
+func (l *lookup) open() (int, string, unix.Errno) {
 	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
-	fd, err := unix.Openat2(root, path, how)
+	fd, err := unix.Openat2(l.root, l.path, how)
 	for i := 0; err == unix.EAGAIN && i < 8; i++ {
 		// A rename or mount ran while ".." was being resolved: again.
-		fd, err = unix.Openat2(root, path, how)
+		fd, err = unix.Openat2(l.root, l.path, how)
 	}
 	if err != nil {
 		return -1, "", errnoOf(err)

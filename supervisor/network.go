@@ -98,13 +98,17 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, noNa
 		n.DaemonSockets = "Landlock (resolve_unix, ABI 9): a pathname unix socket is reached only beneath the writable roots, checked by the kernel at every connect and send"
 	case socketsMediated:
 		n.DaemonSockets = "mediated: connect, sendto with an address, sendmsg and sendmmsg are carried out by the supervisor on the program's own socket; a pathname unix socket is reached only when the file its name leads to, in the program's view and at the time of the call, lies beneath a writable root with no other name (refused with EACCES otherwise, and recorded), however it is named, whenever and in whatever network namespace it was bound"
+		n.DaemonSockets += "; every mediated call is made as the program: its pathname looked up and the call made without the supervisor's capabilities, and of its ancillary data only SCM_RIGHTS, the program's own SCM_CREDENTIALS and, on internet sockets, IP_PKTINFO, IP_TOS, IP_TTL, IPV6_PKTINFO, IPV6_TCLASS, IPV6_HOPLIMIT, IPV6_DONTFRAG, UDP_SEGMENT, transmit timestamps and SO_PRIORITY up to 6 forwarded (anything else, SO_MARK among it, refused with EPERM)"
 		if n.sockets.landlock {
 			n.DaemonSockets += "; Landlock's resolve_unix (ABI 9) underneath: a pathname socket outside the writable roots is refused to the program itself too"
 		}
-		if n.sockets.abstract == sockmed.AbstractDirect {
+		switch n.sockets.abstract {
+		case sockmed.AbstractDirect:
 			n.DaemonSockets += "; abstract sockets: only the program's network namespace's, its own"
-		} else {
-			n.DaemonSockets += "; abstract sockets: the host's network namespace is shared, so an abstract name is connected to only while a socket one of the sandbox's processes holds is bound to it (the program's own server), refused otherwise"
+		case sockmed.AbstractScoped:
+			n.DaemonSockets += "; abstract sockets: the host's network namespace is shared, and the kernel's Landlock scoping decides, as for the program itself (the supervisor holds a domain the program's nests in): only sockets made inside the sandbox are reached, others refused with EPERM"
+		default:
+			n.DaemonSockets += "; abstract sockets: the host's network namespace is shared and the kernel cannot scope them for the supervisor, so an abstract name is reached only while the supervisor holds the socket it names, taken from one of the sandbox's processes (found through sock_diag), refused with EACCES otherwise"
 		}
 	default:
 		n.DaemonSockets = "socket(AF_UNIX) denied by seccomp (socketpair still works): without a process namespace of its own or the kernel calls mediation needs, the supervisor cannot tell a daemon's socket from the program's own"

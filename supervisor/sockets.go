@@ -1,8 +1,6 @@
 package supervisor
 
 import (
-	"os"
-
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/landlock"
@@ -38,14 +36,20 @@ type socketChoice struct {
 // alone (ABI 9); else no unix sockets but socketpair's. Mediation comes
 // first: Landlock grants a socket by where its name is, so a hard link to a
 // daemon's socket made inside a writable root would be reached, and its
-// refusals are not recorded.
-func chooseSockets(abi int, isolated, netns, mediation bool) socketChoice {
+// refusals are not recorded. Abstract sockets, where the host's network
+// namespace is shared: by the kernel's scoping where the supervisor holds
+// the domain the program's nests in (scoped), else held by the supervisor
+// for the call.
+func chooseSockets(abi int, isolated, netns, mediation, scoped bool) socketChoice {
 	resolve := landlock.Supports(abi, landlock.FeatUnixSocket)
 	switch {
 	case isolated && mediation:
-		c := socketChoice{how: socketsMediated, abstract: sockmed.AbstractOwned, landlock: resolve}
-		if netns {
+		c := socketChoice{how: socketsMediated, abstract: sockmed.AbstractHeld, landlock: resolve}
+		switch {
+		case netns:
 			c.abstract = sockmed.AbstractDirect
+		case scoped && landlock.Supports(abi, landlock.FeatScoping):
+			c.abstract = sockmed.AbstractScoped
 		}
 		return c
 	case resolve:
@@ -60,7 +64,7 @@ func chooseSockets(abi int, isolated, netns, mediation bool) socketChoice {
 // OnDenial are the server's to fill in (Serve).
 func (pr *Prepared) mediatorConfig() sockmed.Config {
 	p, tmp := pr.Plan, pr.tmpDir
-	c := sockmed.Config{Abstract: pr.sockets.abstract, CheckMode: os.Geteuid() == 0, UID: os.Getuid(), GIDs: []int{os.Getgid()}}
+	c := sockmed.Config{Abstract: pr.sockets.abstract}
 	for _, r := range p.Filesystem.WritableRoots {
 		c.Roots = append(c.Roots, r.Path)
 	}
@@ -72,9 +76,6 @@ func (pr *Prepared) mediatorConfig() sockmed.Config {
 	}
 	for _, d := range p.Filesystem.ReadDenied {
 		c.Denied = append(c.Denied, d.Path)
-	}
-	if gs, err := os.Getgroups(); err == nil {
-		c.GIDs = append(c.GIDs, gs...)
 	}
 	if pr.Landlock.HandledNet&unix.LANDLOCK_ACCESS_NET_CONNECT_TCP != 0 {
 		c.TCPRestricted, c.TCPPorts = true, pr.Landlock.Ports

@@ -35,7 +35,9 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <arpa/inet.h>
+#include <linux/netlink.h>
 #include <dirent.h>
 #include <sys/un.h>
 #include <termios.h>
@@ -557,6 +559,180 @@ int main(int argc, char **argv)
 			return result(-1);
 		buf[n] = 0;
 		printf("received: %s\n", buf);
+		return 0;
+	}
+	if (!strcmp(op, "abstractsquat") && a && b && b[0] == '@') {
+		/* Take the abstract name B (held by another socket type, or by
+		 * nobody) for a socket of one type, then reach B with the other
+		 * type: A "dgram" binds a datagram socket and connects a stream
+		 * one; "stream" binds a listening stream socket and sends a
+		 * datagram ("sent-by-squat"); "forge" binds a listening stream
+		 * socket to a name holding a newline and, after it, a line in
+		 * /proc/net/unix's format that lists this socket's inode under
+		 * B, then connects a stream socket to B. */
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+		socklen_t len = unix_addr(&sun, b);
+		int own = socket(AF_UNIX, !strcmp(a, "dgram") ? SOCK_DGRAM : SOCK_STREAM, 0);
+		if (own < 0)
+			return result(-1);
+		if (!strcmp(a, "forge")) {
+			struct stat st;
+			if (fstat(own, &st) < 0)
+				return result(-1);
+			struct sockaddr_un fake = {.sun_family = AF_UNIX};
+			int n = snprintf(fake.sun_path + 1, sizeof fake.sun_path - 1,
+					 "f\n0000000000000000: 00000002 00000000 00010000 0001 01 %lu %s", (unsigned long)st.st_ino, b);
+			if (n < 0 || n >= (int)sizeof fake.sun_path - 1)
+				return usage();
+			if (bind(own, (struct sockaddr *)&fake, offsetof(struct sockaddr_un, sun_path) + 1 + n) < 0 || listen(own, 4) < 0)
+				return result(-1);
+		} else if (bind(own, (struct sockaddr *)&sun, len) < 0 || (!strcmp(a, "stream") && listen(own, 4) < 0)) {
+			return result(-1);
+		}
+		if (!strcmp(a, "stream")) {
+			int d = socket(AF_UNIX, SOCK_DGRAM, 0);
+			return result(d < 0 ? -1 : sendto(d, "sent-by-squat", 13, 0, (struct sockaddr *)&sun, len));
+		}
+		int c = socket(AF_UNIX, SOCK_STREAM, 0);
+		return result(c < 0 ? -1 : connect(c, (struct sockaddr *)&sun, len));
+	}
+	if (!strcmp(op, "nlserve") && a && b) {
+		/* A NETLINK_ROUTE socket bound to port id A: append a line
+		 * "received seq N" to file B for every message it receives. */
+		int s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+		struct sockaddr_nl snl = {.nl_family = AF_NETLINK, .nl_pid = (unsigned)strtoul(a, NULL, 0)};
+		if (s < 0 || bind(s, (struct sockaddr *)&snl, sizeof snl) < 0)
+			return result(-1);
+		printf("listening\n");
+		for (;;) {
+			struct nlmsghdr h;
+			if (recv(s, &h, sizeof h, 0) < (ssize_t)sizeof h)
+				continue;
+			char line[64];
+			int n = snprintf(line, sizeof line, "received seq %u\n", h.nlmsg_seq);
+			int f = open(b, O_WRONLY | O_CREAT | O_APPEND, 0644);
+			if (f >= 0) {
+				if (write(f, line, n) < 0)
+					perror("write");
+				close(f);
+			}
+		}
+	}
+	if (!strcmp(op, "nlsend") && a) {
+		/* Send a NETLINK_ROUTE message (NLMSG_NOOP, sequence number B or
+		 * 1) to port id A: a message to another process's netlink
+		 * socket, which the kernel allows only with CAP_NET_ADMIN. */
+		int s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+		struct sockaddr_nl to = {.nl_family = AF_NETLINK, .nl_pid = (unsigned)strtoul(a, NULL, 0)};
+		struct nlmsghdr h = {.nlmsg_len = sizeof h, .nlmsg_type = NLMSG_NOOP, .nlmsg_seq = b ? (unsigned)atoi(b) : 1};
+		if (s < 0)
+			return result(-1);
+		return result(sendto(s, &h, sizeof h, 0, (struct sockaddr *)&to, sizeof to));
+	}
+	if (!strcmp(op, "udpcmsg") && a && b && argc > 4) {
+		/* sendmsg a UDP datagram "cmsg-A" to host B port argv[4] with
+		 * the ancillary data A: none, mark (SO_MARK 42), prio7
+		 * (SO_PRIORITY 7), tos (IP_TOS 2: ECT(0)), pktinfo (IP_PKTINFO,
+		 * source 127.0.0.1), segment (UDP_SEGMENT 600 over two
+		 * segments: two datagrams, each starting with the marker). */
+		int s = socket(AF_INET, SOCK_DGRAM, 0);
+		if (s < 0)
+			return result(-1);
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[4]))};
+		inet_pton(AF_INET, b, &sin.sin_addr);
+		static char data[1200];
+		size_t n = 16;
+		snprintf(data, 16, "cmsg-%s", a);
+		union {
+			char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+			struct cmsghdr align;
+		} u;
+		memset(&u, 0, sizeof u);
+		struct iovec iov = {data, n};
+		struct msghdr msg = {.msg_name = &sin, .msg_namelen = sizeof sin, .msg_iov = &iov, .msg_iovlen = 1};
+		if (strcmp(a, "none")) {
+			msg.msg_control = u.buf;
+			msg.msg_controllen = sizeof u.buf;
+			struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+			int v = 0;
+			c->cmsg_len = CMSG_LEN(sizeof v);
+			if (!strcmp(a, "mark")) {
+				c->cmsg_level = SOL_SOCKET, c->cmsg_type = SO_MARK, v = 42;
+			} else if (!strcmp(a, "prio7")) {
+				c->cmsg_level = SOL_SOCKET, c->cmsg_type = SO_PRIORITY, v = 7;
+			} else if (!strcmp(a, "tos")) {
+				c->cmsg_level = IPPROTO_IP, c->cmsg_type = IP_TOS, v = 2;
+			} else if (!strcmp(a, "segment")) {
+				uint16_t gso = 600;
+				c->cmsg_level = SOL_UDP, c->cmsg_type = UDP_SEGMENT, c->cmsg_len = CMSG_LEN(sizeof gso);
+				memcpy(CMSG_DATA(c), &gso, sizeof gso);
+				memcpy(data + 600, data, 16);
+				iov.iov_len = 1200;
+			} else if (!strcmp(a, "pktinfo")) {
+				struct in_pktinfo pi = {0};
+				inet_pton(AF_INET, "127.0.0.1", &pi.ipi_spec_dst);
+				c->cmsg_level = IPPROTO_IP, c->cmsg_type = IP_PKTINFO, c->cmsg_len = CMSG_LEN(sizeof pi);
+				memcpy(CMSG_DATA(c), &pi, sizeof pi);
+			} else {
+				return usage();
+			}
+			if (c->cmsg_len == CMSG_LEN(sizeof v))
+				memcpy(CMSG_DATA(c), &v, sizeof v);
+			msg.msg_controllen = CMSG_SPACE(c->cmsg_len - CMSG_LEN(0));
+		}
+		return result(sendmsg(s, &msg, 0));
+	}
+	if (!strcmp(op, "unixsendcred") && a && b) {
+		/* Connect to the stream socket A and send one byte with
+		 * SCM_CREDENTIALS: B "own" claims this process's pid, uid and
+		 * gid; "other" claims pid 1's. */
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+		socklen_t len = unix_addr(&sun, a);
+		int s = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (s < 0 || connect(s, (struct sockaddr *)&sun, len) < 0)
+			return result(-1);
+		struct ucred cr = {.pid = !strcmp(b, "own") ? getpid() : 1, .uid = getuid(), .gid = getgid()};
+		union {
+			char buf[CMSG_SPACE(sizeof cr)];
+			struct cmsghdr align;
+		} u;
+		memset(&u, 0, sizeof u);
+		char byte = 'C';
+		struct iovec iov = {&byte, 1};
+		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_CREDENTIALS;
+		c->cmsg_len = CMSG_LEN(sizeof cr);
+		memcpy(CMSG_DATA(c), &cr, sizeof cr);
+		return result(sendmsg(s, &msg, 0));
+	}
+	if (!strcmp(op, "unixrecvcred") && a) {
+		/* Serve one client at A with SO_PASSCRED: print the credentials
+		 * its first byte came with. */
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+		socklen_t len = unix_addr(&sun, a);
+		int s = socket(AF_UNIX, SOCK_STREAM, 0), one = 1;
+		if (s < 0 || setsockopt(s, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0 || bind(s, (struct sockaddr *)&sun, len) < 0 ||
+		    listen(s, 4) < 0)
+			return result(-1);
+		printf("listening\n");
+		int c = accept(s, NULL, NULL);
+		union {
+			char buf[CMSG_SPACE(sizeof(struct ucred))];
+			struct cmsghdr align;
+		} u;
+		char byte;
+		struct iovec iov = {&byte, 1};
+		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+		if (c < 0 || setsockopt(c, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0 || recvmsg(c, &msg, 0) != 1)
+			return result(-1);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+		if (!cm || cm->cmsg_type != SCM_CREDENTIALS)
+			return result(-1);
+		struct ucred cr;
+		memcpy(&cr, CMSG_DATA(cm), sizeof cr);
+		printf("creds pid %d uid %u gid %u\n", (int)cr.pid, (unsigned)cr.uid, (unsigned)cr.gid);
 		return 0;
 	}
 	if (!strcmp(op, "raceaddr") && a && b && argc > 4) {
