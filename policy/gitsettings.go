@@ -80,23 +80,31 @@ func (g *hookGuard) protectName(n gitName, p, source string, refuse func(string)
 		if g.place(c.Path) {
 			return nil
 		}
-		if !filepath.IsAbs(n.Path) && !explicitlyRelative(n.Path) {
-			first, _, _ := strings.Cut(n.Path, "/")
-			fc, _, err := g.r.memo.walkPath(strings.TrimSuffix(p, n.Path)+first, true)
-			if err != nil || !fc.Exists || g.emptyDir(fc.Path) {
-				return nil
-			}
+		if !filepath.IsAbs(n.Path) && !explicitlyRelative(n.Path) && !g.firstExists(n, p) {
+			return nil
 		}
 	case nameIfFile:
 		if fi, err := g.r.memo.lstatPath(c.Path); !c.Exists || err != nil || fi.IsDir() {
 			return nil
 		}
 	case nameUnknownIn:
+		if !filepath.IsAbs(n.Path) && !explicitlyRelative(n.Path) && n.Path != "." && !g.firstExists(n, p) {
+			return nil // "pull/$1/head": a refspec, not a directory
+		}
 		if g.inRoot(c.Path) && !g.covered(c.Path) {
 			return refuse(quote(n.Path) + " is a directory inside a writable root in which it names files through an expansion or a pattern, which cannot be known here")
 		}
 	}
 	return g.protect(c, links, n.Path, source)
+}
+
+// firstExists reports whether the first component of n's relative path
+// (taken as p) exists, and is no empty directory (which a placeholder may
+// be).
+func (g *hookGuard) firstExists(n gitName, p string) bool {
+	first, _, _ := strings.Cut(n.Path, "/")
+	fc, _, err := g.r.memo.walkPath(strings.TrimSuffix(p, n.Path)+first, true)
+	return err == nil && fc.Exists && !g.emptyDir(fc.Path)
 }
 
 // place reports whether the canonical path p is a directory with entries:

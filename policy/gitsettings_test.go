@@ -84,6 +84,50 @@ func TestGitSettingsProtected(t *testing.T) {
 				{Path: "WS/.signers", Source: "protected_metadata (gpg.ssh.allowedSignersFile " + repo, Given: ".signers"},
 				{Path: "WS/home/bin/h", Source: "protected_metadata (alias.h " + repo},
 			}},
+		{name: "refspecs and the user's own variables are no paths in the workspace",
+			setup: func(t *testing.T, e testEnv) {
+				gitDir(t, e, "[alias]\n\tpr = \"!f() { git fetch origin pull/$1/head:pr-$1 && git checkout pr-$1; }; f\"\n"+
+					"\tt = !cat $TMPDIR/x $1/y\n\tl = !ls tools/$1\n")
+				mkdirs(t, e.ws+"/pull")
+			},
+			want: nil},
+		{name: "a common ~/.gitconfig: nothing refused, only the file an alias names protected",
+			setup: func(t *testing.T, e testEnv) {
+				gitDir(t, e, "")
+				writeFile(t, e.ws+"/Makefile", "all:\n")
+				mkdirs(t, e.ws+"/src")
+				writeFile(t, e.home+"/.gitconfig", `[core]
+	editor = code --wait
+	pager = delta
+	excludesFile = ~/.gitignore_global
+[interactive]
+	diffFilter = delta --color-only
+[filter "lfs"]
+	clean = git-lfs clean -- %f
+	smudge = git-lfs smudge -- %f
+	process = git-lfs filter-process
+[credential]
+	helper = cache --timeout=3600
+	helper = store --file ~/.git-credentials
+[credential "https://github.com"]
+	helper =
+	helper = !/usr/bin/gh auth git-credential
+[alias]
+	lg = log --graph --pretty=format:'%Cred%h%Creset -%C(yellow)%d%Creset %s' --abbrev-commit
+	up = !git fetch origin && git rebase origin/main
+	cleanup = "!git branch --merged | grep -v '\\*\\|main' | xargs -n 1 git branch -d"
+	todo = !grep -rn TODO . src
+	f = "!f() { git log --oneline -n ${1:-10}; }; f"
+	pr = "!f() { git fetch origin pull/$1/head:pr-$1 && git checkout pr-$1; }; f"
+	sh = !sh -c 'cd \"$GIT_PREFIX\" && ls'
+	make = !make -f Makefile
+[gpg "ssh"]
+	allowedSignersFile = ~/.ssh/allowed_signers
+[init]
+	templateDir = ~/.git-templates
+`)
+			},
+			want: []DeniedPath{{Path: "WS/Makefile", Source: "protected_metadata (alias.make of the repository at WS, set in D/home/.gitconfig)", Given: "Makefile", Exists: true}}},
 		{name: "-c inside an alias",
 			setup: func(t *testing.T, e testEnv) {
 				gitDir(t, e, "[alias]\n\tl = -c core.pager=tools/p log\n")
@@ -115,7 +159,7 @@ func TestGitSettingsRefused(t *testing.T) {
 		name, config, want string
 	}{
 		{name: "a path built from an expansion", config: "[alias]\n\tx = !$(pwd)/x.sh\n",
-			want: `--sandbox-policy: protected metadata: git config WS/.git/config: alias.x = "!$(pwd)/x.sh": "$(pwd)/x.sh" names a path that starts with $(pwd), whose value git's shell alone knows` + tail},
+			want: `--sandbox-policy: protected metadata: git config WS/.git/config: alias.x = "!$(pwd)/x.sh": "$(pwd)/x.sh" names a path that starts with $(pwd), which may be in the work tree and only git's shell knows` + tail},
 		{name: "a pattern of files in the workspace", config: "[core]\n\tpager = sh tools/*.sh\n",
 			want: `--sandbox-policy: protected metadata: git config WS/.git/config: core.pager = "sh tools/*.sh": "tools" is a directory inside a writable root in which it names files through an expansion or a pattern, which cannot be known here` + tail},
 		{name: "a relative program where git's directory is not known", config: "[man \"x\"]\n\tcmd = ./viewer\n",
@@ -126,6 +170,7 @@ func TestGitSettingsRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newTestEnv(t)
 			gitDir(t, e, tt.config)
+			writeFile(t, e.ws+"/tools/a.sh", "")
 			in := e.input(wsPolicy(e.ws))
 			in.PolicyCwd = e.ws
 			if got, want := resolveError(t, in), strings.ReplaceAll(tt.want, "WS", e.ws); got != want {

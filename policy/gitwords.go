@@ -745,11 +745,14 @@ func classifyWord(segs []shSeg, program bool, ctx gitValueContext, via string, d
 		switch {
 		case strings.Contains(prefix, "/"):
 			out.add(prefix[:max(strings.LastIndexByte(prefix, '/'), 1)], nameUnknownIn, via)
-		case strings.Contains(after, "/"):
+		case strings.Contains(after, "/") && workTreeExpansion(s):
 			if out.refuse == "" {
-				out.refuse = quote(joinSegs(segs)) + " names a path that starts with " + s.text + ", whose value git's shell alone knows"
+				out.refuse = quote(joinSegs(segs)) + " names a path that starts with " + s.text + ", which may be in the work tree and only git's shell knows"
 			}
 		}
+		// A path that starts with a variable of the user's environment
+		// or an argument the user gives ($TMPDIR/x, $1/x) is theirs, not
+		// the program's.
 		return
 	}
 	text := joinSegs(segs)
@@ -793,6 +796,20 @@ func classifyWord(segs []shSeg, program bool, ctx gitValueContext, via string, d
 	default:
 		out.add(text, namePathLike, via)
 	}
+}
+
+// workTreeExpansion reports whether s may stand for a directory of the
+// work tree: a command's output ($(pwd), `git rev-parse --show-prefix`), or
+// a variable the shell or git sets to one (git sets GIT_PREFIX for
+// aliases).
+func workTreeExpansion(s shSeg) bool {
+	switch s.name {
+	case "":
+		return strings.HasPrefix(s.text, "$(") || strings.HasPrefix(s.text, "`") || strings.HasPrefix(s.text, "${")
+	case "PWD", "OLDPWD", "GIT_PREFIX", "GIT_WORK_TREE", "GIT_DIR", "GIT_COMMON_DIR":
+		return true
+	}
+	return false
 }
 
 func joinSegs(segs []shSeg) string {
