@@ -21,17 +21,6 @@ type gitConfigEntry struct {
 	HasValue bool
 }
 
-// is reports whether e is section.key (section without a subsection).
-func (e gitConfigEntry) is(section, key string) bool {
-	return e.Section == section && e.Key == key
-}
-
-// base is the section name without its subsection.
-func (e gitConfigEntry) base() string {
-	b, _, _ := strings.Cut(e.Section, ".")
-	return b
-}
-
 // parseGitConfig parses the text of a git configuration file the way git's
 // config.c (git_parse_source) does, character by character: a UTF-8 byte
 // order mark at the start, "#" and ";" comments, [section], [section

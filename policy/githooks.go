@@ -31,27 +31,45 @@ type hookGuard struct {
 	global []string                  // the system and global config files, as git names them
 }
 
-// gitConfigFile is what one configuration file says about hooks.
+// gitConfigFile is what one configuration file sets of gitKeys, in order.
 type gitConfigFile struct {
-	hooksPaths []string // every core.hooksPath value, in order
-	includes   []string // every include.path / includeIf.*.path value
+	settings []gitSetting
+}
+
+// gitSetting is one variable of gitKeys set in a configuration file.
+type gitSetting struct {
+	key   *gitKey
+	name  string // as a user writes it: "filter.lfs.clean"
+	value string
+}
+
+// foundSetting is a gitSetting with the file that set it.
+type foundSetting struct {
+	gitSetting
+	file string // canonical
+	// writable: the program may write the file itself (a global file in
+	// a writable HOME): nothing it names is worth refusing a run for.
+	writable bool
 }
 
 // protectHooks write-denies, for each repository git would use at a
-// writable root, the directories git runs hooks from, where a program could
-// otherwise write them (or create them): every core.hooksPath value in the
-// configuration git reads for the repository (system, global, the
-// repository's own and its worktree's, and every file they include,
-// whatever includeIf's condition: taking every value protects the one git
-// ends up using), relative ones taken from the top of the work tree as git
-// does; the real target of a hooks directory that is a symlink; the targets
-// of hooks that are symlinks; and every symlink inside a writable root on
-// the way to any of them, which could otherwise be pointed elsewhere. An
-// included configuration file that lies in a writable root is write-denied
-// too (one could otherwise set core.hooksPath, or anything else git runs),
-// unless the file including it is writable itself: a policy that makes
-// HOME writable gives ~/.gitconfig away, as it gives ~/.bashrc. Git itself
-// is never run: the files are parsed here.
+// writable root, what git runs or loads from a place a program could
+// otherwise write (or create): the hooks directories of every
+// core.hooksPath value in the configuration git reads for the repository
+// (system, global, the repository's own and its worktree's, and every file
+// they include, whatever includeIf's condition: taking every value
+// protects the one git ends up using), relative ones taken from the top of
+// the work tree as git does; the real target of a hooks directory that is
+// a symlink; the targets of hooks that are symlinks; every file the other
+// variables of gitKeys name (a program, a script, a loaded file: see
+// protectSetting); and every symlink inside a writable root on the way to
+// any of them, which could otherwise be pointed elsewhere. An included
+// configuration file that lies in a writable root is write-denied too (one
+// could otherwise set core.hooksPath, or anything else git runs), unless
+// the file including it is writable itself: a policy that makes HOME
+// writable gives ~/.gitconfig away, as it gives ~/.bashrc. Git itself is
+// never run: the files are parsed here (through fsdeps, so that a stored
+// decision is taken again when one of them changes).
 func (r *resolver) protectHooks(roots []WritablePath, write *deniedList) error {
 	repos, err := r.gitRepos(roots)
 	if err != nil || len(repos) == 0 {
@@ -154,14 +172,13 @@ func (g *hookGuard) globalConfigFiles() []string {
 	return files
 }
 
-// protectRepo protects the hook directories of one repository.
+// protectRepo protects what git runs and loads for one repository.
 func (g *hookGuard) protectRepo(repo gitRepo) error {
 	var own []string
 	if repo.gitDir != "" {
 		own = []string{repo.common + "/config", repo.gitDir + "/config.worktree"}
 	}
-	type hooksPath struct{ value, file string }
-	var values []hooksPath
+	var values []foundSetting
 	// traversed says, per file read, whether its includes were read as
 	// ones to protect (see read): a file first read as writable (a global
 	// file in a writable HOME) is read again when a protected file
@@ -193,10 +210,12 @@ func (g *hookGuard) protectRepo(repo gitRepo) error {
 		if err != nil || cfg == nil {
 			return err
 		}
-		for _, v := range cfg.hooksPaths {
-			values = append(values, hooksPath{v, c.Path})
-		}
-		for _, inc := range cfg.includes {
+		for _, set := range cfg.settings {
+			if set.key.Value != includeFile {
+				values = append(values, foundSetting{set, c.Path, writable})
+				continue
+			}
+			inc := set.value
 			p, ok := g.expand(inc)
 			if !ok {
 				continue
@@ -236,6 +255,12 @@ func (g *hookGuard) protectRepo(repo gitRepo) error {
 		}
 	}
 	for _, v := range values {
+		if v.key.Value != hooksDir {
+			if err := g.protectSetting(repo, v); err != nil {
+				return err
+			}
+			continue
+		}
 		p, ok := g.expand(v.value)
 		if !ok || p == "" {
 			continue
@@ -271,22 +296,21 @@ func (g *hookGuard) parse(c canonical) (*gitConfigFile, error) {
 	}
 	text, err := readGitConfig(c.Path)
 	if err != nil {
-		return nil, g.r.policyErr("", "protected metadata: git config "+plain(c.Path)+": "+err.Error()+"; where it sets hooks cannot be known, so refusing")
+		return nil, g.r.policyErr("", "protected metadata: git config "+plain(c.Path)+": "+err.Error()+"; what it makes git run cannot be known, so refusing")
 	}
 	var cfg *gitConfigFile
 	if text != nil {
 		entries, err := parseGitConfig(*text)
 		if err != nil {
-			return nil, g.r.policyErr("", "protected metadata: git config "+plain(c.Path)+": "+err.Error()+" (git refuses it too); where it sets hooks cannot be known, so refusing")
+			return nil, g.r.policyErr("", "protected metadata: git config "+plain(c.Path)+": "+err.Error()+" (git refuses it too); what it makes git run cannot be known, so refusing")
 		}
 		cfg = &gitConfigFile{}
 		for _, e := range entries {
-			switch {
-			case !e.HasValue:
-			case e.is("core", "hookspath"):
-				cfg.hooksPaths = append(cfg.hooksPaths, e.Value)
-			case e.Key == "path" && (e.Section == "include" || e.base() == "includeif" && e.Section != "includeif"):
-				cfg.includes = append(cfg.includes, e.Value)
+			if !e.HasValue {
+				continue
+			}
+			if k := lookupGitKey(e); k != nil {
+				cfg.settings = append(cfg.settings, gitSetting{key: k, name: gitKeyName(e, k), value: e.Value})
 			}
 		}
 	}

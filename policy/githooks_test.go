@@ -208,7 +208,7 @@ func TestHooksRefused(t *testing.T) {
 		{name: "hooks in a root below the repository", config: "[core]\nhooksPath = project\n", roots: []string{"WS/project"},
 			want: "--sandbox-policy: protected metadata: the writable root WS/project is where git would run hooks or read configuration from (protected_metadata (core.hooksPath of the repository at WS, set in WS/.git/config), given as \"project\"); a program could write there, so refusing"},
 		{name: "a config git refuses", config: "[core]\nhooksPath = \"x\n",
-			want: "--sandbox-policy: protected metadata: git config WS/.git/config: line 2 is not valid git configuration (git refuses it too); where it sets hooks cannot be known, so refusing"},
+			want: "--sandbox-policy: protected metadata: git config WS/.git/config: line 2 is not valid git configuration (git refuses it too); what it makes git run cannot be known, so refusing"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newTestEnv(t)

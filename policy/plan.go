@@ -74,6 +74,8 @@ type DeniedPath struct {
 	// Source says where it came from: "sensitive_paths[N]",
 	// "default_sensitive_paths", "protected_metadata", "protected_metadata (gitdir of /ws/.git)",
 	// "protected_metadata (core.hooksPath of the repository at /ws, set in /ws/.git/config)",
+	// "protected_metadata (core.fsmonitor of the repository at /ws, set in /ws/.git/config)"
+	// (any variable of gitKeys: a program, script or file git runs or loads),
 	// "protected_metadata (hooks of the repository at /ws)" (a symlinked hooks directory's target),
 	// "protected_metadata (target of the hook /ws/.git/hooks/pre-commit)",
 	// "protected_metadata (git config included by /ws/.git/config)"; a symlink
