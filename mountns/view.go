@@ -284,7 +284,7 @@ func (v *View) assemble() error {
 		return fmt.Errorf("mountns: %d writable roots; at most %d can be mounted", len(roots), spawn.MaxSlots-n)
 	}
 	for i, r := range roots {
-		op(spawn.CloneTree(spawn.Slot(i), r, "clone writable root "+r))
+		op(spawn.CloneTree(spawn.Slot(i), r, "clone writable root "+r).Taking(v.ident(r), spawn.Ident{}))
 	}
 	if v.exact {
 		op(spawn.SetReadOnly("/", true, "make everything read-only"))
@@ -293,15 +293,20 @@ func (v *View) assemble() error {
 		v.privateDevAndProc(len(roots))
 	}
 	for i, r := range roots {
-		op(spawn.AttachTree(spawn.Slot(i), r, "writable root "+r))
+		op(spawn.AttachTree(spawn.Slot(i), r, "writable root "+r).Taking(v.ident(r), spawn.Ident{}))
 	}
 	if v.exact && o.PrivateTmp != "" {
 		v.scratchCaches()
 	}
 	if o.PrivateTmp != "" {
-		// Over whatever is there (a read-only view, a root): on top.
+		// Over whatever is there (a read-only view, a root, the scratch
+		// caches' staging tmpfs, which is the stage's own): on top.
+		id := v.ident(o.PrivateTmp)
+		if len(v.ScratchCaches) > 0 {
+			id = spawn.AnyIdent
+		}
 		op(spawn.MountNew("tmpfs", o.PrivateTmp, unix.MS_NOSUID|unix.MS_NODEV,
-			fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", o.PrivateTmpBytes, o.UID, o.GID), "private temp dir "+o.PrivateTmp))
+			fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", o.PrivateTmpBytes, o.UID, o.GID), "private temp dir "+o.PrivateTmp).Taking(spawn.Ident{}, id))
 	}
 	for _, m := range v.masks {
 		if o.Isolate && underAny(maskedPath(m), hiddenBy) {
@@ -313,7 +318,7 @@ func (v *View) assemble() error {
 	// The working directory was looked up before the mounts: look it up
 	// again so that it is the new view's.
 	if o.Cwd != "" {
-		op(spawn.Chdir(o.Cwd, "re-enter working directory "+o.Cwd))
+		op(spawn.Chdir(o.Cwd, "re-enter working directory "+o.Cwd).Taking(v.ident(o.Cwd), spawn.Ident{}))
 	}
 	return nil
 }
@@ -333,7 +338,7 @@ func (v *View) scratchCaches() {
 	op := func(x spawn.Op) { v.Ops = append(v.Ops, x) }
 	stage := o.PrivateTmp
 	op(spawn.MountNew("tmpfs", stage, unix.MS_NOSUID|unix.MS_NODEV,
-		fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", o.PrivateTmpBytes, o.UID, o.GID), "scratch cache layers"))
+		fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", o.PrivateTmpBytes, o.UID, o.GID), "scratch cache layers").Taking(spawn.Ident{}, v.ident(stage)))
 	extra := ""
 	if !o.Privileged {
 		// trusted.* extended attributes are not the user namespace's.
@@ -344,8 +349,11 @@ func (v *View) scratchCaches() {
 		op(spawn.Mkdir(layer, 0o700, "scratch layer for "+dir))
 		op(spawn.Mkdir(layer+"/upper", 0o755, "scratch layer for "+dir))
 		op(spawn.Mkdir(layer+"/work", 0o700, "scratch layer for "+dir))
+		// The lower directory is the cache itself, given as the
+		// descriptor the stage checked (lowerdir=/proc/self/fd/N).
 		op(spawn.MountNew("overlay", dir, unix.MS_NOSUID|unix.MS_NODEV,
-			fmt.Sprintf("lowerdir=%s,upperdir=%s/upper,workdir=%s/work%s", dir, layer, layer, extra), "scratch cache "+dir))
+			fmt.Sprintf("upperdir=%s/upper,workdir=%s/work%s", layer, layer, extra), "scratch cache "+dir).
+			Taking(spawn.Ident{}, v.ident(dir)).LowerIsTarget())
 		v.ScratchCaches = append(v.ScratchCaches, dir)
 	}
 }
@@ -362,13 +370,13 @@ func (v *View) privateDevAndProc(slot int) {
 	op := func(x spawn.Op) { v.Ops = append(v.Ops, x) }
 	const dirFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
 	for i, d := range v.devices {
-		op(spawn.CloneTree(spawn.Slot(slot+i), "/dev/"+d, "clone /dev/"+d))
+		op(spawn.CloneTree(spawn.Slot(slot+i), "/dev/"+d, "clone /dev/"+d).Taking(v.ident("/dev/"+d), spawn.Ident{}))
 	}
 	ptsSlot := slot + len(v.devices)
 	if v.hostPts {
-		op(spawn.CloneTree(spawn.Slot(ptsSlot), "/dev/pts", "clone /dev/pts"))
+		op(spawn.CloneTree(spawn.Slot(ptsSlot), "/dev/pts", "clone /dev/pts").Taking(v.ident("/dev/pts"), spawn.Ident{}))
 	}
-	op(spawn.MountNew("tmpfs", "/dev", dirFlags, "mode=0755,size=64k,nr_inodes=64", "private /dev"))
+	op(spawn.MountNew("tmpfs", "/dev", dirFlags, "mode=0755,size=64k,nr_inodes=64", "private /dev").Taking(spawn.Ident{}, v.ident("/dev")))
 	for i, d := range v.devices {
 		op(spawn.CreateFile("/dev/"+d, 0o666, "create /dev/"+d))
 		op(spawn.AttachTree(spawn.Slot(slot+i), "/dev/"+d, "bind /dev/"+d))
@@ -385,7 +393,22 @@ func (v *View) privateDevAndProc(slot int) {
 		op(spawn.Symlink(l[0], "/dev/"+l[1], "link /dev/"+l[1]))
 	}
 	op(spawn.RemountBind("/dev", unix.MS_RDONLY|dirFlags, "make /dev read-only"))
-	op(spawn.MountNew("proc", "/proc", unix.MS_RDONLY|dirFlags, "", "private /proc"))
+	op(spawn.MountNew("proc", "/proc", unix.MS_RDONLY|dirFlags, "", "private /proc").Taking(spawn.Ident{}, v.ident("/proc")))
+}
+
+// ident is what the host path p must be when the stage takes it (see
+// spawn.Ident): the file the decision saw, or a placeholder the run makes;
+// a path that does not exist yet (the shared temp dir, made by the run) is
+// only kept from being a link.
+func (v *View) ident(p string) spawn.Ident {
+	if slices.Contains(v.Placeholders, p) {
+		return spawn.PlaceholderIdent
+	}
+	st, err := fsdeps.Lstat(p)
+	if err != nil {
+		return spawn.AnyIdent
+	}
+	return spawn.FileIdent(st.Dev(), st.Ino())
 }
 
 // maskedPath is the path a mask operation covers.
@@ -435,10 +458,11 @@ func (v *View) decideMasks(registered func(string) bool) error {
 			v.addPlaceholder(target, d.Path)
 			fallthrough
 		case targetDir:
-			op(spawn.MountNew("tmpfs", target, maskFlags, "mode=000,size=4k,nr_inodes=1", "mask "+target))
+			op(spawn.MountNew("tmpfs", target, maskFlags, "mode=000,size=4k,nr_inodes=1", "mask "+target).Taking(spawn.Ident{}, v.ident(target)))
 		case targetFile:
-			op(spawn.Bind("/dev/null", target, false, "mask "+target))
-			op(spawn.RemountBind(target, maskFlags, "mask "+target+" read-only"))
+			null := v.ident("/dev/null")
+			op(spawn.Bind("/dev/null", target, false, "mask "+target).Taking(null, v.ident(target)))
+			op(spawn.RemountBind(target, maskFlags, "mask "+target+" read-only").Taking(spawn.Ident{}, null))
 			v.MaskedFiles = append(v.MaskedFiles, target)
 		}
 		masked[target] = true
@@ -465,8 +489,9 @@ func (v *View) decideMasks(registered func(string) bool) error {
 			continue
 		}
 		masked[target] = true
-		op(spawn.Bind(target, target, true, "bind "+target))
-		op(spawn.SetReadOnly(target, true, "make "+target+" read-only"))
+		id := v.ident(target)
+		op(spawn.Bind(target, target, true, "bind "+target).Taking(id, id))
+		op(spawn.SetReadOnly(target, true, "make "+target+" read-only").Taking(id, spawn.Ident{}))
 		v.ReadOnly = append(v.ReadOnly, target)
 	}
 	// Daemons' unix sockets are not masked here: the supervisor decides
@@ -510,7 +535,8 @@ func (v *View) pins(targets map[string]bool, inRoot func(string) bool) []spawn.O
 	dirs = outermost(dirs)
 	ops := make([]spawn.Op, 0, len(dirs))
 	for _, d := range dirs {
-		ops = append(ops, spawn.Bind(d, d, true, "pin "+d+" (a directory above a mount cannot be renamed)"))
+		id := v.ident(d)
+		ops = append(ops, spawn.Bind(d, d, true, "pin "+d+" (a directory above a mount cannot be renamed)").Taking(id, id))
 	}
 	return ops
 }

@@ -1,5 +1,10 @@
 package spawn
 
+/*
+#include "stage.h"
+*/
+import "C"
+
 import (
 	"fmt"
 	"net/netip"
@@ -19,9 +24,59 @@ type Op struct {
 	slot       int     // a tree slot, or the subtree flag of SetReadOnly
 	num        uintptr // mount or attribute flags, a mode, a port, rights
 	a, b, c, d string
+	// ida and idb are what the paths a and b must be when the stage
+	// takes them (see Taking); lowerIsTarget gives an overlay its lower
+	// directory as the target's descriptor.
+	ida, idb      Ident
+	lowerIsTarget bool
 	why        string
 	addr       netip.Addr // ListenAndHandOver's address
 	backlog    int        // and its listen backlog
+}
+
+// Ident is what a host path of an operation must be when the stage takes
+// it: the stage opens it once without following a symbolic link anywhere on
+// its way, compares it with Ident, and works through that descriptor, so
+// that no mount, bind, chdir or rule follows a path a program could change
+// after the decision (stage.h). The zero Ident checks nothing: a path of
+// the stage's own making.
+type Ident struct {
+	kind     int
+	Dev, Ino uint64
+}
+
+// Kinds of Ident (stage.h's enum se_ident_kind).
+const (
+	identNone        = C.SE_ID_NONE
+	identFile        = C.SE_ID_FILE
+	identPlaceholder = C.SE_ID_PLACEHOLDER
+	identAny         = C.SE_ID_ANY
+)
+
+// FileIdent is the file dev, ino, as the decision saw it.
+func FileIdent(dev, ino uint64) Ident { return Ident{kind: identFile, Dev: dev, Ino: ino} }
+
+// PlaceholderIdent is a placeholder the run makes: the runner fills in its
+// identity once it has made (or found recorded) it.
+var PlaceholderIdent = Ident{kind: identPlaceholder}
+
+// AnyIdent is a path taken without following a link but not compared: the
+// root of a mount the stage made itself.
+var AnyIdent = Ident{kind: identAny}
+
+// Taking returns o with its paths required to be a and b (a bind's source
+// and target; for the other operations b is their target when it is a
+// path, else a).
+func (o Op) Taking(a, b Ident) Op {
+	o.ida, o.idb = a, b
+	return o
+}
+
+// LowerIsTarget returns the overlay mount o with its lower directory given
+// as its target's descriptor (MountNew's options then hold no lowerdir).
+func (o Op) LowerIsTarget() Op {
+	o.lowerIsTarget = true
+	return o
 }
 
 // Slot names one of the MaxSlots places the child keeps a cloned mount tree

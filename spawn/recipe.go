@@ -283,7 +283,16 @@ func (r *Recipe) Encode() []byte {
 	ops := make([]C.struct_se_rop, len(r.Ops))
 	for i, op := range r.Ops {
 		ops[i] = C.struct_se_rop{kind: C.int32_t(op.kind), slot: C.int32_t(op.slot), flags: C.uint64_t(op.num),
-			a: w.str(op.a), b: w.str(op.b), c: w.str(op.c), d: w.str(op.d)}
+			a: w.str(op.a), b: w.str(op.b), c: w.str(op.c), d: w.str(op.d), ida: op.ida.c(), idb: op.idb.c(),
+			lower_is_target: cbool32(op.lowerIsTarget)}
+		if op.kind == OpListenSend {
+			ip := op.addr.As4()
+			for j := range ip {
+				ops[i].addr[j] = C.uchar(ip[j])
+			}
+			ops[i].port = [2]C.uchar{C.uchar(op.num >> 8), C.uchar(op.num)}
+			ops[i].backlog = C.int32_t(op.backlog)
+		}
 	}
 	h.ops = records(w, ops)
 	lims := make([]C.struct_se_rlimit, len(r.Rlimits))
@@ -320,7 +329,7 @@ func (r *Recipe) Encode() []byte {
 func recipeRecords() []any {
 	return []any{C.struct_se_recipe{}, C.struct_se_rref{}, C.struct_se_rop{}, C.struct_se_rwrite{}, C.struct_se_rcg{},
 		C.struct_se_rclaim{}, C.struct_se_rstamp{}, C.struct_se_rll{}, C.struct_se_rlimit{}, C.struct_se_exit_rule{},
-		C.struct_se_rcounter{}}
+		C.struct_se_rcounter{}, C.struct_se_ident{}}
 }
 
 func (w *recipeWriter) counter(c RecipeCounter) C.struct_se_rcounter {
@@ -328,6 +337,10 @@ func (w *recipeWriter) counter(c RecipeCounter) C.struct_se_rcounter {
 		return C.struct_se_rcounter{cg: -1}
 	}
 	return C.struct_se_rcounter{cg: C.int32_t(c.Cgroup), file: w.str(c.File), key: w.str(c.Key), scale: C.uint64_t(c.Scale)}
+}
+
+func (id Ident) c() C.struct_se_ident {
+	return C.struct_se_ident{kind: C.int(id.kind), dev: C.uint64_t(id.Dev), ino: C.uint64_t(id.Ino)}
 }
 
 func int32s(v []int) []int32 {

@@ -44,6 +44,8 @@ struct se_rop {
 	int32_t kind, slot;
 	uint64_t flags;
 	struct se_rref a, b, c, d;
+	struct se_ident ida, idb;
+	int32_t lower_is_target, pad3;
 	unsigned char addr[4], port[2], pad[2];
 	int32_t backlog, pad2;
 };
@@ -230,7 +232,7 @@ struct se_handover {
 	 * holds. */
 	int32_t stale;
 	/* SE_RET_FALLBACK, SE_RET_FAILED: where it stopped. */
-	int32_t fail_step, fail_errno, exit_code;
+	int32_t fail_step, fail_errno, fail_index, exit_code;
 	char fail_what[128];
 	/* SE_RET_SERVE: the run's service. */
 	struct se_service *svc;

@@ -129,7 +129,8 @@ int se_recipe_check(const void *p, size_t len)
 	for (uint32_t i = 0; i < r->ops.n; i++) {
 		const struct se_rop *o = &RA(r, r->ops, struct se_rop)[i];
 		if (!ref_ok(r, o->a, 1, 1) || !ref_ok(r, o->b, 1, 1) || !ref_ok(r, o->c, 1, 1) ||
-		    !ref_ok(r, o->d, 1, 1) || o->slot < -1 || o->slot >= SE_MAX_SLOTS)
+		    !ref_ok(r, o->d, 1, 1) || o->slot < -1 || o->slot >= SE_MAX_SLOTS || o->ida.kind < 0 ||
+		    o->ida.kind > SE_ID_ANY || o->idb.kind < 0 || o->idb.kind > SE_ID_ANY)
 			return 0;
 	}
 	return 1;
@@ -598,6 +599,31 @@ out:
 	for (int i = 0; i < ndecide; i++)
 		close(decide[i]);
 	return ok ? 0 : -1;
+}
+
+/* name_placeholders gives the child's operations on placeholders the
+ * identity of the one the run made or found recorded: the stage takes
+ * nothing else at their paths. */
+static void name_placeholders(struct se_runner *s)
+{
+	struct se_op *ops = s->c.ops;
+	if (!ops)
+		return;
+	for (uint32_t i = 0; i < s->r->ops.n; i++) {
+		struct se_op *op = &ops[i];
+		struct se_ident *ids[2] = {&op->ida, &op->idb};
+		const char *paths[2] = {op->a, op->b};
+		for (int k = 0; k < 2; k++) {
+			if (ids[k]->kind != SE_ID_PLACEHOLDER || !paths[k])
+				continue;
+			for (int j = 0; j < s->nph; j++) {
+				if (strcmp(s->ph[j].path, paths[k]) == 0) {
+					ids[k]->dev = s->ph[j].dev;
+					ids[k]->ino = s->ph[j].ino;
+				}
+			}
+		}
+	}
 }
 
 /* ---- the cgroup ---- */
@@ -1408,6 +1434,9 @@ static long child_request(struct se_runner *s, char *const *argv)
 		op->b = o->b.n ? rs(r, o->b) : NULL;
 		op->c = o->c.n ? rs(r, o->c) : NULL;
 		op->d = o->d.n ? rs(r, o->d) : NULL;
+		op->ida = o->ida;
+		op->idb = o->idb;
+		op->lower_is_target = o->lower_is_target;
 		memcpy(op->addr, o->addr, 4);
 		memcpy(op->port, o->port, 2);
 		op->backlog = o->backlog;
@@ -1526,8 +1555,11 @@ static long finish_child(struct se_runner *s, char *const *argv)
 {
 	const struct se_recipe *r = s->r;
 	long pid = 0;
-	if (!s->c.q)
+	if (!s->c.q) {
 		pid = child_request(s, argv);
+		if (pid == 0)
+			name_placeholders(s);
+	}
 	if (pid == 0)
 		pid = place_child(s);
 	if (pid < 0) {
@@ -1582,8 +1614,10 @@ static long finish_child(struct se_runner *s, char *const *argv)
 		s->pidfd = q->used_clone3 ? q->pidfd : -1;
 		if (q->fail_step != SE_STEP_NONE) {
 			int st;
-			if (!s->h->fail_what[0]) /* else the runner's own step failed first */
+			if (!s->h->fail_what[0]) { /* else the runner's own step failed first */
 				fail(s, q->fail_step, q->fail_errno, "child");
+				s->h->fail_index = q->fail_index;
+			}
 			while (waitpid((pid_t)pid, &st, 0) < 0 && errno == EINTR)
 				;
 			if (s->pidfd >= 0)
@@ -2277,6 +2311,7 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 || make_roots(s) != 0 || make_shared_tmp(s) != 0 ||
 	    claim(s) != 0)
 		goto fallback;
+	name_placeholders(s);
 	ops_go(s);
 	se_phase("placeholders");
 	if (make_cgroups(s) != 0)

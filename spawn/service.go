@@ -52,6 +52,8 @@ type Return struct {
 	// FailErrno and FailWhat say where it stopped.
 	FailErrno syscall.Errno
 	FailWhat  string
+	// FailIndex is which of the step's items failed (an op, an rlimit).
+	FailIndex int
 	// ExitCode is what the exit rules give a child that failed.
 	ExitCode int
 }
@@ -68,12 +70,37 @@ const (
 
 func returnOf(h *C.struct_se_handover) Return {
 	return Return{Reason: ReturnReason(h.reason), Stale: h.stale != 0, FailStep: Step(h.fail_step),
-		FailErrno: syscall.Errno(h.fail_errno), FailWhat: C.GoString(&h.fail_what[0]), ExitCode: int(h.exit_code)}
+		FailErrno: syscall.Errno(h.fail_errno), FailWhat: C.GoString(&h.fail_what[0]), FailIndex: int(h.fail_index),
+		ExitCode: int(h.exit_code)}
 }
 
-// Error is the child's failure as the spawn stage reports it.
-func (r Return) Error() *Error {
-	return &Error{Step: r.FailStep, Errno: r.FailErrno}
+// Error is the child's failure as the spawn stage reports it, in the words
+// of recipe's step that failed.
+func (r Return) Error(recipe *Recipe) *Error {
+	e := &Error{Step: r.FailStep, Errno: r.FailErrno}
+	if recipe != nil {
+		e.Detail = recipe.detail(r.FailStep, r.FailIndex)
+	}
+	return e
+}
+
+// detail names the item of step i that failed.
+func (r *Recipe) detail(step Step, i int) string {
+	switch step {
+	case StepOp:
+		if i >= 0 && i < len(r.Ops) {
+			return r.Ops[i].why
+		}
+	case StepRlimit:
+		if i >= 0 && i < len(r.Rlimits) {
+			return rlimitName(r.Rlimits[i].Resource)
+		}
+	case StepFDs:
+		if i >= 0 && i < len(r.KeepFDs) {
+			return fmt.Sprintf("keep fd %d", r.KeepFDs[i])
+		}
+	}
+	return ""
 }
 
 // RunRecipe carries out the recipe (Encode's bytes) for argv in this

@@ -455,6 +455,8 @@ func fillOps(a *arena, r *C.struct_se_req, req *Request) {
 		ops[i].b = a.cstring(op.b)
 		ops[i].c = a.cstring(op.c)
 		ops[i].d = a.cstring(op.d)
+		ops[i].ida, ops[i].idb = op.ida.c(), op.idb.c()
+		ops[i].lower_is_target = cbool(op.lowerIsTarget)
 		if op.kind == OpListenSend {
 			ops[i].fd = C.int(req.ProxySock)
 			ip := op.addr.As4()

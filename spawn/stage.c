@@ -61,6 +61,10 @@
 #define SE_OPEN_TREE_CLONE 1
 #define SE_AT_RECURSIVE 0x8000
 #define SE_MOVE_MOUNT_F_EMPTY_PATH 0x4
+#define SE_MOVE_MOUNT_T_EMPTY_PATH 0x40
+#define SE_NR_openat2 437
+#define SE_RESOLVE_NO_MAGICLINKS 0x02
+#define SE_RESOLVE_NO_SYMLINKS 0x04
 #define SE_PR_SET_DUMPABLE 4
 #define SE_PR_CAPBSET_DROP 24
 #define SE_PR_SET_SECUREBITS 28
@@ -374,6 +378,7 @@ static long se_drop_caps(int *which)
 #define SE_MS_NODEV 0x4
 #define SE_MS_NOEXEC 0x8
 #define SE_MS_REMOUNT 0x20
+#define SE_MS_REC 0x4000
 #define SE_MS_NOATIME 0x400
 #define SE_MS_NODIRATIME 0x800
 #define SE_MS_BIND 0x1000
@@ -518,10 +523,121 @@ static long se_remount_ro(const char *top, int recursive)
  * The operations, one small function per kind (enum se_op_kind), each
  * returning 0 or -errno.
  */
+
+/* se_open_path opens path (O_PATH) without following any symbolic link on
+ * its way and checks it is the file id says; it returns the descriptor or
+ * -errno (-ESTALE for another file than the one decided). Before openat2
+ * (5.6) only the last component is kept from being a link; the identity is
+ * checked all the same. */
+static long se_open_path(const char *path, const struct se_ident *id, int flags)
+{
+	struct {
+		uint64_t flags, mode, resolve;
+	} how = {(uint64_t)(O_PATH | O_CLOEXEC | O_NOFOLLOW | flags), 0, SE_RESOLVE_NO_SYMLINKS | SE_RESOLVE_NO_MAGICLINKS};
+	long fd = SYS4(SE_NR_openat2, AT_FDCWD, path, &how, sizeof how);
+	if (fd == -ENOSYS)
+		fd = SYS4(SYS_openat, AT_FDCWD, path, O_PATH | O_CLOEXEC | O_NOFOLLOW | flags, 0);
+	if (fd < 0 || id->kind == SE_ID_ANY)
+		return fd;
+	struct stat st;
+	long ret = SYS4(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH);
+	if (ret == 0 && (id->kind == SE_ID_PLACEHOLDER && id->ino == 0))
+		ret = -ESTALE; /* the runner made no such placeholder */
+	if (ret == 0 && ((uint64_t)st.st_dev != id->dev || (uint64_t)st.st_ino != id->ino))
+		ret = -ESTALE;
+	if (ret < 0) {
+		SYS1(SYS_close, fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* se_fd_path writes "/proc/self/fd/N" into buf: the path of a descriptor
+ * for the calls that take none (mount(2), an overlay's lowerdir). The
+ * stage's mounts are made while /proc is still the host's. */
+static char *se_fd_path(char *buf, long fd)
+{
+	static const char prefix[] = "/proc/self/fd/";
+	char digits[24];
+	int n = 0;
+	do {
+		digits[n++] = (char)('0' + fd % 10);
+		fd /= 10;
+	} while (fd > 0 && n < (int)sizeof digits);
+	memcpy(buf, prefix, sizeof prefix - 1);
+	int k = (int)sizeof prefix - 1;
+	while (n > 0)
+		buf[k++] = digits[--n];
+	buf[k] = 0;
+	return buf;
+}
+
+/* se_bind clones the tree at op->a (with its submounts if MS_REC) onto
+ * op->b, both taken by descriptor. */
+static long se_bind(const struct se_op *op)
+{
+	long src = se_open_path(op->a, &op->ida, 0);
+	if (src < 0)
+		return src;
+	long tree = SYS3(SE_NR_open_tree, src, "",
+			 SE_OPEN_TREE_CLONE | AT_EMPTY_PATH | O_CLOEXEC | ((op->flags & SE_MS_REC) ? SE_AT_RECURSIVE : 0));
+	SYS1(SYS_close, src);
+	if (tree < 0)
+		return tree;
+	long dst = se_open_path(op->b, &op->idb, 0), ret = dst;
+	if (dst >= 0) {
+		ret = SYS5(SE_NR_move_mount, tree, "", dst, "", SE_MOVE_MOUNT_F_EMPTY_PATH | SE_MOVE_MOUNT_T_EMPTY_PATH);
+		SYS1(SYS_close, dst);
+	}
+	SYS1(SYS_close, tree);
+	return ret;
+}
+
+/* se_overlay_options writes an overlay's options with its lower directory
+ * given as target's descriptor: "lowerdir=/proc/self/fd/N," then op->d. */
+static long se_overlay_options(char *buf, size_t size, long target, const char *rest)
+{
+	static const char key[] = "lowerdir=";
+	char fdp[40];
+	se_fd_path(fdp, target);
+	size_t need = sizeof key - 1 + strlen(fdp) + 1 + (rest ? strlen(rest) : 0) + 1;
+	if (need > size)
+		return -ENAMETOOLONG;
+	size_t k = 0;
+	memcpy(buf + k, key, sizeof key - 1);
+	k += sizeof key - 1;
+	memcpy(buf + k, fdp, strlen(fdp));
+	k += strlen(fdp);
+	if (rest && *rest) {
+		buf[k++] = ',';
+		memcpy(buf + k, rest, strlen(rest));
+		k += strlen(rest);
+	}
+	buf[k] = 0;
+	return 0;
+}
+
 static long se_op_mount(struct se_req *r, const struct se_op *op)
 {
 	(void)r;
-	return SYS5(SYS_mount, op->a, op->b, op->c, op->flags, op->d);
+	if ((op->flags & SE_MS_BIND) && !(op->flags & SE_MS_REMOUNT))
+		return se_bind(op);
+	if (op->idb.kind == SE_ID_NONE) /* "/" made private, or a mount of the stage's own */
+		return SYS5(SYS_mount, op->a, op->b, op->c, op->flags, op->d);
+	long target = se_open_path(op->b, &op->idb, 0);
+	if (target < 0)
+		return target;
+	char path[40], opts[4096];
+	const char *data = op->d;
+	long ret = 0;
+	if (op->lower_is_target) {
+		ret = se_overlay_options(opts, sizeof opts, target, op->d);
+		data = opts;
+	}
+	if (ret == 0)
+		ret = SYS5(SYS_mount, op->a, se_fd_path(path, target), op->c, op->flags, data);
+	SYS1(SYS_close, target);
+	return ret;
 }
 
 static long se_op_write(struct se_req *r, const struct se_op *op)
@@ -541,7 +657,14 @@ static long se_op_write(struct se_req *r, const struct se_op *op)
 static long se_op_chdir(struct se_req *r, const struct se_op *op)
 {
 	(void)r;
-	return SYS1(SYS_chdir, op->a);
+	if (op->ida.kind == SE_ID_NONE)
+		return SYS1(SYS_chdir, op->a);
+	long fd = se_open_path(op->a, &op->ida, O_DIRECTORY);
+	if (fd < 0)
+		return fd;
+	long ret = SYS1(SYS_fchdir, fd);
+	SYS1(SYS_close, fd);
+	return ret;
 }
 
 static long se_op_setattr(struct se_req *r, const struct se_op *op)
@@ -549,9 +672,19 @@ static long se_op_setattr(struct se_req *r, const struct se_op *op)
 	(void)r;
 	struct se_mount_attr ma = {0};
 	ma.attr_set = op->flags;
-	long ret = SYS5(SE_NR_mount_setattr, AT_FDCWD, op->a, op->fd ? SE_AT_RECURSIVE : 0, &ma, sizeof ma);
+	long fd = AT_FDCWD, ret;
+	const char *path = op->a;
+	if (op->ida.kind != SE_ID_NONE) {
+		if ((fd = se_open_path(op->a, &op->ida, 0)) < 0)
+			return fd;
+		path = "";
+	}
+	ret = SYS5(SE_NR_mount_setattr, fd, path, (op->fd ? SE_AT_RECURSIVE : 0) | (fd != AT_FDCWD ? AT_EMPTY_PATH : 0), &ma,
+		   sizeof ma);
+	if (fd != AT_FDCWD)
+		SYS1(SYS_close, fd);
 	if (ret == -ENOSYS && op->flags == SE_MOUNT_ATTR_RDONLY)
-		ret = se_remount_ro(op->a, op->fd); /* before 5.12 */
+		ret = se_remount_ro(op->a, op->fd); /* before 5.12: by path, its identity checked above */
 	return ret;
 }
 
@@ -559,7 +692,16 @@ static long se_op_open_tree(struct se_req *r, const struct se_op *op)
 {
 	if (op->fd < 0 || op->fd >= SE_MAX_SLOTS)
 		return -EINVAL;
-	long ret = SYS3(SE_NR_open_tree, AT_FDCWD, op->a, SE_OPEN_TREE_CLONE | SE_AT_RECURSIVE | O_CLOEXEC);
+	long fd = AT_FDCWD, ret;
+	const char *path = op->a;
+	if (op->ida.kind != SE_ID_NONE) {
+		if ((fd = se_open_path(op->a, &op->ida, 0)) < 0)
+			return fd;
+		path = "";
+	}
+	ret = SYS3(SE_NR_open_tree, fd, path, SE_OPEN_TREE_CLONE | SE_AT_RECURSIVE | O_CLOEXEC | (fd != AT_FDCWD ? AT_EMPTY_PATH : 0));
+	if (fd != AT_FDCWD)
+		SYS1(SYS_close, fd);
 	if (ret >= 0)
 		r->slots[op->fd] = (int)ret;
 	return ret;
@@ -569,7 +711,14 @@ static long se_op_move_mount(struct se_req *r, const struct se_op *op)
 {
 	if (op->fd < 0 || op->fd >= SE_MAX_SLOTS)
 		return -EINVAL;
-	return SYS5(SE_NR_move_mount, r->slots[op->fd], "", AT_FDCWD, op->a, SE_MOVE_MOUNT_F_EMPTY_PATH);
+	if (op->ida.kind == SE_ID_NONE)
+		return SYS5(SE_NR_move_mount, r->slots[op->fd], "", AT_FDCWD, op->a, SE_MOVE_MOUNT_F_EMPTY_PATH);
+	long fd = se_open_path(op->a, &op->ida, 0);
+	if (fd < 0)
+		return fd;
+	long ret = SYS5(SE_NR_move_mount, r->slots[op->fd], "", fd, "", SE_MOVE_MOUNT_F_EMPTY_PATH | SE_MOVE_MOUNT_T_EMPTY_PATH);
+	SYS1(SYS_close, fd);
+	return ret;
 }
 
 static long se_op_mkdir(struct se_req *r, const struct se_op *op)
@@ -597,7 +746,7 @@ static long se_op_landlock_rule(struct se_req *r, const struct se_op *op)
 		uint64_t allowed_access;
 		int32_t parent_fd;
 	} attr;
-	long fd = SYS4(SYS_openat, AT_FDCWD, op->a, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	long fd = se_open_path(op->a, &op->ida, O_DIRECTORY);
 	if (fd == -ENOENT || fd == -ENOTDIR)
 		return 0; /* not granting is the safe side */
 	if (fd < 0)

@@ -36,8 +36,18 @@ enum se_step {
 struct se_init;
 
 /* Kinds of prepared operations (se_op.kind). */
+/*
+ * Every host path an operation takes (a, and b where it names one) is
+ * opened once, without following a symbolic link anywhere on its way
+ * (openat2 RESOLVE_NO_SYMLINKS: the paths Go decided are canonical), checked
+ * against the device and inode the decision saw (struct se_ident), and used
+ * through that descriptor: a mount, bind, attribute change, chdir or rule
+ * never follows a path a program can change between the decision and the
+ * call. A path that is no longer the file decided fails the step with
+ * ESTALE; nothing is mounted from it.
+ */
 enum se_op_kind {
-	SE_OP_MOUNT = 1,   /* mount(a, b, c, flags, d) */
+	SE_OP_MOUNT = 1,   /* mount(a, b, c, flags, d); a bind (MS_BIND, no MS_REMOUNT) clones a's tree onto b */
 	SE_OP_WRITE,       /* open(a, O_WRONLY) then write(b) (uid_map, setgroups) */
 	SE_OP_CHDIR,       /* chdir(a) */
 	SE_OP_SETATTR,     /* mount_setattr(a, AT_RECURSIVE if fd, {attr_set: flags}) */
@@ -56,11 +66,29 @@ enum se_op_kind {
  * directory and cgroup.procs, and the v1 hierarchies' tasks files. */
 #define SE_MAX_PASSED 10
 
+/* What a path of an operation must be (se_op.ida, idb). */
+enum se_ident_kind {
+	SE_ID_NONE = 0,    /* made by the stage itself (its tmpfs), or /proc/self: not checked */
+	SE_ID_FILE,        /* the file dev, ino: the decision saw it */
+	SE_ID_PLACEHOLDER, /* a placeholder the run makes: the runner fills in dev, ino once it has */
+	SE_ID_ANY,         /* opened without following a link, but not compared (a fresh mount's root) */
+};
+
+struct se_ident {
+	int kind;
+	int pad;
+	uint64_t dev, ino;
+};
+
 struct se_op {
 	int kind;
 	int fd;
 	unsigned long flags;
 	const char *a, *b, *c, *d;
+	struct se_ident ida, idb;
+	/* SE_OP_MOUNT of an overlay: its lower directory is b, the target
+	 * itself, given as its descriptor (lowerdir=/proc/self/fd/N). */
+	int lower_is_target;
 	/* SE_OP_LISTEN_SEND: the IPv4 address and port, in network order,
 	 * and the listen backlog. */
 	unsigned char addr[4], port[2];

@@ -636,16 +636,16 @@ func freshRules(spec *landlock.Spec, v *mountns.View, tmp string) []spawn.Op {
 	var ops []spawn.Op
 	if v.Init {
 		for _, r := range spec.DirRulesWithin([]string{"/dev", "/proc"}) {
-			ops = append(ops, spawn.LandlockRule(r.Path, uint64(r.Access), "landlock rule for the private "+r.Path))
+			ops = append(ops, spawn.LandlockRule(r.Path, uint64(r.Access), "landlock rule for the private "+r.Path).Taking(spawn.AnyIdent, spawn.Ident{}))
 		}
 	}
 	if tmp != "" {
 		// Made by the run, so not there to look at yet; nothing is
 		// beneath it but what the program makes.
-		ops = append(ops, spawn.LandlockRule(tmp, uint64(landlock.ReadWrite&spec.HandledFS), "landlock rule for the private "+tmp))
+		ops = append(ops, spawn.LandlockRule(tmp, uint64(landlock.ReadWrite&spec.HandledFS), "landlock rule for the private "+tmp).Taking(spawn.AnyIdent, spawn.Ident{}))
 	}
 	for _, dir := range v.ScratchCaches {
-		ops = append(ops, spawn.LandlockRule(dir, uint64(landlock.ReadWrite&spec.HandledFS), "landlock rule for the scratch cache "+dir))
+		ops = append(ops, spawn.LandlockRule(dir, uint64(landlock.ReadWrite&spec.HandledFS), "landlock rule for the scratch cache "+dir).Taking(spawn.AnyIdent, spawn.Ident{}))
 	}
 	return ops
 }

@@ -235,13 +235,13 @@ func (inv *invocation) execute(cfg supervisor.Config, facts *hostfacts.Facts, pr
 		inv.out.log.Debug("the stored recipe started nothing: decided again")
 	}
 	for retried := false; ; retried = true {
-		ret, err := inv.runOnce(pr, key, keyed)
+		ret, recipe, err := inv.runOnce(pr, key, keyed)
 		var refused *supervisor.RefusedError
 		if err != nil && !errors.As(err, &refused) {
 			return inv.failed(supervisor.ExitSetup, err, pr)
 		}
 		if err == nil && ret.Reason == spawn.ReturnFailed && ret.FailStep == spawn.StepExec {
-			return inv.failed(ret.ExitCode, pr.ExecError(ret.Error()), pr)
+			return inv.failed(ret.ExitCode, pr.ExecError(ret.Error(recipe)), pr)
 		}
 		// Nothing ran: a refusal while readying the host, or the run's
 		// objects are gone again.
@@ -260,7 +260,7 @@ func (inv *invocation) execute(cfg supervisor.Config, facts *hostfacts.Facts, pr
 			_ = recipestore.Remove(key)
 		}
 		if ret.Reason == spawn.ReturnFailed {
-			return inv.failed(supervisor.ExitSetup, ret.Error(), pr)
+			return inv.failed(supervisor.ExitSetup, ret.Error(recipe), pr)
 		}
 		what := ret.FailWhat
 		if ret.FailErrno != 0 {
@@ -273,14 +273,14 @@ func (inv *invocation) execute(cfg supervisor.Config, facts *hostfacts.Facts, pr
 // runOnce readies the host for pr, stores its recipe for the warm path,
 // and has the runner carry it out while this process serves it. It
 // returns only when no program ran: the runner exits with the run's code.
-func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool) (spawn.Return, error) {
+func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool) (spawn.Return, *spawn.Recipe, error) {
 	if err := pr.Ready(); err != nil {
-		return spawn.Return{}, err
+		return spawn.Return{}, nil, err
 	}
 	defer pr.Release()
 	recipe, err := pr.Recipe(inv.says(pr))
 	if err != nil {
-		return spawn.Return{}, err
+		return spawn.Return{}, nil, err
 	}
 	recipe.EndInGo = recipe.EndInGo || inv.out.logging
 	encoded := recipe.Encode()
@@ -296,7 +296,7 @@ func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool
 	}
 	svc, err := spawn.NewService()
 	if err != nil {
-		return spawn.Return{}, err
+		return spawn.Return{}, nil, err
 	}
 	go func() {
 		res := supervisor.Serve(svc, record, supervisor.ServeOptions{OnDenial: inv.out.denial, Log: inv.out.log, HostProxy: pr.HostProxy()})
@@ -306,7 +306,8 @@ func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool
 	// Stale state of runs whose helper and guardian were both killed is
 	// swept while the program runs, off its start-up path.
 	go pr.Sweep()()
-	return spawn.RunRecipe(encoded, pr.Argv, svc)
+	ret, err := spawn.RunRecipe(encoded, pr.Argv, svc)
+	return ret, recipe, err
 }
 
 // storedService is the service record stored with a recipe, and the
