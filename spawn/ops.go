@@ -29,9 +29,9 @@ type Op struct {
 	// directory as the target's descriptor.
 	ida, idb      Ident
 	lowerIsTarget bool
-	why        string
-	addr       netip.Addr // ListenAndHandOver's address
-	backlog    int        // and its listen backlog
+	why           string
+	addr          netip.Addr // ListenAndHandOver's address
+	backlog       int        // and its listen backlog
 }
 
 // Ident is what a host path of an operation must be when the stage takes
