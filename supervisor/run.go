@@ -223,9 +223,7 @@ func (s *session) setup() error {
 		}
 		s.tmp, s.tmpLock, s.tmpRecord = dir, lock, rec
 		s.undo = append(s.undo, func() {
-			if os.RemoveAll(dir) == nil {
-				_ = unix.Unlink(rec)
-			}
+			_ = spawn.RemoveTempDir(dir, int(lock.Fd()), rec)
 			lock.Close()
 		})
 	}
@@ -348,10 +346,11 @@ func (s *session) startGuardian() error {
 	}
 	spec.Locks = s.claims.Guarded()
 	if s.tmpLock != nil {
-		spec.EmptyDirs = []spawn.EmptyDir{{Path: s.tmp, Record: s.tmpRecord}}
-		spec.KeepFDs = []int{int(s.tmpLock.Fd())}
+		// The lock's descriptor is the directory itself: what the
+		// guardian removes is found through it.
+		spec.TempDirs = []spawn.TempDir{{Path: s.tmp, Record: s.tmpRecord, FD: int(s.tmpLock.Fd())}}
 	}
-	if s.group == nil && len(spec.Locks) == 0 && len(spec.EmptyDirs) == 0 {
+	if s.group == nil && len(spec.Locks) == 0 && len(spec.TempDirs) == 0 {
 		return nil
 	}
 	spec.SweepRequest = stateFile(sweepWanted)
