@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // A user's state directory cannot be taken from them (issue 26, item 6):
@@ -37,13 +38,17 @@ func delegatedCgroup(t *testing.T, uid int) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		subs, _ := os.ReadDir(dir)
-		for _, s := range subs {
-			if s.IsDir() {
-				_ = os.Remove(filepath.Join(dir, s.Name()))
+		// A run's guardian may still be leaving it.
+		isoPoll(10*time.Second, func() bool {
+			subs, _ := os.ReadDir(dir)
+			for _, s := range subs {
+				if s.IsDir() {
+					_ = os.Remove(filepath.Join(dir, s.Name()))
+				}
 			}
-		}
-		_ = os.Remove(dir)
+			err := os.Remove(dir)
+			return err == nil || os.IsNotExist(err)
+		})
 	})
 	_ = filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, uid) })
 	return dir
@@ -61,7 +66,10 @@ func TestStateTakenByAnotherUser(t *testing.T) {
 	squatter := victim + 1
 	u := isoUser{name: "victim", cred: &syscall.Credential{Uid: uint32(victim), Gid: uint32(victim)}}
 	place := "/tmp/sandbox-executable-" + strconv.Itoa(victim)
-	t.Cleanup(func() { os.RemoveAll(place) })
+	t.Cleanup(func() {
+		os.RemoveAll(place)
+		os.Remove("/tmp/sandbox-executable-tmp-uid" + strconv.Itoa(victim)) // the runs' shared temp mount point
+	})
 	os.RemoveAll(place)
 	// The other user, first.
 	if err := os.Mkdir(place, 0o700); err != nil {
