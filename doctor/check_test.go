@@ -92,7 +92,7 @@ func checkConsistent(t *testing.T, r Report) {
 			t.Errorf("%s is %s without a fix", it.ID, it.Status)
 		}
 	}
-	if got := strings.Join(ids, " "); got != "landlock seccomp cgroups mountns netns userns privileges" {
+	if got := strings.Join(ids, " "); got != "landlock seccomp cgroups mountns netns userns privileges state" {
 		t.Errorf("items %s", got)
 	}
 	want := true

@@ -33,3 +33,26 @@ func TestCapNames(t *testing.T) {
 		t.Errorf("unprivileged item: %+v", user)
 	}
 }
+
+// TestStateItem: where the state lies, and that it moved (degraded, with a
+// fix) when another user took the /tmp place; missing when it could go
+// nowhere. Never strict: a run refuses on its own.
+func TestStateItem(t *testing.T) {
+	moved := "/tmp/sandbox-executable-1000 is another user's (uid 1001)"
+	for _, tc := range []struct {
+		dirs   []string
+		moved  string
+		status Status
+		detail string
+	}{
+		{[]string{"/tmp/sandbox-executable-1000", "/home/u/.local/state/sandbox-executable"}, "", StatusOK, "/tmp/sandbox-executable-1000"},
+		{[]string{"/home/u/.local/state/sandbox-executable"}, moved, StatusDegraded, "in the home directory: " + moved},
+		{[]string{"/run/user/1000/sandbox-executable", "/home/u/.local/state/sandbox-executable"}, moved, StatusOK, "/run/user/1000/sandbox-executable"},
+		{nil, moved + ", and the user has no home directory in /etc/passwd", StatusMissing, "none can be had: " + moved},
+	} {
+		it := stateItem(&hostfacts.Facts{StateDirs: tc.dirs}, &hostfacts.Diagnosis{StateMoved: tc.moved})
+		if it.Strict || it.Status != tc.status || !strings.Contains(it.Detail, tc.detail) || (tc.status != StatusOK) != (it.Fix != "") {
+			t.Errorf("%v, %q: %+v", tc.dirs, tc.moved, it)
+		}
+	}
+}

@@ -38,7 +38,7 @@ func ProbeOptions() hostfacts.Options { return hostfacts.Options{ReadOnly: true,
 // Item is the answer for one part of the model.
 type Item struct {
 	// ID is a short stable name: landlock, seccomp, cgroups, mountns, netns,
-	// userns, privileges.
+	// userns, privileges, state.
 	ID string `json:"id"`
 	// Title says in a few words what the item is about.
 	Title string `json:"title"`
@@ -61,7 +61,7 @@ type Report struct {
 	// Host are the facts about the machine and this process.
 	Host Host `json:"host"`
 	// Checks are the items in a fixed order: landlock, seccomp, cgroups,
-	// mountns, netns, userns, privileges.
+	// mountns, netns, userns, privileges, state.
 	Checks []Item `json:"checks"`
 	// OK is true when every Strict item is ok: Landlock ABI 3 or later,
 	// seccomp with KILL_PROCESS and ERRNO, a cgroup with memory and pids
@@ -101,6 +101,7 @@ func Render(f *hostfacts.Facts, opts Options) Report {
 		netnsItem(nf),
 		usernsItem(nf),
 		privilegesItem(d.Status, d.CapLastCap),
+		stateItem(f, d),
 	}
 	r.OK = computeOK(r.Checks)
 	return r

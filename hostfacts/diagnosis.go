@@ -15,6 +15,7 @@ import (
 	"sandbox-executable/cgroups"
 	"sandbox-executable/cgroups/userscope"
 	"sandbox-executable/mountns"
+	"sandbox-executable/runstate"
 	"sandbox-executable/seccomp"
 )
 
@@ -45,6 +46,10 @@ type Diagnosis struct {
 	// not asked (root, not a unified host, a group can be made without it,
 	// or a read-only cgroupfs, which no scope makes writable).
 	UserManager *UserManager
+	// StateMoved says why the state directory is not in /tmp, where it
+	// would be: another user took the name first (runstate.Moved); "" when
+	// it was not passed over.
+	StateMoved string
 }
 
 // Seccomp is what the kernel said of seccomp.
@@ -135,6 +140,7 @@ func startDiagnosis(o Options) func(f *Facts) *Diagnosis {
 		fillSystemLive(&d.System)
 		d.Seccomp = seccompNow(st)
 		d.Sysctls = e.sysctls()
+		d.StateMoved = runstate.Moved()
 		if f.Cgroups != nil {
 			a := CgroupAccessOf(f.Cgroups, f.EUID, writable)
 			d.CgroupAccess = &a

@@ -36,8 +36,11 @@ func newRemote(t *testing.T) *remote {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
-	octet := int(b[0])%200 + 20
-	r := &remote{ns: "se-remote-" + id, hostIf: "seh" + id, addr: fmt.Sprintf("10.231.%d.2", octet)}
+	// A /30 of TEST-NET-3 (documentation addresses, which no host
+	// uses): to the proxy a public address, which names matched by a
+	// wildcard may reach (a private one they may not).
+	quad := int(b[0]) % 64 * 4
+	r := &remote{ns: "se-remote-" + id, hostIf: "seh" + id, addr: fmt.Sprintf("203.0.113.%d", quad+2)}
 	sh := func(cmd string) {
 		t.Helper()
 		if out, err := exec.Command("/bin/sh", "-c", cmd).CombinedOutput(); err != nil {
@@ -49,8 +52,8 @@ func newRemote(t *testing.T) *remote {
 	sh(fmt.Sprintf("ip link add %s type veth peer name ser%s", r.hostIf, id))
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", r.hostIf).Run() })
 	sh(fmt.Sprintf("ip link set ser%s netns %s", id, r.ns))
-	sh(fmt.Sprintf("ip addr add 10.231.%d.1/24 dev %s && ip link set %s up", octet, r.hostIf, r.hostIf))
-	sh(fmt.Sprintf("ip netns exec %s sh -c 'ip addr add %s/24 dev ser%s && ip link set ser%s up && ip link set lo up'", r.ns, r.addr, id, id))
+	sh(fmt.Sprintf("ip addr add 203.0.113.%d/30 dev %s && ip link set %s up", quad+1, r.hostIf, r.hostIf))
+	sh(fmt.Sprintf("ip netns exec %s sh -c 'ip addr add %s/30 dev ser%s && ip link set ser%s up && ip link set lo up'", r.ns, r.addr, id, id))
 
 	dir := t.TempDir()
 	r.udpLog = filepath.Join(dir, "udp.log")

@@ -169,6 +169,13 @@ func TestStateCannotBeForged(t *testing.T) {
 					fmt.Fprintf(&script, "w %s/key.new\n", dir)
 					fmt.Fprintf(&script, "cat %s/key >/dev/null 2>&1 && echo \"read %s/key\"\n", dir, dir)
 					fmt.Fprintf(&script, "ls %s/bpf >/dev/null 2>&1 && echo \"listed %s/bpf\"\n", dir, dir)
+					// Unnamed files (O_TMPFILE) need no right to make a
+					// name, only to write beneath the directory (issue 26,
+					// item 7a), and the key may be overwritten in place.
+					for _, sub := range []string{"", "/bpf", "/recipes", "/placeholders", "/tmpdirs"} {
+						fmt.Fprintf(&script, "[ \"$(%s tmpfile %s%s)\" = ok ] && echo \"unnamed file in %s%s\"\n", probe, dir, sub, dir, sub)
+					}
+					fmt.Fprintf(&script, "[ \"$(%s append %s/key)\" = ok ] && echo \"opened %s/key for writing\"\n", probe, dir, dir)
 					fmt.Fprintf(&script, "mv %s %s.moved 2>/dev/null && echo \"moved %s\"\n", dir, dir, dir)
 				}
 				script.WriteString("exit 0\n")

@@ -25,7 +25,7 @@ func benchProxy(b *testing.B, port uint16) string {
 	p := New(NewMatcher([]policy.HostPort{hp("bench.test", port)}), Options{
 		Resolve: func(context.Context, string) ([]netip.Addr, error) { return []netip.Addr{loopback4}, nil },
 	})
-	p.internal = func(netip.Addr) (string, bool) { return "", false }
+	asRemote(p)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

@@ -18,27 +18,25 @@ type verdict struct {
 	err     error // resolution failure of an allowed name
 }
 
-// authorize applies the allowlist and, for names, resolves them and applies
-// the rebinding guard. It updates the Allowed/Refused/Failed counters.
-//
-// Rebinding guard: the proxy runs in the host's network namespace, so a name
-// that resolves to a loopback, unspecified, link-local (which includes the
-// cloud metadata service 169.254.169.254) or 0.0.0.0/8 address would reach
-// the host's own services. Such a resolution is refused unless the entry
-// that matched is the exact name "localhost"; IP literal targets are only
-// ever allowed by an entry naming that address, so they need no guard. If
-// any resolved address is refused the whole resolution is refused (a mixed
-// answer is a rebinding attempt, not a reason to try the other addresses).
+// authorize applies the allowlist and, for names, resolves them and screens
+// the addresses they resolve to by the kind of entry that matched (see
+// matchKind): the proxy dials from the host's network namespace, so a name
+// that resolves to loopback, the unspecified address, link-local (the cloud
+// metadata service 169.254.169.254 among them) or 0.0.0.0/8 would reach the
+// host's own services, and one that resolves into a private range would
+// reach the host's network. IP literal targets are only ever allowed by an
+// entry naming that address, so they need no screening. If any resolved
+// address is refused the whole resolution is refused (a mixed answer is a
+// rebinding attempt, not a reason to try the other addresses). Whether an
+// address is one of the host's own is asked when it is dialled (dial).
 func (p *Proxy) authorize(ctx context.Context, host string, port uint16) verdict {
 	v := verdict{d: p.m.decide(host, port)}
 	if !v.d.ok {
 		v.refused = true
-		p.count.refused.Add(1)
 		return v
 	}
-	if v.d.t.ip.IsValid() {
+	if v.d.by == byLiteral {
 		v.addrs = []netip.Addr{v.d.t.ip.Unmap()} // as the entry names it: ::ffff:a.b.c.d is dialed as IPv4
-		p.count.allowed.Add(1)
 		return v
 	}
 	addrs, err := p.opts.Resolve(ctx, v.d.t.name)
@@ -47,33 +45,78 @@ func (p *Proxy) authorize(ctx context.Context, host string, port uint16) verdict
 	}
 	if err != nil {
 		v.err = &resolveError{host: v.d.t.name, err: err}
-		p.count.allowed.Add(1)
-		p.count.failed.Add(1)
 		return v
 	}
 	unmapped := make([]netip.Addr, len(addrs)) // the resolver's slice is not ours
 	for i, a := range addrs {
 		unmapped[i] = a.Unmap() // dial IPv4 as IPv4
 	}
-	addrs = unmapped
-	if !v.d.local {
-		for _, a := range addrs {
-			if kind, bad := p.internal(a); bad {
-				v.refused = true
-				v.d.reason = fmt.Sprintf("%s resolves to %s, a %s address of the host outside the sandbox; only an allowlist entry naming that address (or \"localhost\") allows it",
-					joinHostPort(v.d.t.name, port), a, kind)
-				p.count.refused.Add(1)
-				return v
-			}
-		}
+	if why := p.screen(v.d, unmapped, port); why != "" {
+		v.refused, v.d.reason = true, why
+		return v
 	}
-	v.addrs = addrs
-	p.count.allowed.Add(1)
+	v.addrs = unmapped
 	return v
 }
 
-// internalAddr classifies the addresses the rebinding guard refuses.
-func internalAddr(a netip.Addr) (kind string, internal bool) {
+// screen applies what an entry of d's kind may reach to the addresses its
+// name resolved to, and says why they are refused ("" when they are not).
+func (p *Proxy) screen(d decision, addrs []netip.Addr, port uint16) string {
+	hp := joinHostPort(d.t.name, port)
+	var public, private netip.Addr
+	for _, a := range addrs {
+		class, kind := p.classify(a)
+		switch {
+		case d.by == byLocalhost && !a.IsLoopback():
+			return fmt.Sprintf("%s resolves to %s, not a loopback address; an entry \"localhost\" reaches loopback only", hp, a)
+		case d.by == byLocalhost:
+		case class == classInternal:
+			return fmt.Sprintf("%s resolves to %s, a %s address of the host outside the sandbox; only an allowlist entry naming that address allows it", hp, a, kind)
+		case class == classPrivate && d.by == byWildcard:
+			return fmt.Sprintf("%s resolves to %s, a %s address, and %s: a name matched only by a wildcard reaches public addresses only", hp, a, kind, d.reason)
+		case class == classPrivate:
+			private = a
+		default:
+			public = a
+		}
+	}
+	if d.by != byExact {
+		return ""
+	}
+	switch {
+	case private.IsValid() && public.IsValid():
+		return fmt.Sprintf("%s resolves to a public address (%s) and a private one (%s) at once: a rebinding answer", hp, public, private)
+	case private.IsValid() && p.wasPublic(d.t.name):
+		return fmt.Sprintf("%s resolves to %s, a private address, after resolving to a public one earlier in this run: DNS rebinding", hp, private)
+	case public.IsValid():
+		p.public.Store(d.t.name, true)
+	}
+	return ""
+}
+
+// wasPublic reports whether the exact name resolved to a public address
+// earlier in the proxy's life (its run).
+func (p *Proxy) wasPublic(name string) bool {
+	_, ok := p.public.Load(name)
+	return ok
+}
+
+// addrClass is what an address is to the proxy's screening.
+type addrClass int
+
+const (
+	classPublic   addrClass = iota
+	classPrivate            // a private network's: exact names only
+	classInternal           // the host's own services': literal entries only
+)
+
+// privateRanges names the private ranges, for messages and --explain.
+const privateRanges = "RFC 1918, CGNAT 100.64.0.0/10, unique local fc00::/7"
+
+// classifyAddr classifies a by its range, and names the range. Whether it
+// is an address of one of the host's interfaces is the kernel's to say, at
+// dial time (hostAddress).
+func classifyAddr(a netip.Addr) (addrClass, string) {
 	a = a.Unmap()
 	if a.Is6() && nat64.Contains(a) {
 		b := a.As16()
@@ -81,22 +124,32 @@ func internalAddr(a netip.Addr) (kind string, internal bool) {
 	}
 	switch {
 	case a.IsLoopback():
-		return "loopback", true
+		return classInternal, "loopback"
 	case a.IsUnspecified():
-		return "unspecified", true
+		return classInternal, "unspecified"
 	case a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast():
-		return "link-local", true
+		return classInternal, "link-local"
 	case a.Is4() && a.As4()[0] == 0:
-		return "\"this network\" (0.0.0.0/8)", true
+		return classInternal, "\"this network\" (0.0.0.0/8)"
 	case a == awsMetadataV6:
-		return "cloud metadata", true
+		return classInternal, "cloud metadata"
+	case cgnat.Contains(a):
+		return classPrivate, "CGNAT (100.64.0.0/10)"
+	case a.Is6() && siteLocal.Contains(a):
+		return classPrivate, "site-local (fec0::/10)"
+	case a.IsPrivate() && a.Is4():
+		return classPrivate, "private (RFC 1918)"
+	case a.IsPrivate():
+		return classPrivate, "unique local (fc00::/7)"
 	}
-	return "", false
+	return classPublic, ""
 }
 
 var (
 	nat64         = netip.MustParsePrefix("64:ff9b::/96")
 	awsMetadataV6 = netip.MustParseAddr("fd00:ec2::254")
+	cgnat         = netip.MustParsePrefix("100.64.0.0/10")
+	siteLocal     = netip.MustParsePrefix("fec0::/10")
 )
 
 // resolveError is a failure to resolve an allowed name.
@@ -109,11 +162,28 @@ func (e *resolveError) Error() string { return fmt.Sprintf("resolving %s: %v", e
 func (e *resolveError) Unwrap() error { return e.err }
 
 // dial connects to the first of addrs that answers, never re-resolving: the
-// addresses dialed are the ones authorize checked. The time left is shared
-// among the addresses not yet tried, as net.Dialer does.
-func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port uint16) (net.Conn, string, error) {
+// addresses dialed are the ones authorize checked. Unless the entry named
+// the address (a literal, or "localhost" for loopback), none may be one of
+// the host's own: all are asked about before the first dial (one refuses
+// the whole answer, as in authorize), and each again right before it is
+// dialled. A refusal comes back as refused. The time left is shared among
+// the addresses not yet tried, as net.Dialer does.
+func (p *Proxy) dial(ctx context.Context, d decision, addrs []netip.Addr, port uint16) (net.Conn, string, string, error) {
+	ask := d.by != byLiteral && d.by != byLocalhost // named as such (localhost: loopback only, screened)
+	if ask {
+		for _, a := range addrs {
+			if why := p.ownAddress(d, a, port); why != "" {
+				return nil, "", why, nil
+			}
+		}
+	}
 	var firstErr error
 	for i, a := range addrs {
+		if ask && i > 0 {
+			if why := p.ownAddress(d, a, port); why != "" {
+				return nil, "", why, nil
+			}
+		}
 		attempt := ctx
 		if dl, ok := ctx.Deadline(); ok {
 			share := time.Until(dl) / time.Duration(len(addrs)-i)
@@ -127,7 +197,7 @@ func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port uint16) (net.
 		addr := netip.AddrPortFrom(a, port).String()
 		c, err := p.opts.Dial(attempt, "tcp", addr)
 		if err == nil {
-			return c, addr, nil
+			return c, addr, "", nil
 		}
 		if firstErr == nil {
 			firstErr = fmt.Errorf("connecting to %s: %w", addr, err)
@@ -136,24 +206,53 @@ func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port uint16) (net.
 			break
 		}
 	}
-	return nil, "", firstErr
+	return nil, "", "", firstErr
 }
 
-// connectUpstream authorizes host:port and dials it. On success the
-// upstream connection is registered with cn so that Close interrupts it.
+// ownAddress says why a, which d's name resolved to, is refused as an
+// address of the host, or "" when it is not one. A question the kernel
+// does not answer refuses too.
+func (p *Proxy) ownAddress(d decision, a netip.Addr, port uint16) string {
+	kind, own, err := p.hostOwn(a)
+	hp := joinHostPort(d.t.String(), port)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s resolves to %s, which could not be told apart from the host's own addresses (%v)", hp, a, err)
+	case own:
+		return fmt.Sprintf("%s resolves to %s, %s (outside the sandbox); only an allowlist entry naming that address allows it", hp, a, kind)
+	}
+	return ""
+}
+
+// connectUpstream authorizes host:port and dials it, and counts the
+// outcome. On success the upstream connection is registered with cn so that
+// Close interrupts it.
 func (cn *conn) connectUpstream(host string, port uint16) (v verdict, up net.Conn, remote string) {
 	ctx, cancel := context.WithTimeout(cn.p.ctx, cn.p.opts.DialTimeout)
 	defer cancel()
+	count := &cn.p.count
 	v = cn.p.authorize(ctx, host, port)
-	if v.refused || v.err != nil {
+	if v.refused {
+		count.refused.Add(1)
 		return v, nil, ""
 	}
-	up, remote, err := cn.p.dial(ctx, v.addrs, port)
+	if v.err != nil {
+		count.allowed.Add(1)
+		count.failed.Add(1)
+		return v, nil, ""
+	}
+	up, remote, refused, err := cn.p.dial(ctx, v.d, v.addrs, port)
+	if refused != "" {
+		v.refused, v.d.reason = true, refused
+		count.refused.Add(1)
+		return v, nil, ""
+	}
+	count.allowed.Add(1)
 	if err == nil && !cn.setUpstream(up) {
 		err = ErrClosed
 	}
 	if err != nil {
-		cn.p.count.failed.Add(1)
+		count.failed.Add(1)
 		v.err = err
 		return v, nil, ""
 	}

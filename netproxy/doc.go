@@ -28,9 +28,16 @@
 //   - SOCKS5 without authentication, CONNECT only (domain, IPv4 and IPv6
 //     targets); refusals get reply 0x02, BIND and UDP ASSOCIATE 0x07.
 //
-// Names that resolve to loopback, unspecified, link-local or 0.0.0.0/8
-// addresses are refused (they would reach the host's own services) unless
-// the matching entry is the exact name "localhost"; IP literals are allowed
-// only by an entry naming that address. The addresses checked are the ones
-// dialed: nothing is resolved twice.
+// What a name may reach depends on the entry that matched it (matchKind):
+// a name matched only by a wildcard reaches public addresses only; an exact
+// name reaches private ones (RFC 1918, CGNAT, unique local) too, unless its
+// answer mixes public and private addresses or it resolved to a public one
+// earlier in the run (rebinding); no name reaches loopback, the unspecified
+// address, link-local (cloud metadata) or 0.0.0.0/8, nor any address the
+// kernel says is the host's own, asked on each address right before it is
+// dialled, unless the entry is the exact name "localhost" (loopback only).
+// IP literals are allowed only by an entry naming that address, and reach
+// it whatever it is. The addresses checked are the ones dialed: nothing is
+// resolved twice. Matcher.Destinations says all of this per entry
+// (--explain).
 package netproxy

@@ -61,13 +61,17 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 		}
 		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 	}
-	var d net.Dialer
+	dial := opts.Dial // the test's own, when it has one
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
 	opts.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		select {
 		case e.dialed <- addr:
 		default:
 		}
-		return d.DialContext(ctx, network, addr)
+		return dial(ctx, network, addr)
 	}
 	userEvent := opts.OnEvent
 	opts.OnEvent = func(ev Event) {
@@ -80,12 +84,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	}
 	e.p = New(NewMatcher(cfg.entries), opts)
 	if !cfg.realGuard {
-		e.p.internal = func(a netip.Addr) (string, bool) {
-			if a == loopback4 {
-				return "", false
-			}
-			return internalAddr(a)
-		}
+		asRemote(e.p)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -105,6 +104,26 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 		}
 	})
 	return e
+}
+
+// asRemote makes p take 127.0.0.1 for a remote public address (the test
+// servers listen there); every other address is screened as ever. The
+// kernel is still asked about it, about an address that stands for it, so
+// that benchmarks pay what a real dial pays.
+func asRemote(p *Proxy) {
+	p.classify = func(a netip.Addr) (addrClass, string) {
+		if a == loopback4 {
+			return classPublic, ""
+		}
+		return classifyAddr(a)
+	}
+	p.hostOwn = func(a netip.Addr) (string, bool, error) {
+		if a == loopback4 {
+			_, _, err := hostAddress(netip.MustParseAddr("192.0.2.1"))
+			return "", false, err
+		}
+		return hostAddress(a)
+	}
 }
 
 // waitEvents waits until at least n events were emitted and returns them.

@@ -26,6 +26,13 @@ type Matcher struct {
 	wildcard map[nameKey]string
 	ips      map[netip.AddrPort]string
 	ignored  []IgnoredEntry
+	reach    []Destination // per usable entry, in the allowlist's order
+}
+
+// Destination says what the addresses an allowlist entry lets the proxy
+// connect to are (see Matcher.Destinations).
+type Destination struct {
+	Entry, Reaches string
 }
 
 // IgnoredEntry is an allowlist entry NewMatcher could not use; it matches
@@ -60,6 +67,7 @@ func NewMatcher(entries []policy.HostPort) *Matcher {
 				m.ignore(e, "a wildcard cannot apply to an IP address")
 			default:
 				m.wildcard[nameKey{t.name, e.Port}] = label
+				m.reach = append(m.reach, Destination{label, byWildcard.reaches()})
 			}
 			continue
 		}
@@ -69,11 +77,20 @@ func NewMatcher(entries []policy.HostPort) *Matcher {
 			m.ignore(e, fmt.Sprintf("invalid host: %v", err))
 		case t.ip.IsValid():
 			m.ips[netip.AddrPortFrom(t.ip.Unmap(), e.Port)] = label
+			m.reach = append(m.reach, Destination{label, byLiteral.reaches()})
 		default:
 			m.exact[nameKey{t.name, e.Port}] = label
+			m.reach = append(m.reach, Destination{label, exactKind(t.name).reaches()})
 		}
 	}
 	return m
+}
+
+// Destinations says, for each entry the matcher uses, what the proxy may
+// connect to through it (--explain shows it): the rule the proxy applies to
+// the addresses a name resolves to, and to the address it dials.
+func (m *Matcher) Destinations() []Destination {
+	return append([]Destination(nil), m.reach...)
 }
 
 func (m *Matcher) ignore(e policy.HostPort, reason string) {
@@ -98,10 +115,62 @@ type decision struct {
 	ok     bool
 	reason string
 	t      target
-	// local is true when the matching entry permits a loopback, unspecified
-	// or link-local destination: an entry naming that IP literal, or the
-	// exact name "localhost" (see Proxy's rebinding guard).
-	local bool
+	// by is how the entry that matched names the destination, which
+	// decides what its addresses may be (see matchKind).
+	by matchKind
+}
+
+// matchKind is how an allowlist entry matched a destination. It decides
+// which addresses the proxy may connect to (see Proxy.authorize):
+//
+//   - an IP literal entry: that address, whatever it is (the host's own,
+//     loopback and link-local included): the user named it;
+//   - the exact name "localhost": loopback addresses only;
+//   - any other exact name: public addresses, and private ones (RFC 1918,
+//     CGNAT, unique local) when the whole answer is private and the name
+//     has not resolved to a public address earlier in the run (a name
+//     that moves from the internet into the private network is
+//     rebinding, not moving);
+//   - a name matched only by a wildcard: public addresses only. A wildcard
+//     covers names nobody reviewed (any subdomain, whoever runs its DNS),
+//     so it never leads into a private network.
+//
+// A name never reaches the host's own addresses (any address of any of its
+// interfaces, asked of the kernel when the proxy dials), loopback, the
+// unspecified address or link-local (169.254.0.0/16, where clouds serve
+// instance metadata, and fe80::/10).
+type matchKind int
+
+const (
+	byNone matchKind = iota
+	byLiteral
+	byLocalhost
+	byExact
+	byWildcard
+)
+
+// exactKind is the kind of an exact entry for name.
+func exactKind(name string) matchKind {
+	if name == "localhost" {
+		return byLocalhost
+	}
+	return byExact
+}
+
+// reaches is what an entry of kind k lets the proxy connect to, in words.
+func (k matchKind) reaches() string {
+	const never = "never the host's own addresses (any of its interfaces', checked on the address dialled when it is dialled), loopback, 0.0.0.0/8, :: or link-local (169.254.0.0/16, fe80::/10)"
+	switch k {
+	case byLiteral:
+		return "that address only, as the entry names it (an address of the host, loopback or link-local included)"
+	case byLocalhost:
+		return "the loopback addresses the name resolves to (127.0.0.0/8, ::1), and nothing else of the host"
+	case byExact:
+		return "the name's public addresses, and private ones (" + privateRanges + ") when all of its addresses are private and it has not resolved to a public one earlier in the run; " + never
+	case byWildcard:
+		return "public addresses only: a name matched by a wildcard never reaches private ranges (" + privateRanges + "); " + never
+	}
+	return "nothing"
 }
 
 func (m *Matcher) decide(host string, port uint16) decision {
@@ -115,16 +184,16 @@ func (m *Matcher) decide(host string, port uint16) decision {
 	hp := joinHostPort(t.String(), port)
 	if t.ip.IsValid() {
 		if e, ok := m.ips[netip.AddrPortFrom(t.ip.Unmap(), port)]; ok {
-			return decision{ok: true, t: t, local: true, reason: "matches allowlist entry " + e}
+			return decision{ok: true, t: t, by: byLiteral, reason: "matches allowlist entry " + e}
 		}
 		return decision{t: t, reason: hp + " is an IP address not named by any network allowlist entry"}
 	}
 	if e, ok := m.exact[nameKey{t.name, port}]; ok {
-		return decision{ok: true, t: t, local: t.name == "localhost", reason: "matches allowlist entry " + e}
+		return decision{ok: true, t: t, by: exactKind(t.name), reason: "matches allowlist entry " + e}
 	}
 	for s := t.name; ; {
 		if e, ok := m.wildcard[nameKey{s, port}]; ok {
-			return decision{ok: true, t: t, reason: "matches allowlist entry " + e}
+			return decision{ok: true, t: t, by: byWildcard, reason: "matches allowlist entry " + e}
 		}
 		i := strings.IndexByte(s, '.')
 		if i < 0 {

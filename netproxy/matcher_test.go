@@ -156,23 +156,35 @@ func TestMatcherIgnoresMalformedEntries(t *testing.T) {
 	}
 }
 
-func TestMatcherLocalFlag(t *testing.T) {
-	m := NewMatcher([]policy.HostPort{hp("localhost", 80), hp("*.localhost", 81), hp("*.svc.test", 80), hp("127.0.0.1", 80)})
+func TestMatcherKinds(t *testing.T) {
+	m := NewMatcher([]policy.HostPort{hp("localhost", 80), hp("*.localhost", 81), hp("*.svc.test", 80), hp("127.0.0.1", 80), hp("svc.test", 81)})
 	for _, tc := range []struct {
-		host  string
-		port  uint16
-		local bool
+		host string
+		port uint16
+		by   matchKind
 	}{
-		{"localhost", 80, true},
-		{"LocalHost.", 80, true},
-		{"localhost", 81, false}, // via the wildcard: not the exact name
-		{"a.localhost", 81, false},
-		{"x.svc.test", 80, false},
-		{"127.0.0.1", 80, true},
+		{"localhost", 80, byLocalhost},
+		{"LocalHost.", 80, byLocalhost},
+		{"localhost", 81, byWildcard}, // via the wildcard: not the exact name
+		{"a.localhost", 81, byWildcard},
+		{"x.svc.test", 80, byWildcard},
+		{"svc.test", 80, byWildcard},
+		{"svc.test", 81, byExact},
+		{"127.0.0.1", 80, byLiteral},
 	} {
 		d := m.decide(tc.host, tc.port)
-		if !d.ok || d.local != tc.local {
-			t.Errorf("decide(%q, %d) = ok %v local %v, want ok local %v", tc.host, tc.port, d.ok, d.local, tc.local)
+		if !d.ok || d.by != tc.by {
+			t.Errorf("decide(%q, %d) = ok %v by %d, want ok by %d", tc.host, tc.port, d.ok, d.by, tc.by)
+		}
+	}
+	// Each usable entry says what it reaches, in the allowlist's order.
+	ds := m.Destinations()
+	if len(ds) != 5 || ds[0].Entry != "localhost:80" || ds[3].Entry != "127.0.0.1:80" {
+		t.Fatalf("Destinations() = %+v", ds)
+	}
+	for i, want := range []string{"loopback", "public addresses only", "public addresses only", "that address only", "private ones"} {
+		if !strings.Contains(ds[i].Reaches, want) {
+			t.Errorf("%s reaches %q, want it to say %q", ds[i].Entry, ds[i].Reaches, want)
 		}
 	}
 }
@@ -196,16 +208,22 @@ func TestParseInetAton(t *testing.T) {
 	}
 }
 
-func TestInternalAddr(t *testing.T) {
+func TestClassifyAddr(t *testing.T) {
 	for _, s := range []string{"127.0.0.1", "127.255.0.9", "::1", "0.0.0.0", "::", "169.254.169.254", "fe80::1",
 		"::ffff:127.0.0.1", "::ffff:169.254.1.1", "0.1.2.3", "64:ff9b::7f00:1", "fd00:ec2::254", "ff02::1"} {
-		if _, bad := internalAddr(netip.MustParseAddr(s)); !bad {
-			t.Errorf("internalAddr(%s) = false", s)
+		if c, _ := classifyAddr(netip.MustParseAddr(s)); c != classInternal {
+			t.Errorf("classifyAddr(%s) = %d, want internal", s, c)
 		}
 	}
-	for _, s := range []string{"1.1.1.1", "10.0.0.1", "192.168.1.1", "2001:db8::1", "64:ff9b::101:101", "fd00::1"} {
-		if kind, bad := internalAddr(netip.MustParseAddr(s)); bad {
-			t.Errorf("internalAddr(%s) = %s", s, kind)
+	for _, s := range []string{"10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.1.1", "100.64.0.1", "100.127.255.254",
+		"fd00::1", "fc00::1", "fec0::1", "::ffff:10.0.0.1", "64:ff9b::a00:1"} {
+		if c, kind := classifyAddr(netip.MustParseAddr(s)); c != classPrivate || kind == "" {
+			t.Errorf("classifyAddr(%s) = %d %q, want private", s, c, kind)
+		}
+	}
+	for _, s := range []string{"1.1.1.1", "172.32.0.1", "100.128.0.1", "192.0.2.1", "2001:db8::1", "64:ff9b::101:101", "2606:4700::1111"} {
+		if c, kind := classifyAddr(netip.MustParseAddr(s)); c != classPublic {
+			t.Errorf("classifyAddr(%s) = %d %q, want public", s, c, kind)
 		}
 	}
 }

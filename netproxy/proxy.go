@@ -59,9 +59,16 @@ type Options struct {
 type Proxy struct {
 	m    *Matcher
 	opts Options
-	// internal classifies addresses for the rebinding guard; a field so
-	// that in-package tests can treat their loopback servers as remote.
-	internal func(netip.Addr) (string, bool)
+	// classify and hostOwn screen the addresses names resolve to (see
+	// authorize and dial); fields so that in-package tests can treat
+	// their loopback servers as remote.
+	classify func(netip.Addr) (addrClass, string)
+	hostOwn  func(netip.Addr) (kind string, own bool, err error)
+	// public holds the exact names that resolved to a public address in
+	// this proxy's life: such a name later resolving into a private range
+	// is refused (rebinding). Only exact entries' names: bounded by the
+	// allowlist.
+	public sync.Map
 
 	ctx      context.Context // canceled by Close
 	cancel   context.CancelFunc
@@ -109,7 +116,8 @@ func New(m *Matcher, opts Options) *Proxy {
 	p := &Proxy{
 		m:         m,
 		opts:      opts,
-		internal:  internalAddr,
+		classify:  classifyAddr,
+		hostOwn:   hostAddress,
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 		stop:      make(chan struct{}),

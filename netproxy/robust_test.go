@@ -225,7 +225,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 			return []netip.Addr{loopback4}, nil
 		},
 	})
-	p.internal = func(netip.Addr) (string, bool) { return "", false }
+	asRemote(p)
 	served := make(chan error, 1)
 	go func() { served <- p.Serve(l) }()
 	addr := l.Addr().String()

@@ -8,6 +8,7 @@ package report
 import (
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
+	"sandbox-executable/netproxy"
 	"sandbox-executable/policy"
 	"sandbox-executable/rlimit"
 	"sandbox-executable/supervisor"
@@ -120,6 +121,14 @@ type NetworkReport struct {
 	Proxy         string   `json:"proxy,omitempty"`
 	DaemonSockets string   `json:"daemon_sockets"`
 	NotEnforced   []string `json:"not_enforced,omitempty"`
+	// Destinations say what each allowlist entry reaches.
+	Destinations []NetworkDestination `json:"destinations,omitempty"`
+}
+
+// NetworkDestination is the public form of netproxy.Destination.
+type NetworkDestination struct {
+	Entry   string `json:"entry"`
+	Reaches string `json:"reaches"`
 }
 
 // LandlockReport is the public form of supervisor.LandlockReport.
@@ -360,7 +369,16 @@ func fromNetworkReport(v supervisor.NetworkReport) NetworkReport {
 		Proxy:         v.Proxy,
 		DaemonSockets: v.DaemonSockets,
 		NotEnforced:   v.NotEnforced,
+		Destinations:  fromDestinations(v.Destinations),
 	}
+}
+
+func fromDestinations(v []netproxy.Destination) []NetworkDestination {
+	var out []NetworkDestination
+	for _, d := range v {
+		out = append(out, NetworkDestination{Entry: d.Entry, Reaches: d.Reaches})
+	}
+	return out
 }
 
 func fromLandlockReport(v supervisor.LandlockReport) LandlockReport {

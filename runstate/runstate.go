@@ -1,21 +1,26 @@
 // Package runstate is the helper's private directory for state shared
 // between runs: placeholder locks, the compiled-filter cache and the key
 // that authenticates it. It is made on first use, one per user, in a place
-// that depends on the user alone, never on the environment the caller
-// passes (a run without XDG_RUNTIME_DIR must find the same directory as a
-// run with it):
+// that depends on the user and the filesystem alone, never on the
+// environment the caller passes (a run without XDG_RUNTIME_DIR must find
+// the same directory as a run with it). Where that is, is decided by one
+// rule, in C, which the warm path follows before Go starts and which this
+// package asks (spawn.StateWhere; spawn/statedir.h has the rule):
 //
 //   - root: /run/sandbox-executable;
 //   - any other user: /run/user/UID/sandbox-executable when /run/user/UID is
 //     a directory of the user's own with mode 0700 (what systemd-logind
-//     makes for a session), else /tmp/sandbox-executable-UID.
+//     makes for a session), else /tmp/sandbox-executable-UID, unless
+//     another user took that name first, then
+//     HOME/.local/state/sandbox-executable (HOME from /etc/passwd), a place
+//     nobody but the user can make.
 //
 // Every directory it makes is created 0700 and checked, before it is used,
 // to be a real directory (not a symbolic link), owned by the user, with no
 // rights for group or others. Nothing in it is trusted on those checks
 // alone: a sandboxed program runs as the same user, so every sandbox is
-// denied the directory (see Protected), and what is read back from it is
-// authenticated (see Key).
+// denied the directory, and the places it would move to (see Protected),
+// and what is read back from it is authenticated (see Key).
 package runstate
 
 import (
@@ -26,12 +31,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/fsdeps"
+	"sandbox-executable/spawn"
 )
 
 // Base overrides the location of the directory (tests). It must exist; it
@@ -44,25 +49,35 @@ const KeySize = 32
 // keyName is the key's file in the state directory.
 const keyName = "key"
 
-// location is where the state directory of the user euid goes, and the
-// other place it would go were the user's runtime directory gone (for a
-// user whose state is in /run/user/UID: /tmp/sandbox-executable-UID, which
-// every sandbox is denied too, so that none can make it first and plant
-// state there for a later run).
-func location(euid int) (dir, fallback string) {
+// where are the places of the state directory of the user euid (with all:
+// also where it would go were it gone: for a user whose state is in
+// /run/user/UID, the /tmp place and the home place; for one whose state is
+// in /tmp, the home place; which every sandbox is denied too, so that none
+// can make one first and plant state there for a later run). Asked anew
+// each time: a place may come or go while a process runs (a login makes
+// /run/user/UID).
+func where(euid int, all bool) spawn.StatePlaces {
 	if Base != "" {
-		return Base, ""
+		return spawn.StatePlaces{Dir: Base}
 	}
-	if euid == 0 {
-		return "/run/sandbox-executable", ""
+	return spawn.StateWhere(euid, all)
+}
+
+// location is the state directory of the user euid, or an error saying
+// why there is none.
+func location(euid int) (string, error) {
+	p := where(euid, false)
+	if p.Dir == "" {
+		return "", fmt.Errorf("state directory: none can be had: %s; ask the owner (or root) to remove it", p.Passed)
 	}
-	uid := strconv.Itoa(euid)
-	tmp := filepath.Join("/tmp", "sandbox-executable-"+uid)
-	runtime := filepath.Join("/run/user", uid)
-	if checkPrivate(runtime, euid) == nil {
-		return filepath.Join(runtime, "sandbox-executable"), tmp
-	}
-	return tmp, ""
+	return p.Dir, nil
+}
+
+// Moved says why the state directory is not in /tmp where it would be
+// ("" when it is there, or elsewhere for another reason): another user
+// took the name first. doctor shows it.
+func Moved() string {
+	return where(os.Geteuid(), true).Passed
 }
 
 // Dir returns the private subdirectory sub of the state directory ("" for
@@ -70,7 +85,10 @@ func location(euid int) (dir, fallback string) {
 // is not this user's own private directory, with what is wrong with it.
 func Dir(sub string) (string, error) {
 	euid := os.Geteuid()
-	base, _ := location(euid)
+	base, err := location(euid)
+	if err != nil {
+		return "", err
+	}
 	if Base == "" {
 		if err := ensure(base, euid); err != nil {
 			return "", err
@@ -87,21 +105,26 @@ func Dir(sub string) (string, error) {
 }
 
 // Protected returns the directories no sandbox may read or write: the state
-// directory and, where there is one, the place it falls back to (made here
-// when missing, so that a sandbox that can write its parent cannot make it
-// first). A fallback that cannot be made private (another user's) is left
-// out: this user's runs refuse it too.
+// directory and the places it would move to (made here when missing, so
+// that a sandbox that can write their parents cannot make them first). A
+// later place that cannot be made private (another user's) is left out:
+// this user's runs pass over it too.
 func Protected() ([]string, error) {
 	euid := os.Geteuid()
-	base, fallback := location(euid)
+	base, err := location(euid)
+	if err != nil {
+		return nil, err
+	}
 	if Base == "" {
 		if err := ensure(base, euid); err != nil {
 			return nil, err
 		}
 	}
 	dirs := []string{base}
-	if fallback != "" && ensure(fallback, euid) == nil {
-		dirs = append(dirs, fallback)
+	for _, d := range where(euid, true).Later {
+		if ensure(d, euid) == nil {
+			dirs = append(dirs, d)
+		}
 	}
 	return dirs, nil
 }
@@ -110,11 +133,11 @@ func Protected() ([]string, error) {
 // any: what --explain shows, which writes nothing. A directory that does
 // not exist yet is in the list all the same (a run makes it first).
 func Locations() []string {
-	base, fallback := location(os.Geteuid())
-	if fallback != "" {
-		return []string{base, fallback}
+	p := where(os.Geteuid(), true)
+	if p.Dir == "" {
+		return nil
 	}
-	return []string{base}
+	return append([]string{p.Dir}, p.Later...)
 }
 
 // Lookup returns the subdirectory sub of the state directory ("" for the
@@ -122,7 +145,10 @@ func Locations() []string {
 // making anything.
 func Lookup(sub string) (string, error) {
 	euid := os.Geteuid()
-	base, _ := location(euid)
+	base, err := location(euid)
+	if err != nil {
+		return "", err
+	}
 	dir := base
 	if sub != "" {
 		dir = filepath.Join(base, sub)
@@ -175,13 +201,36 @@ func ensure(dir string, euid int) error {
 }
 
 func ensureNow(dir string, euid int) error {
-	if err := unix.Mkdir(dir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+	err := unix.Mkdir(dir, 0o700)
+	if errors.Is(err, unix.ENOENT) {
+		// The home place's parents (~/.local/state) may be missing:
+		// made as the XDG spec makes them, 0700. (The other places'
+		// parents exist whenever the rule names them.)
+		if err = makeParents(filepath.Dir(dir)); err == nil {
+			err = unix.Mkdir(dir, 0o700)
+		}
+	}
+	if err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("state directory %s: %w", dir, err)
 	}
 	if err := checkParent(filepath.Dir(dir), euid); err != nil {
 		return err
 	}
 	return checkPrivate(dir, euid)
+}
+
+// makeParents makes dir and its missing ancestors, mode 0700.
+func makeParents(dir string) error {
+	err := unix.Mkdir(dir, 0o700)
+	if errors.Is(err, unix.ENOENT) && filepath.Dir(dir) != dir {
+		if err = makeParents(filepath.Dir(dir)); err == nil {
+			err = unix.Mkdir(dir, 0o700)
+		}
+	}
+	if errors.Is(err, unix.EEXIST) {
+		return nil
+	}
+	return err
 }
 
 // checkPrivate checks that dir is a directory, not a link, owned by euid,

@@ -11,26 +11,30 @@ import (
 )
 
 // TestLocationIgnoresTheEnvironment: where the state goes depends on the
-// user alone; XDG_RUNTIME_DIR and TMPDIR are never looked at.
+// user alone; XDG_RUNTIME_DIR, TMPDIR, HOME and XDG_STATE_HOME are never
+// looked at.
 func TestLocationIgnoresTheEnvironment(t *testing.T) {
-	for _, env := range [][2]string{{"", ""}, {"/run/user/4242", "/var/tmp"}, {t.TempDir(), t.TempDir()}} {
+	for _, env := range [][4]string{{"", "", "", ""}, {"/run/user/4242", "/var/tmp", "/", "/tmp"}, {t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()}} {
 		t.Setenv("XDG_RUNTIME_DIR", env[0])
 		t.Setenv("TMPDIR", env[1])
-		if dir, fb := location(0); dir != "/run/sandbox-executable" || fb != "" {
-			t.Errorf("root, env %q: %s, %s", env, dir, fb)
+		t.Setenv("HOME", env[2])
+		t.Setenv("XDG_STATE_HOME", env[3])
+		if p := where(0, true); p.Dir != "/run/sandbox-executable" || len(p.Later) != 0 {
+			t.Errorf("root, env %q: %+v", env, p)
 		}
-		// No runtime directory of its own (none exists for this uid).
+		// No runtime directory of its own (none exists for this uid),
+		// nor a line in /etc/passwd.
 		const uid = 4242424
-		if dir, fb := location(uid); dir != "/tmp/sandbox-executable-"+strconv.Itoa(uid) || fb != "" {
-			t.Errorf("user without a runtime directory, env %q: %s, %s", env, dir, fb)
+		if p := where(uid, true); p.Dir != "/tmp/sandbox-executable-"+strconv.Itoa(uid) || len(p.Later) != 0 {
+			t.Errorf("user without a runtime directory, env %q: %+v", env, p)
 		}
 	}
-	// A user whose /run/user/UID is private gets it, with /tmp as the
-	// place that must also be protected.
+	// A user whose /run/user/UID is private gets it, with /tmp as a place
+	// that must also be protected.
 	if st, err := os.Stat("/run/user/" + strconv.Itoa(os.Geteuid())); err == nil && st.Mode().Perm() == 0o700 && os.Geteuid() != 0 {
 		uid := strconv.Itoa(os.Geteuid())
-		if dir, fb := location(os.Geteuid()); dir != "/run/user/"+uid+"/sandbox-executable" || fb != "/tmp/sandbox-executable-"+uid {
-			t.Errorf("user with a runtime directory: %s, %s", dir, fb)
+		if p := where(os.Geteuid(), true); p.Dir != "/run/user/"+uid+"/sandbox-executable" || len(p.Later) == 0 || p.Later[0] != "/tmp/sandbox-executable-"+uid {
+			t.Errorf("user with a runtime directory: %+v", p)
 		}
 	}
 }

@@ -119,7 +119,7 @@ func TestGuardianKillsForTheRoundsGoSets(t *testing.T) {
 		t.Fatal(err)
 	}
 	sweep := filepath.Join(base, "sweep")
-	g, err := StartGuardian(GuardianSpec{Procs: []string{procs}, EmptyDirs: []EmptyDir{{Path: tmp}}, SweepRequest: sweep,
+	g, err := StartGuardian(GuardianSpec{Procs: []string{procs}, TempDirs: []TempDir{{Path: tmp, FD: openDir(t, tmp)}}, SweepRequest: sweep,
 		Timings: GuardianTimings{KillRounds: 3, KillInterval: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

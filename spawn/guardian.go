@@ -1,6 +1,7 @@
 package spawn
 
 /*
+#include <stdlib.h>
 #include "stage.h"
 */
 import "C"
@@ -22,7 +23,7 @@ import (
 // program's child (the init of its PID namespace) is gone, and only then
 // removes the run's placeholders (those of each lock it can take
 // exclusively, each only while it is still the directory recorded) and its
-// empty private temp dir. It holds the run's locks meanwhile (the same open
+// private temp dir, with whatever the program left in it. It holds the run's locks meanwhile (the same open
 // file descriptions as the supervisor), so the claims outlast the program.
 // It starts in microseconds (one clone; it shares the supervisor's memory,
 // on a stack of its own that is never unmapped), leaves the caller's process
@@ -47,11 +48,11 @@ type GuardianSpec struct {
 	// Locks are flock locks the run holds shared, each with the
 	// placeholders removed when it can be taken exclusively.
 	Locks []GuardedLock
-	// EmptyDirs are directories to remove when they are empty (the
-	// private temp dir).
-	EmptyDirs []EmptyDir
-	// KeepFDs are more descriptors the guardian holds until it ends (a
-	// lock on the temp dir), besides the Locks'.
+	// TempDirs are directories to remove with everything in them (the
+	// private temp dir), through descriptors the guardian holds.
+	TempDirs []TempDir
+	// KeepFDs are more descriptors the guardian holds until it ends,
+	// besides the Locks' and the TempDirs'.
 	KeepFDs []int
 	// SweepRequest is a file the guardian makes after cleaning up, once it
 	// holds nothing any more: it asks the next run to sweep for what could
@@ -105,9 +106,35 @@ func (t GuardianTimings) orDefaults() GuardianTimings {
 	return t
 }
 
-// EmptyDir is a directory removed if empty, and its record, removed once
-// the directory is gone (or "").
-type EmptyDir struct{ Path, Record string }
+// TempDir is a directory removed with everything in it (see RemoveTempDir):
+// FD is the directory, open (the guardian holds it: on the private temp
+// dir, the run's lock), Record is removed once the directory is gone (or
+// "").
+type TempDir struct {
+	Path, Record string
+	FD           int
+}
+
+// RemoveTempDir removes everything in the directory open at fd, path, never
+// by a path (a link in it is removed, not followed; a mount in it is left
+// alone; a directory the program took write permission off is made 0700),
+// then the directory itself while path still names it, then record (when
+// not ""). The one implementation of removing a private temp dir: the
+// guardian's, in C, which the run's own cleanup and the sweep use too.
+func RemoveTempDir(path string, fd int, record string) error {
+	levels := make([]C.struct_se_rm_level, C.SE_RM_DEPTH)
+	cp := C.CString(path)
+	defer C.free(unsafe.Pointer(cp))
+	var cr *C.char
+	if record != "" {
+		cr = C.CString(record)
+		defer C.free(unsafe.Pointer(cr))
+	}
+	if r := C.se_remove_tmp(cp, C.int(fd), cr, &levels[0]); r < 0 {
+		return fmt.Errorf("remove %s: %w", path, unix.Errno(-r))
+	}
+	return nil
+}
 
 // GuardedLock is an open flock lock and the placeholders it guards.
 type GuardedLock struct {
@@ -183,6 +210,9 @@ func guardianKeeps(pipe int, spec GuardianSpec) []int {
 	for _, l := range spec.Locks {
 		keep = append(keep, l.FD)
 	}
+	for _, d := range spec.TempDirs {
+		keep = append(keep, d.FD)
+	}
 	slices.Sort(keep)
 	return slices.Compact(keep)
 }
@@ -191,7 +221,7 @@ func guardianKeeps(pipe int, spec GuardianSpec) []int {
 // placeholders there are.
 func guardianStrings(spec GuardianSpec) (strs []string, nph int) {
 	strs = append(append([]string{spec.KillFile, spec.SweepRequest}, spec.Procs...), spec.CgroupDirs...)
-	for _, d := range spec.EmptyDirs {
+	for _, d := range spec.TempDirs {
 		strs = append(strs, d.Path, d.Record)
 	}
 	for _, l := range spec.Locks {
@@ -209,7 +239,9 @@ func guardianSize(spec GuardianSpec, nkeep int) int {
 	strs, nph := guardianStrings(spec)
 	size := guardianStack + int(C.sizeof_struct_se_guard) + 16*len(strs) + 8*nkeep + 64
 	size += len(spec.Locks)*(int(C.sizeof_struct_se_guard_lock)+8) + nph*(int(C.sizeof_struct_se_guard_ph)+8)
-	size += len(spec.EmptyDirs) * (int(C.sizeof_struct_se_guard_empty) + 8)
+	if len(spec.TempDirs) > 0 {
+		size += len(spec.TempDirs)*(int(C.sizeof_struct_se_guard_tmp)+8) + C.SE_RM_DEPTH*int(C.sizeof_struct_se_rm_level) + 8
+	}
 	for _, s := range strs {
 		size += len(s) + 1 + 8
 	}
@@ -250,7 +282,7 @@ func (m *guardMem) list(ss []string) **C.char {
 }
 
 // fillCleanup gives g what it kills and removes: the cgroup's kill file,
-// procs files and directories, the empty directories and the sweep request.
+// procs files and directories, the temp dirs and the sweep request.
 func (m *guardMem) fillCleanup(g *C.struct_se_guard, spec GuardianSpec) {
 	if spec.KillFile != "" {
 		g.kill_file = m.str(spec.KillFile)
@@ -259,16 +291,18 @@ func (m *guardMem) fillCleanup(g *C.struct_se_guard, spec GuardianSpec) {
 	g.nprocs = C.int(len(spec.Procs))
 	g.dirs = m.list(spec.CgroupDirs)
 	g.ndirs = C.int(len(spec.CgroupDirs))
-	if len(spec.EmptyDirs) > 0 {
-		ed := unsafe.Slice((*C.struct_se_guard_empty)(m.take(len(spec.EmptyDirs)*int(C.sizeof_struct_se_guard_empty))), len(spec.EmptyDirs))
-		for i, d := range spec.EmptyDirs {
-			ed[i].path = m.str(d.Path)
+	if len(spec.TempDirs) > 0 {
+		td := unsafe.Slice((*C.struct_se_guard_tmp)(m.take(len(spec.TempDirs)*int(C.sizeof_struct_se_guard_tmp))), len(spec.TempDirs))
+		for i, d := range spec.TempDirs {
+			td[i].path = m.str(d.Path)
 			if d.Record != "" {
-				ed[i].record = m.str(d.Record)
+				td[i].record = m.str(d.Record)
 			}
+			td[i].fd = C.int(d.FD)
 		}
-		g.empty_dirs = &ed[0]
-		g.nempty_dirs = C.int(len(spec.EmptyDirs))
+		g.tmp_dirs = &td[0]
+		g.ntmp_dirs = C.int(len(spec.TempDirs))
+		g.rm_levels = (*C.struct_se_rm_level)(m.take(C.SE_RM_DEPTH * int(C.sizeof_struct_se_rm_level)))
 	}
 	if spec.SweepRequest != "" {
 		g.sweep_request = m.str(spec.SweepRequest)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -223,6 +224,18 @@ func placeholder(t *testing.T, dir, name string) GuardedDir {
 	return d
 }
 
+// openDir opens dir as the run's temp dir lock is open (closed after the
+// test).
+func openDir(t *testing.T, dir string) int {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
 // supervisorDies closes the guardian's pipe without a 'D', and the run's
 // own copies of its locks, as the supervisor's death does.
 func supervisorDies(g *Guardian, locks ...*os.File) {
@@ -272,8 +285,11 @@ func TestGuardianCleansUpOnceTheChildIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	if err := os.WriteFile(filepath.Join(tmp, "left-by-the-program"), []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	g, err := StartGuardian(GuardianSpec{Locks: []GuardedLock{{FD: int(lock.Fd()), Placeholders: []GuardedDir{ph}}},
-		EmptyDirs: []EmptyDir{{Path: tmp, Record: tmpRec}}, SweepRequest: request})
+		TempDirs: []TempDir{{Path: tmp, Record: tmpRec, FD: openDir(t, tmp)}}, SweepRequest: request})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,6 +301,9 @@ func TestGuardianCleansUpOnceTheChildIsGone(t *testing.T) {
 	}
 	if _, err := os.Stat(ph.Path); err != nil {
 		t.Fatalf("a placeholder removed while the child runs: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "left-by-the-program")); err != nil {
+		t.Fatalf("the temp dir emptied while the child runs: %v", err)
 	}
 	// The claim is still held, by the guardian.
 	other, err := os.Open(name)
@@ -311,8 +330,9 @@ func TestGuardianCleansUpOnceTheChildIsGone(t *testing.T) {
 }
 
 // TestGuardianLeavesWhatIsNotItsToRemove: placeholders another run still
-// claims, a directory that is no longer the one recorded, a temp dir with
-// something in it.
+// claims, a directory that is no longer the one recorded, a temp dir whose
+// path now names another directory (what was in the run's own, found
+// through its descriptor, goes all the same).
 func TestGuardianLeavesWhatIsNotItsToRemove(t *testing.T) {
 	dir := t.TempDir()
 	claimed, free := lockedFile(t), lockedFile(t)
@@ -336,6 +356,16 @@ func TestGuardianLeavesWhatIsNotItsToRemove(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(tmp, "left-by-the-program"), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	tmpFD := openDir(t, tmp)
+	// Renamed away, and another directory, with a file of its own, made
+	// in its place.
+	moved := filepath.Join(dir, "tmp-moved")
+	if err := os.Rename(tmp, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(tmp, "not-the-runs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	tmpRec := filepath.Join(dir, "tmp-record")
 	if err := os.WriteFile(tmpRec, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -343,7 +373,7 @@ func TestGuardianLeavesWhatIsNotItsToRemove(t *testing.T) {
 	g, err := StartGuardian(GuardianSpec{Locks: []GuardedLock{
 		{FD: int(claimed.Fd()), Placeholders: []GuardedDir{inUse}},
 		{FD: int(free.Fd()), Placeholders: []GuardedDir{replaced}},
-	}, EmptyDirs: []EmptyDir{{Path: tmp, Record: tmpRec}}})
+	}, TempDirs: []TempDir{{Path: tmp, Record: tmpRec, FD: tmpFD}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,10 +381,13 @@ func TestGuardianLeavesWhatIsNotItsToRemove(t *testing.T) {
 	if !waitGone(g.Pid) {
 		t.Fatal("the guardian did not finish")
 	}
-	for _, p := range []string{inUse.Path, inUse.Record, replaced.Path, tmp, tmpRec} {
+	for _, p := range []string{inUse.Path, inUse.Record, replaced.Path, filepath.Join(tmp, "not-the-runs"), tmpRec, moved} {
 		if _, err := os.Lstat(p); err != nil {
 			t.Errorf("%s removed", p)
 		}
+	}
+	if _, err := os.Lstat(filepath.Join(moved, "left-by-the-program")); err == nil {
+		t.Error("what the program left in the run's temp dir (renamed since) is still there")
 	}
 	if _, err := os.Lstat(replaced.Record); err == nil {
 		t.Errorf("the record of a directory that is no longer ours was kept")
@@ -400,4 +433,88 @@ func withNone(req *Request) *Request {
 		}
 	}
 	return req
+}
+
+// TestRemoveTempDir: a private temp dir goes with whatever a program left
+// in it, a read-only module cache's 0555 directories included, without
+// following a link out of it (the link goes, its target stays) or entering
+// a mount in it; the directory itself only while its path still names it.
+func TestRemoveTempDir(t *testing.T) {
+	base := t.TempDir()
+	outside := filepath.Join(base, "outside")
+	if err := os.MkdirAll(filepath.Join(outside, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keep := filepath.Join(outside, "sub", "keep")
+	if err := os.WriteFile(keep, []byte("the user's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(base, "tmp")
+	deep := tmp
+	for i := 0; i < 40; i++ {
+		deep = filepath.Join(deep, "d")
+	}
+	for _, d := range []string{deep, filepath.Join(tmp, "mod", "pkg@v1", "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(deep, "f"), filepath.Join(tmp, "mod", "pkg@v1", "sub", "x.go"), filepath.Join(tmp, "mod", "pkg@v1", "go.mod")} {
+		if err := os.WriteFile(f, []byte("x"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{filepath.Join(tmp, "mod", "pkg@v1", "sub"), filepath.Join(tmp, "mod", "pkg@v1"), filepath.Join(tmp, "mod")} {
+		if err := os.Chmod(d, 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, target := range map[string]string{"link-dir": outside, "link-sub": filepath.Join(outside, "sub"), "link-file": keep} {
+		if err := os.Symlink(target, filepath.Join(tmp, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if os.Geteuid() == 0 {
+		// A mount inside: left alone, and so the directory stays. On a
+		// thread of its own in a mount namespace of its own (which ends
+		// with the thread: it is never unlocked).
+		mnt := filepath.Join(tmp, "mnt")
+		if err := os.Mkdir(mnt, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fd := openDir(t, tmp)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runtime.LockOSThread()
+			if unix.Unshare(unix.CLONE_NEWNS|unix.CLONE_FS) != nil || unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, "") != nil ||
+				unix.Mount(outside, mnt, "", unix.MS_BIND, "") != nil {
+				t.Error("no mount namespace of the test's own")
+				return
+			}
+			err := RemoveTempDir(tmp, fd, "")
+			if _, serr := os.Stat(filepath.Join(mnt, "sub", "keep")); err == nil || serr != nil {
+				t.Errorf("a mount in the temp dir: removal %v, the mounted file %v", err, serr)
+			}
+		}()
+		<-done
+		if err := os.Remove(mnt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := filepath.Join(base, "record")
+	if err := os.Symlink(tmp, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveTempDir(tmp, openDir(t, tmp), rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{tmp, rec} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left: %v", p, err)
+		}
+	}
+	if b, err := os.ReadFile(keep); err != nil || string(b) != "the user's" {
+		t.Errorf("a file a link in the temp dir pointed at: %q %v", b, err)
+	}
 }

@@ -23,6 +23,11 @@ type Recipe struct {
 	// SharedTmp is the shared mount point of private temp dirs, made
 	// 0700 when missing and checked (hostfacts.CheckSharedTmp), or "".
 	SharedTmp string
+	// TmpDir is a private temp dir of the run's own, open at TmpFD in this
+	// process (no mount namespace; Go made it), with its record: the
+	// guardian removes it should the helper die. TmpFD is -1 without one.
+	TmpDir, TmpRecord string
+	TmpFD             int
 	// Claims are the placeholder groups the run claims (mountns.ClaimPlan).
 	Claims []RecipeClaim
 	// Cgroups are the run's cgroup directories (cgroups.Recipe), the v2
@@ -227,6 +232,10 @@ func (r *Recipe) Encode() []byte {
 
 	h.roots = w.strs(r.Roots)
 	h.shared_tmp = w.str(r.SharedTmp)
+	h.tmp_dir, h.tmp_record, h.tmp_fd = w.str(r.TmpDir), w.str(r.TmpRecord), -1
+	if r.TmpDir != "" {
+		h.tmp_fd = C.int32_t(r.TmpFD)
+	}
 	claims := make([]C.struct_se_rclaim, len(r.Claims))
 	for i, c := range r.Claims {
 		claims[i] = C.struct_se_rclaim{parent: w.str(c.Parent), dir: w.str(c.Dir), placeholders: w.strs(c.Placeholders)}

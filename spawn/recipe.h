@@ -116,6 +116,11 @@ struct se_recipe {
 	/* Host side, in the order the runner makes them. */
 	struct se_rref roots;      /* struct se_rref[]: writable roots to make (mkdir, then a directory) */
 	struct se_rref shared_tmp; /* the shared private-temp mount point, or "" */
+	/* A private temp dir of the run's own (no mount namespace), made by Go
+	 * and open at tmp_fd in this process (such a recipe is never stored):
+	 * the guardian removes it, with what is in it, should the helper die. */
+	struct se_rref tmp_dir, tmp_record;
+	int32_t tmp_fd, pad4;
 	struct se_rref registry;   /* the placeholder registry directory, or "" */
 	struct se_rref claims;     /* struct se_rclaim[] */
 	struct se_rref cgroups;    /* struct se_rcg[]: the v2 directory first */

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "recipestore.h"
 #include "sha256.h"
+#include "statedir.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -79,7 +80,8 @@ fail:
 }
 
 /* se_state_dir writes the state directory's path to base and its parent's
- * to parent, the latter empty when the checks made already imply it. */
+ * to parent, the latter empty when the checks made already imply it: the
+ * base set for tests, or where statedir.h's rule puts it. */
 static int se_state_dir(uid_t euid, char *base, char *parent, size_t size)
 {
 	if (se_recipe_base[0]) {
@@ -99,22 +101,11 @@ static int se_state_dir(uid_t euid, char *base, char *parent, size_t size)
 			snprintf(parent, size, "%.*s", (int)(slash - base), base);
 		return 1;
 	}
-	if (euid == 0) {
-		snprintf(base, size, "/run/sandbox-executable");
-		snprintf(parent, size, "/run");
-		return 1;
-	}
-	char runtime[64];
-	snprintf(runtime, sizeof runtime, "/run/user/%u", (unsigned)euid);
-	if (se_check_private(runtime, euid)) {
-		/* checkParent of it holds: it is euid's, not a link, and
-		 * writable by nobody else. */
-		snprintf(base, size, "%s/sandbox-executable", runtime);
-		parent[0] = 0;
-		return 1;
-	}
-	snprintf(base, size, "/tmp/sandbox-executable-%u", (unsigned)euid);
-	snprintf(parent, size, "/tmp");
+	struct se_state_where w;
+	if (!se_state_where((unsigned)euid, 0, &w) || strlen(w.place[0]) >= size || strlen(w.parent) >= size)
+		return 0;
+	strcpy(base, w.place[0]);
+	strcpy(parent, w.parent);
 	return 1;
 }
 

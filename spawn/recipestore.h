@@ -2,8 +2,8 @@
  * Looking up a stored recipe before the Go runtime starts. Go decides a
  * run and stores its recipe (package recipestore); a later run with the
  * same recipe key (recipekey.h) finds it here. Nothing here decides
- * anything: it finds the user's state directory as package runstate does,
- * checks it as runstate does, and accepts the file only when the user's
+ * anything: it finds the user's state directory where statedir.h's rule
+ * puts it, checks it as runstate does, and accepts the file only when the user's
  * secret key authenticates it.
  *
  * An entry is <state dir>/recipes/<64 lowercase hex digits of the key>:
@@ -32,15 +32,9 @@
  * file that fails its checks, a file that is not authentic or not stored
  * under this key. A failure is a miss, never reported: the caller then
  * starts Go, which decides the run as it would without a recipe. The
- * state directory is found and checked as runstate.Lookup("recipes") and
- * runstate.LookupKey find and check theirs:
- *
- *   root:  /run/sandbox-executable
- *   other: /run/user/UID/sandbox-executable when /run/user/UID is the
- *          user's own directory with no rights for group or others (not a
- *          link), else /tmp/sandbox-executable-UID
- *
- * the parent of the state directory owned by root or the user and not
+ * state directory is found where statedir.h says it lies (as runstate,
+ * which asks the same code) and checked as runstate.Lookup("recipes") and
+ * runstate.LookupKey check theirs: the parent of the state directory owned by root or the user and not
  * writable by others unless sticky; the state directory and its
  * "recipes" real directories of the user's with no rights for group or
  * others; the entry and "key" the user's regular files with no rights for

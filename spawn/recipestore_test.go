@@ -1,4 +1,4 @@
-package spawn
+package spawn_test
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +19,7 @@ import (
 
 	"sandbox-executable/recipestore"
 	"sandbox-executable/runstate"
+	"sandbox-executable/spawn"
 )
 
 // recipeBase makes a fresh state directory for runstate and the C lookup:
@@ -28,10 +31,10 @@ func recipeBase(t *testing.T) string {
 		t.Fatal(err)
 	}
 	runstate.Base = base
-	setRecipeBaseC(base)
+	spawn.SetRecipeBaseC(base)
 	t.Cleanup(func() {
 		runstate.Base = ""
-		setRecipeBaseC("")
+		spawn.SetRecipeBaseC("")
 	})
 	return base
 }
@@ -55,13 +58,13 @@ func TestRecipeLookupRoundTrip(t *testing.T) {
 		if err := recipestore.Store(key, body); err != nil {
 			t.Fatal(err)
 		}
-		if got, ok := lookupRecipeC(key); !ok || !bytes.Equal(got, body) {
+		if got, ok := spawn.LookupRecipeC(key); !ok || !bytes.Equal(got, body) {
 			t.Fatalf("C lookup of a %d-byte body: %t, %d bytes", n, ok, len(got))
 		}
 		if got, err := recipestore.Lookup(key); err != nil || !bytes.Equal(got, body) {
 			t.Fatalf("Go lookup of a %d-byte body: %v, %d bytes", n, err, len(got))
 		}
-		if _, ok := lookupRecipeC(randomKey(t)); ok {
+		if _, ok := spawn.LookupRecipeC(randomKey(t)); ok {
 			t.Fatal("C lookup of a key never stored: a hit")
 		}
 	}
@@ -183,13 +186,13 @@ func TestRecipeLookupRefusesTampering(t *testing.T) {
 			base := filepath.Join(parent, "state")
 			must(t, os.Mkdir(base, 0o700))
 			runstate.Base = base
-			setRecipeBaseC(base)
-			t.Cleanup(func() { runstate.Base = ""; setRecipeBaseC(""); os.Chmod(parent, 0o700) })
+			spawn.SetRecipeBaseC(base)
+			t.Cleanup(func() { runstate.Base = ""; spawn.SetRecipeBaseC(""); os.Chmod(parent, 0o700) })
 			e := env{base: base, recipes: filepath.Join(base, "recipes"), keyFile: filepath.Join(base, "key"), key: randomKey(t), other: randomKey(t)}
 			e.entry = filepath.Join(e.recipes, hex.EncodeToString(e.key[:]))
 			body := []byte(`{"recipe":"` + c.name + `"}`)
 			must(t, recipestore.Store(e.key, body))
-			if got, ok := lookupRecipeC(e.key); !ok || !bytes.Equal(got, body) {
+			if got, ok := spawn.LookupRecipeC(e.key); !ok || !bytes.Equal(got, body) {
 				t.Fatalf("before the change: C lookup %t %q", ok, got)
 			}
 			c.change(t, e)
@@ -197,7 +200,7 @@ func TestRecipeLookupRefusesTampering(t *testing.T) {
 			if c.lookup != nil {
 				key = c.lookup(e)
 			}
-			if got, ok := lookupRecipeC(key); ok {
+			if got, ok := spawn.LookupRecipeC(key); ok {
 				t.Errorf("C lookup: a hit (%q)", got)
 			}
 			got, err := recipestore.Lookup(key)
@@ -259,7 +262,7 @@ func TestRecipeStoreIsBounded(t *testing.T) {
 		t.Errorf("%d entries, want %d", n, recipestore.MaxEntries)
 	}
 	for i, k := range append(keys, last) {
-		_, ok := lookupRecipeC(k)
+		_, ok := spawn.LookupRecipeC(k)
 		if want := i >= 6; ok != want {
 			t.Errorf("entry %d (stored %d from the last): found %t, want %t", i, len(keys)-i, ok, want)
 		}
@@ -286,7 +289,7 @@ func TestRecipeStoreConcurrent(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	got, ok := lookupRecipeC(key)
+	got, ok := spawn.LookupRecipeC(key)
 	if !ok || !bodies[string(got)] {
 		t.Fatalf("after concurrent stores: %t, %d bytes", ok, len(got))
 	}
@@ -298,14 +301,16 @@ func TestRecipeStoreConcurrent(t *testing.T) {
 
 // TestRecipeLookupLocations: without a base set, the C lookup finds the
 // state directory where runstate puts it, for root and for another user
-// with and without a private /run/user/UID, and refuses it when it or its
-// parent fails runstate's checks. Each case runs in a child with its own
-// mount namespace and fresh tmpfs on /run and /tmp.
+// with and without a private /run/user/UID, and with /tmp/sandbox-executable-UID
+// taken by another user (then in the home directory /etc/passwd names, or
+// nowhere without one), and refuses it when it or its parent fails
+// runstate's checks. Each case runs in a child with its own mount namespace
+// and fresh tmpfs on /run and /tmp (and its own /etc/passwd).
 func TestRecipeLookupLocations(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: a mount namespace, and another user")
 	}
-	for _, c := range []string{"root", "user-tmp", "user-runtime"} {
+	for _, c := range []string{"root", "user-tmp", "user-runtime", "user-squatted", "user-squatted-runtime", "user-squatted-homeless"} {
 		t.Run(c, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestRecipeLookupLocationsChild$", "-test.v")
 			cmd.Env = append(os.Environ(), "SE_RECIPE_LOCATION="+c)
@@ -345,31 +350,74 @@ func TestRecipeLookupLocationsChild(t *testing.T) {
 	}
 	uid := locationUID
 	var base, parent string
+	home := "/run/home"
+	tmpPlace := fmt.Sprintf("/tmp/sandbox-executable-%d", uid)
+	if strings.HasPrefix(c, "user-squatted") {
+		// Another user makes the /tmp place first.
+		must(os.Mkdir(tmpPlace, 0o700))
+		must(os.Chown(tmpPlace, uid+1, uid+1))
+		passwd := "root:x:0:0:root:/root:/bin/sh\n"
+		if c != "user-squatted-homeless" {
+			passwd += fmt.Sprintf("someone:x:%d:%d::%s:/bin/sh\n", uid, uid, home)
+			must(os.Mkdir(home, 0o755))
+			must(os.Chown(home, uid, uid))
+		}
+		must(os.WriteFile("/run/passwd", []byte(passwd), 0o644))
+		must(unix.Mount("/run/passwd", "/etc/passwd", "", unix.MS_BIND, ""))
+	}
 	switch c {
 	case "root":
 		uid, base, parent = 0, "/run/sandbox-executable", "/run"
 	case "user-tmp":
-		base, parent = fmt.Sprintf("/tmp/sandbox-executable-%d", uid), "/tmp"
-	case "user-runtime":
+		base, parent = tmpPlace, "/tmp"
+	case "user-runtime", "user-squatted-runtime":
 		runtime := fmt.Sprintf("/run/user/%d", uid)
 		must(os.Mkdir("/run/user", 0o755))
 		must(os.Mkdir(runtime, 0o700))
 		must(os.Chown(runtime, uid, uid))
 		base, parent = runtime+"/sandbox-executable", runtime
+	case "user-squatted":
+		base, parent = home+"/.local/state/sandbox-executable", home+"/.local/state"
 	}
 	if uid != 0 {
 		must(syscall.Setresgid(uid, uid, uid))
 		must(syscall.Setresuid(uid, uid, uid))
 	}
 	key, body := randomKey(t), []byte("body for "+c)
+	if c == "user-squatted-homeless" {
+		// No place the user owns: refused, saying why.
+		if err := recipestore.Store(key, body); err == nil || !strings.Contains(err.Error(), tmpPlace+" is another user's") {
+			t.Fatalf("no place for the state: Store %v, want a refusal naming %s", err, tmpPlace)
+		}
+		if _, ok := spawn.LookupRecipeC(key); ok {
+			t.Error("the C lookup found a state directory where there is none")
+		}
+		return
+	}
 	must(recipestore.Store(key, body))
+	if strings.HasPrefix(c, "user-squatted") {
+		if m := runstate.Moved(); !strings.Contains(m, tmpPlace+" is another user's (uid "+strconv.Itoa(uid+1)+")") {
+			t.Errorf("runstate.Moved() = %q, want it to name %s and its owner", m, tmpPlace)
+		}
+		// The home place is protected wherever the state lies, and made
+		// in advance, 0700 all the way down from the home directory.
+		dirs, err := runstate.Protected()
+		if err != nil || !slices.Contains(dirs, home+"/.local/state/sandbox-executable") || slices.Contains(dirs, tmpPlace) {
+			t.Errorf("runstate.Protected() = %v, %v: want the home place, never the other user's", dirs, err)
+		}
+		for _, d := range []string{home + "/.local", home + "/.local/state", home + "/.local/state/sandbox-executable"} {
+			if fi, err := os.Lstat(d); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+				t.Errorf("%s: %v %v, want a directory of mode 0700", d, fi, err)
+			}
+		}
+	}
 	entry := filepath.Join(base, "recipes", hex.EncodeToString(key[:]))
 	if _, err := os.Lstat(entry); err != nil {
 		t.Fatalf("the entry is not where runstate puts it: %v", err)
 	}
 	hit := func(what string, want bool) {
 		t.Helper()
-		got, ok := lookupRecipeC(key)
+		got, ok := spawn.LookupRecipeC(key)
 		if ok != want || (ok && !bytes.Equal(got, body)) {
 			t.Errorf("%s: C lookup %t (%q), want %t", what, ok, got, want)
 		}

@@ -81,6 +81,7 @@ int se_recipe_check(const void *p, size_t len)
 	    r->version != SE_RCP_VERSION || r->size != len)
 		return 0;
 	if (!strs_ok(r, r->roots) || !ref_ok(r, r->shared_tmp, 1, 1) || !ref_ok(r, r->registry, 1, 1) ||
+	    !ref_ok(r, r->tmp_dir, 1, 1) || !ref_ok(r, r->tmp_record, 1, 1) ||
 	    !ref_ok(r, r->sweep_request, 1, 1) || !strs_ok(r, r->env) || !strs_ok(r, r->path_dirs) ||
 	    !ref_ok(r, r->bpf, 1, 0) || r->bpf.n % 8 != 0 || r->bpf.n / 8 > 0xffff ||
 	    !ref_ok(r, r->rlimits, sizeof(struct se_rlimit), 0) ||
@@ -827,9 +828,13 @@ static int cmp_int(const void *a, const void *b)
 static int start_guardian(struct se_runner *s)
 {
 	const struct se_recipe *r = s->r;
-	if (s->ncg == 0 && s->nclaims == 0)
+	int tmp = r->tmp_dir.n && r->tmp_fd >= 0;
+	if (s->ncg == 0 && s->nclaims == 0 && !tmp)
 		return 0;
 	size_t size = SE_GUARD_STACK + sizeof(struct se_guard) + 4096 + sizeof(int) * (size_t)s->nph;
+	if (tmp)
+		size += sizeof(struct se_guard_tmp) + r->tmp_dir.n + r->tmp_record.n + 32 +
+			SE_RM_DEPTH * sizeof(struct se_rm_level);
 	size += (size_t)s->ncg * (3 * 8 + 2 * 4096);
 	size += (size_t)s->nclaims * (sizeof(struct se_guard_lock) + 16);
 	for (int i = 0; i < s->nph; i++)
@@ -911,9 +916,20 @@ static int start_guardian(struct se_runner *s)
 		g->locks = locks;
 		g->nlocks = s->nclaims;
 	}
-	int *keep = bump(&b, sizeof(int) * (size_t)(1 + s->nclaims + s->nph));
+	if (tmp) {
+		struct se_guard_tmp *t = bump(&b, sizeof *t);
+		t->path = bump_str(&b, rs(r, r->tmp_dir));
+		t->record = r->tmp_record.n ? bump_str(&b, rs(r, r->tmp_record)) : NULL;
+		t->fd = r->tmp_fd;
+		g->tmp_dirs = t;
+		g->ntmp_dirs = 1;
+		g->rm_levels = bump(&b, SE_RM_DEPTH * sizeof(struct se_rm_level));
+	}
+	int *keep = bump(&b, sizeof(int) * (size_t)(2 + s->nclaims + s->nph));
 	int nkeep = 0;
 	keep[nkeep++] = p[0];
+	if (tmp)
+		keep[nkeep++] = r->tmp_fd;
 	for (int i = 0; i < s->nclaims; i++)
 		keep[nkeep++] = s->lock[i];
 	for (int i = 0; i < s->nph; i++)

@@ -1678,8 +1678,9 @@ void se_initial_state(sigset_t *mask, int *ignored, int max, int *nignored,
  * means the supervisor is gone, and the guardian kills what is left in the
  * cgroup and removes it, waits for the supervisor's child to be gone, then
  * removes the placeholders of each lock it can take exclusively and the
- * empty private temp dir, closes everything, and asks the next run for a
- * sweep of whatever it could not remove. It only applies what
+ * private temp dir with whatever the program left in it, closes
+ * everything, and asks the next run for a sweep of whatever it could not
+ * remove. It only applies what
  * Go decided. It touches only its own stack and struct se_guard, both in
  * memory mapped for it and never unmapped, so it may keep running after the
  * supervisor's exit.
@@ -1808,9 +1809,114 @@ static int se_guard_kill_tree(const struct se_guard *g)
 	return empty;
 }
 
+/* se_remove_tree removes everything beneath the directory open at top (see
+ * se_remove_tmp), depth first without recursion: lv[0] is top, lv[i+1] the
+ * subdirectory of lv[i] named lv[i].name. A directory's entries are read
+ * again from its start after a pass that removed something (an offset
+ * may move when entries go, on a filesystem that numbers them), at most a
+ * few times: what a live process keeps making is left. */
+static long se_remove_tree(int top, struct se_rm_level *lv)
+{
+	char buf[2048] __attribute__((aligned(8)));
+	struct stat st;
+	long err = 0, r;
+	if ((r = SYS4(SYS_newfstatat, top, "", &st, AT_EMPTY_PATH)) < 0)
+		return r;
+	unsigned long long dev = st.st_dev;
+	int sp = 0;
+	memset(&lv[0], 0, sizeof lv[0]);
+	lv[0].fd = top;
+	for (;;) {
+		struct se_rm_level *l = &lv[sp];
+		int down = 0;
+		long n = SYS3(SYS_lseek, l->fd, l->resume, SEEK_SET);
+		while (n >= 0 && !down && (n = SYS3(SYS_getdents64, l->fd, buf, sizeof buf)) > 0) {
+			for (long off = 0; off < n && !down;) {
+				/* struct linux_dirent64: ino, off, reclen, type, name */
+				long long next;
+				unsigned short reclen;
+				memcpy(&next, buf + off + 8, sizeof next);
+				memcpy(&reclen, buf + off + 16, sizeof reclen);
+				const char *name = buf + off + 19;
+				off += reclen;
+				if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
+					continue;
+				l->resume = next;
+				r = SYS3(SYS_unlinkat, l->fd, name, 0);
+				if (r == -EACCES && !l->chmodded) {
+					/* A directory of the program's it cannot write in. */
+					l->chmodded = 1;
+					if (SYS2(SYS_fchmod, l->fd, 0700) == 0)
+						r = SYS3(SYS_unlinkat, l->fd, name, 0);
+				}
+				if (r == -EISDIR) {
+					r = SYS3(SYS_unlinkat, l->fd, name, AT_REMOVEDIR);
+					if ((r == -ENOTEMPTY || r == -EEXIST) && sp + 1 < SE_RM_DEPTH && strlen(name) < sizeof l->name) {
+						long fd = SYS4(SYS_openat, l->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+						if (fd >= 0 && SYS4(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH) == 0 && st.st_dev == dev) {
+							strcpy(l->name, name);
+							sp++;
+							memset(&lv[sp], 0, sizeof lv[sp]);
+							lv[sp].fd = (int)fd;
+							down = 1;
+							continue;
+						}
+						if (fd >= 0)
+							SYS1(SYS_close, fd);
+						r = fd < 0 ? fd : -EXDEV;
+					}
+				}
+				if (r == 0)
+					l->removed = 1;
+				else
+					err = r;
+			}
+		}
+		if (down)
+			continue;
+		if (n < 0)
+			err = n;
+		if (l->removed && l->passes < 4) {
+			l->resume = 0;
+			l->removed = 0;
+			l->passes++;
+			continue;
+		}
+		if (sp == 0)
+			return err;
+		SYS1(SYS_close, l->fd);
+		l = &lv[--sp];
+		r = SYS3(SYS_unlinkat, l->fd, l->name, AT_REMOVEDIR);
+		if (r == 0)
+			l->removed = 1;
+		else
+			err = r;
+	}
+}
+
+long se_remove_tmp(const char *path, int fd, const char *record, struct se_rm_level *levels)
+{
+	struct stat a, b;
+	long ret = se_remove_tree(fd, levels);
+	if (ret < 0)
+		return ret;
+	/* The directory itself, by its path: only while the path still
+	 * names the directory the descriptor holds. */
+	if ((ret = SYS4(SYS_newfstatat, fd, "", &a, AT_EMPTY_PATH)) < 0)
+		return ret;
+	ret = SYS4(SYS_newfstatat, AT_FDCWD, path, &b, AT_SYMLINK_NOFOLLOW);
+	if (ret == 0 && (a.st_dev != b.st_dev || a.st_ino != b.st_ino))
+		return -ESTALE;
+	if (ret == 0)
+		ret = se_rmdir(path);
+	if ((ret == 0 || ret == -ENOENT) && record)
+		se_unlink(record);
+	return ret == -ENOENT ? 0 : ret;
+}
+
 /* se_guard_release removes the placeholders of each lock it can take
  * exclusively (another run still using them leaves them to its own last
- * user) and the empty private temp dirs. */
+ * user) and the private temp dirs, with what the program left in them. */
 static void se_guard_release(const struct se_guard *g)
 {
 	for (int i = 0; i < g->nlocks; i++) {
@@ -1820,11 +1926,8 @@ static void se_guard_release(const struct se_guard *g)
 		for (int j = 0; j < l->nph; j++)
 			se_remove_placeholder(&l->ph[j]);
 	}
-	for (int i = 0; i < g->nempty_dirs; i++) {
-		long ret = se_rmdir(g->empty_dirs[i].path);
-		if ((ret == 0 || ret == -ENOENT) && g->empty_dirs[i].record)
-			se_unlink(g->empty_dirs[i].record);
-	}
+	for (int i = 0; i < g->ntmp_dirs; i++)
+		se_remove_tmp(g->tmp_dirs[i].path, g->tmp_dirs[i].fd, g->tmp_dirs[i].record, g->rm_levels);
 }
 
 /* se_guard_ask_sweep closes everything (nothing of the run is held from

@@ -281,9 +281,13 @@ struct se_guard_lock {
 	int nph;
 };
 
-struct se_guard_empty {
-	const char *path;   /* removed if empty */
+struct se_rm_level;
+
+/* A private temp dir a guardian removes, with everything in it. */
+struct se_guard_tmp {
+	const char *path;   /* the directory */
 	const char *record; /* unlinked once it is gone, or NULL */
+	int fd;             /* the directory, open: its contents are found through it, never by a path */
 };
 
 struct se_guard {
@@ -302,8 +306,9 @@ struct se_guard {
 	volatile int child_pid;
 	const struct se_guard_lock *locks;
 	int nlocks;
-	const struct se_guard_empty *empty_dirs; /* the private temp dir */
-	int nempty_dirs;
+	const struct se_guard_tmp *tmp_dirs; /* the private temp dir */
+	int ntmp_dirs;
+	struct se_rm_level *rm_levels; /* se_remove_tmp's room: SE_RM_DEPTH of them */
 	const int *keep_fds; /* sorted: the pipe, the locks, and what else the guardian holds */
 	int nkeep;
 	const char *sweep_request; /* made after a cleanup, or NULL */
@@ -319,6 +324,26 @@ struct se_guard {
 	/* Set by the guardian once it holds only keep_fds. */
 	volatile int ready;
 };
+
+/* Removing a private temp dir, whatever the program left in it. */
+#define SE_RM_DEPTH 256 /* directories deep, at most; deeper ones stay */
+
+struct se_rm_level {
+	int fd, passes, removed, chmodded;
+	long long resume;
+	char name[256];
+};
+
+/* se_remove_tmp removes everything in the directory open at fd (path), then
+ * the directory itself while path still names it, then record (when not
+ * NULL) once it is gone. Nothing is reached by a path but path itself,
+ * checked against fd: each entry is unlinked relative to its directory's
+ * descriptor, subdirectories are opened with O_NOFOLLOW|O_DIRECTORY (a link
+ * is removed, never followed) and only on fd's device (a mount is left
+ * alone), and a directory it cannot write in is made 0700 (a program's, as
+ * Go's module cache leaves them 0555). levels is room for SE_RM_DEPTH
+ * directories. Returns 0 or -errno; what it could not remove stays. */
+long se_remove_tmp(const char *path, int fd, const char *record, struct se_rm_level *levels);
 
 /* se_guard_alloc maps memory that is never unmapped, for a guardian. */
 void *se_guard_alloc(size_t size);

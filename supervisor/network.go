@@ -28,6 +28,9 @@ type NetworkReport struct {
 	DaemonSockets string
 	// NotEnforced lists what this host cannot stop in this mode.
 	NotEnforced []string
+	// Destinations are, in allowlist mode, what each entry lets the proxy
+	// connect to (netproxy.Matcher.Destinations).
+	Destinations []netproxy.Destination
 }
 
 // netChoice is the network decision of a run.
@@ -66,6 +69,7 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, noNa
 		mech("the host's network; seccomp denies raw, packet, vsock and non-route netlink sockets")
 	case policy.NetworkAllowlist:
 		n.proxy = true
+		n.Destinations = netproxy.NewMatcher(p.Network.Allowlist).Destinations()
 		if exact {
 			n.netns = true
 			n.Proxy = "127.0.0.1:" + strconv.Itoa(ProxyPort)

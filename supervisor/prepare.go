@@ -666,7 +666,7 @@ func withStateProtected(p *policy.Plan, dirs []string) *policy.Plan {
 	for i, dir := range dirs {
 		src := "sandbox-executable's state directory"
 		if i > 0 {
-			src += " (where it would go without the user's runtime directory)"
+			src += " (where it would move to, made in advance)"
 		}
 		_, err := fsdeps.Lstat(dir)
 		c.Filesystem.ReadDenied = append(c.Filesystem.ReadDenied, policy.DeniedPath{Path: dir, Source: src, Exists: err == nil})

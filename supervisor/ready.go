@@ -8,11 +8,10 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"sandbox-executable/cgroups"
 	"sandbox-executable/remedy"
 	"sandbox-executable/rlimit"
+	"sandbox-executable/spawn"
 )
 
 // Ready readies the host for the run pr decided, once, before the runner
@@ -57,6 +56,14 @@ func (pr *Prepared) Ready() error {
 // nil.
 func (pr *Prepared) HostProxy() net.Listener { return pr.hostListener }
 
+// TmpFD is the private temp dir Ready made, open, or -1.
+func (pr *Prepared) TmpFD() int {
+	if pr.tmpLock == nil {
+		return -1
+	}
+	return int(pr.tmpLock.Fd())
+}
+
 // NotStored says why the run's recipe must not be stored for the warm
 // path ("" when it may be): it holds what only this run has.
 func (pr *Prepared) NotStored() string { return pr.notStored }
@@ -69,9 +76,7 @@ func (pr *Prepared) Release() {
 		pr.hostListener.Close()
 	}
 	if pr.ownTmp != "" {
-		if os.RemoveAll(pr.ownTmp) == nil && pr.ownTmpRecord != "" {
-			_ = unix.Unlink(pr.ownTmpRecord)
-		}
+		_ = spawn.RemoveTempDir(pr.ownTmp, int(pr.tmpLock.Fd()), pr.ownTmpRecord)
 		pr.tmpLock.Close()
 	}
 }

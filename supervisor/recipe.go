@@ -55,6 +55,9 @@ func (pr *Prepared) Recipe(says [spawn.EndingsN]string) (*spawn.Recipe, error) {
 	if pr.tmpShared {
 		r.SharedTmp = pr.tmpDir
 	}
+	if pr.ownTmp != "" {
+		r.TmpDir, r.TmpRecord, r.TmpFD = pr.ownTmp, pr.ownTmpRecord, int(pr.tmpLock.Fd())
+	}
 	for _, l := range pr.Rlimits {
 		r.Rlimits = append(r.Rlimits, spawn.Rlimit{Resource: l.Resource, Cur: l.Cur, Max: l.Max})
 	}

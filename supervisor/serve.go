@@ -84,6 +84,8 @@ type ServeOptions struct {
 	// HostProxy is the allowlist proxy's listener on the host's loopback
 	// (no network namespace), made by Ready; nil otherwise.
 	HostProxy net.Listener
+	// TmpFD is the record's PrivateTmp, open (the run's lock on it).
+	TmpFD int
 }
 
 // Serve serves a run the runner carries out (spawn.Service), from rec,
@@ -156,9 +158,7 @@ func Serve(svc *spawn.Service, rec *ServiceRecord, o ServeOptions) Result {
 				}
 			}
 			if rec.PrivateTmp != "" {
-				if os.RemoveAll(rec.PrivateTmp) == nil && rec.TmpRecord != "" {
-					_ = unix.Unlink(rec.TmpRecord)
-				}
+				_ = spawn.RemoveTempDir(rec.PrivateTmp, o.TmpFD, rec.TmpRecord)
 			}
 			log.Info("ended", "ending", string(res.Ending), "exit_code", res.ExitCode, "wall", res.Wall)
 			return res

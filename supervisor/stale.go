@@ -21,9 +21,9 @@ import (
 // What a run leaves on the host (placeholders, the private temp dir) is
 // removed by the run itself, or by its guardian should the supervisor be
 // killed. What is left when both died (a kill of the whole session, an OOM
-// kill) or the guardian could not remove (a temp dir the program wrote into
-// in Landlock-only mode, where nothing is mounted over it: the guardian only
-// removes empty directories) is swept by a later run, off its start-up path,
+// kill) or the guardian could not remove (a placeholder another run still
+// claimed, a temp dir deeper than spawn.RemoveTempDir goes) is swept by a
+// later run, off its start-up path,
 // while its program runs: at most once per sweepEvery, or at once when a
 // guardian had to clean up (it asks, with a file the sweep consumes before
 // it starts, so that no request is lost). Whether something is
@@ -216,7 +216,7 @@ func removeIfStale(path string, st *unix.Stat_t) bool {
 	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return false
 	}
-	return os.RemoveAll(path) == nil
+	return spawn.RemoveTempDir(path, fd, "") == nil
 }
 
 // makePrivateTmp creates the program's private temp dir dir (named by

@@ -22,13 +22,14 @@ cgroup2 hierarchy (for example \fI/sys/fs/cgroup/sandbox\-executable\fR),
 unless \fB\-\-cgroup\-parent\fR says otherwise.
 It is shared by all runs and never removed.
 .TP
-\fI/run/sandbox\-executable\fR, \fI/run/user/UID/sandbox\-executable\fR, \fI/tmp/sandbox\-executable\-UID\fR
+\fI/run/sandbox\-executable\fR, \fI/run/user/UID/sandbox\-executable\fR, \fI/tmp/sandbox\-executable\-UID\fR, \fI~/.local/state/sandbox\-executable\fR
 The state directory: root's; a user's whose \fI/run/user/UID\fR is a private
-directory of their own; any other user's (never chosen by \fBXDG_RUNTIME_DIR\fR
-or \fBTMPDIR\fR).
+directory of their own; any other user's, unless another user made that name
+first: then in the home directory \fI/etc/passwd\fR names (never chosen by
+\fBXDG_RUNTIME_DIR\fR, \fBTMPDIR\fR, \fBHOME\fR or \fBXDG_STATE_HOME\fR).
 It holds the compiled seccomp filters (\fIbpf/\fR, each with an HMAC-SHA256 tag),
 the key that authenticates them (\fIkey\fR) and the placeholder locks.
-Every sandbox is denied it, reading and writing.
+Every sandbox is denied it, reading and writing, and the places it would move to.
 .TP
 \fI~/.ssh\fR, \fI~/.aws\fR, \fI~/.gnupg\fR, ...
 VT Code's default sensitive paths: unreadable and unwritable inside the

@@ -299,7 +299,7 @@ func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool
 		return spawn.Return{}, nil, err
 	}
 	go func() {
-		res := supervisor.Serve(svc, record, supervisor.ServeOptions{OnDenial: inv.out.denial, Log: inv.out.log, HostProxy: pr.HostProxy()})
+		res := supervisor.Serve(svc, record, supervisor.ServeOptions{OnDenial: inv.out.denial, Log: inv.out.log, HostProxy: pr.HostProxy(), TmpFD: pr.TmpFD()})
 		inv.ended(explain, res)
 		svc.Done()
 	}()

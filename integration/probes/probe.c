@@ -216,6 +216,8 @@ int main(int argc, char **argv)
 		printf("\n");
 		return 0;
 	}
+	if (!strcmp(op, "tmpfile") && a) /* an unnamed file in directory a */
+		return result(open(a, O_TMPFILE | O_WRONLY, 0600));
 	if (!strcmp(op, "opendir") && a)
 		return result(open(a, O_RDONLY | O_DIRECTORY));
 	if (!strcmp(op, "truncate") && a)
@@ -375,12 +377,18 @@ int main(int argc, char **argv)
 	}
 
 	if (!strcmp(op, "httpserve") && a && b) {
-		/* Answer every connection on 0.0.0.0:A with an HTTP response
-		 * whose body is B, after reading the request's head. */
-		int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+		/* Answer every connection on 0.0.0.0:A (with a fourth argument
+		 * "6": [::]:A, IPv4 and IPv6) with an HTTP response whose body
+		 * is B, after reading the request's head. */
+		int six = argc > 4 && !strcmp(argv[4], "6");
+		int s = socket(six ? AF_INET6 : AF_INET, SOCK_STREAM, 0), one = 1, zero = 0;
 		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(atoi(a))};
-		if (bind(s, (struct sockaddr *)&sin, sizeof sin) < 0 || listen(s, 64) < 0)
+		struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6, .sin6_port = htons(atoi(a))};
+		if (six)
+			setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+		if ((six ? bind(s, (struct sockaddr *)&sin6, sizeof sin6) : bind(s, (struct sockaddr *)&sin, sizeof sin)) < 0 ||
+		    listen(s, 64) < 0)
 			return result(-1);
 		printf("listening\n");
 		for (;;) {
