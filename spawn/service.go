@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"runtime"
 	"syscall"
 	"time"
@@ -75,18 +76,33 @@ func returnOf(h *C.struct_se_handover) Return {
 }
 
 // Error is the child's failure as the spawn stage reports it, in the words
-// of recipe's step that failed.
-func (r Return) Error(recipe *Recipe) *Error {
+// of recipe's step that failed (for the program's name, argv0).
+func (r Return) Error(recipe *Recipe, argv0 string) *Error {
 	e := &Error{Step: r.FailStep, Errno: r.FailErrno}
 	if recipe != nil {
-		e.Detail = recipe.detail(r.FailStep, r.FailIndex)
+		e.Detail = recipe.detail(r.FailStep, r.FailIndex, argv0)
 	}
 	return e
 }
 
 // detail names the item of step i that failed.
-func (r *Recipe) detail(step Step, i int) string {
+func (r *Recipe) detail(step Step, i int, argv0 string) string {
 	switch step {
+	case StepExec:
+		// The candidate the runner tried (runner.c's candidates).
+		if strings.Contains(argv0, "/") {
+			return argv0
+		}
+		if i >= 0 && i < len(r.PathDirs) {
+			switch d := r.PathDirs[i]; d {
+			case ".":
+				return argv0
+			case "/":
+				return "/" + argv0
+			default:
+				return d + "/" + argv0
+			}
+		}
 	case StepOp:
 		if i >= 0 && i < len(r.Ops) {
 			return r.Ops[i].why

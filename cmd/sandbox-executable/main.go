@@ -241,7 +241,7 @@ func (inv *invocation) execute(cfg supervisor.Config, facts *hostfacts.Facts, pr
 			return inv.failed(supervisor.ExitSetup, err, pr)
 		}
 		if err == nil && ret.Reason == spawn.ReturnFailed && ret.FailStep == spawn.StepExec {
-			return inv.failed(ret.ExitCode, pr.ExecError(ret.Error(recipe)), pr)
+			return inv.failed(ret.ExitCode, pr.ExecError(ret.Error(recipe, pr.Argv[0])), pr)
 		}
 		// Nothing ran: a refusal while readying the host, or the run's
 		// objects are gone again.
@@ -260,7 +260,7 @@ func (inv *invocation) execute(cfg supervisor.Config, facts *hostfacts.Facts, pr
 			_ = recipestore.Remove(key)
 		}
 		if ret.Reason == spawn.ReturnFailed {
-			return inv.failed(supervisor.ExitSetup, ret.Error(recipe), pr)
+			return inv.failed(supervisor.ExitSetup, ret.Error(recipe, pr.Argv[0]), pr)
 		}
 		what := ret.FailWhat
 		if ret.FailErrno != 0 {
