@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -17,6 +19,14 @@ type ScratchCache struct {
 	Path string
 	// Tool names what the cache is for ("go build cache", "npm").
 	Tool string
+	// EnvVar is the variable that moves the tool's cache elsewhere
+	// ("GOCACHE"), "" for a tool without one this default may set.
+	EnvVar string
+	// Exists is false for a cache that is not there yet (a fresh HOME):
+	// the tool would fail to make it (the home is read-only), so the run
+	// points EnvVar at an empty directory of its private temp dir instead.
+	// Path is then the clean absolute path the tool would use.
+	Exists bool
 }
 
 // scratchCandidate is a cache directory where a build tool looks by
@@ -42,7 +52,9 @@ var scratchCandidates = []scratchCandidate{
 // scratchCaches decides Plan.Filesystem.ScratchCaches for the built-in
 // default (Input.Standalone): each candidate that exists as a directory,
 // is neither inside nor around a writable root, and neither holds nor lies
-// beneath a denied path. Nothing is created.
+// beneath a denied path; and each that does not exist yet, outside the
+// roots, whose tool has a variable to move it (its run gets an empty one).
+// Nothing is created.
 func (r *resolver) scratchCaches() []ScratchCache {
 	if !r.in.Standalone {
 		return nil
@@ -67,7 +79,16 @@ func (r *resolver) scratchCaches() []ScratchCache {
 			}
 		}
 		real, err := fsdeps.EvalSymlinks(p)
-		if err != nil || seen[real] || !filepath.IsAbs(real) {
+		if err != nil {
+			if _, lerr := fsdeps.Lstat(p); c.envVar != "" && errors.Is(lerr, fs.ErrNotExist) {
+				if miss := filepath.Clean(p); !seen[miss] && !scratchConflicts(miss, fsys) {
+					seen[miss] = true
+					out = append(out, ScratchCache{Path: miss, Tool: c.tool, EnvVar: c.envVar})
+				}
+			}
+			continue
+		}
+		if seen[real] || !filepath.IsAbs(real) {
 			continue
 		}
 		if fi, err := fsdeps.Stat(real); err != nil || !fi.IsDir() || real == "/" {
@@ -81,7 +102,7 @@ func (r *resolver) scratchCaches() []ScratchCache {
 			continue
 		}
 		seen[real] = true
-		out = append(out, ScratchCache{Path: real, Tool: c.tool})
+		out = append(out, ScratchCache{Path: real, Tool: c.tool, EnvVar: c.envVar, Exists: true})
 	}
 	return out
 }
@@ -153,6 +174,9 @@ func (r *resolver) goBuildVCS() {
 // already chosen: one overlay would hide the other.
 func nested(dir string, chosen []ScratchCache) bool {
 	for _, c := range chosen {
+		if !c.Exists {
+			continue
+		}
 		if Within(dir, c.Path) || Within(c.Path, dir) {
 			return true
 		}

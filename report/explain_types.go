@@ -22,6 +22,9 @@ type Explain struct {
 	Rlimits      []Rlimit    `json:"rlimits"`
 	Degradations []string    `json:"degradations,omitempty"`
 	Enforcement  Enforcement `json:"enforcement"`
+	// Refused is the one line a run would be refused with, when it would
+	// be (what only a run tries, foreseen: supervisor.Prepared.Foresee).
+	Refused string `json:"refused,omitempty"`
 }
 
 // Plan is the public form of policy.Plan.
@@ -34,6 +37,7 @@ type Plan struct {
 	Limits     PlanLimits      `json:"limits"`
 	Env        PlanEnvironment `json:"environment"`
 	Notes      []string        `json:"notes,omitempty"`
+	Settings   []string        `json:"settings,omitempty"`
 }
 
 // Rlimit is the public form of rlimit.Limit.
@@ -110,6 +114,7 @@ type FilesystemReport struct {
 	PrivateTmpBound   string           `json:"private_tmp_bound,omitempty"`
 	ScratchCaches     []string         `json:"scratch_caches,omitempty"`
 	ScratchCachesNote string           `json:"scratch_caches_note,omitempty"`
+	FreshCaches       []string         `json:"fresh_caches,omitempty"`
 	NotEnforced       []string         `json:"not_enforced,omitempty"`
 }
 
@@ -185,8 +190,10 @@ type PlanDeniedPath struct {
 
 // PlanScratchCache is the public form of policy.ScratchCache.
 type PlanScratchCache struct {
-	Path string `json:"path"`
-	Tool string `json:"tool"`
+	Path   string `json:"path"`
+	Tool   string `json:"tool"`
+	EnvVar string `json:"env_var,omitempty"`
+	Exists bool   `json:"exists"`
 }
 
 // PlanHostPort is the public form of policy.HostPort.
@@ -265,6 +272,7 @@ func fromPlan(v policy.Plan) Plan {
 		Limits:     fromPlanLimits(v.Limits),
 		Env:        fromPlanEnvironment(v.Env),
 		Notes:      v.Notes,
+		Settings:   v.Settings,
 	}
 }
 
@@ -349,6 +357,7 @@ func fromFilesystemReport(v supervisor.FilesystemReport) FilesystemReport {
 		PrivateTmpBound:   v.PrivateTmpBound,
 		ScratchCaches:     v.ScratchCaches,
 		ScratchCachesNote: v.ScratchCachesNote,
+		FreshCaches:       v.FreshCaches,
 		NotEnforced:       v.NotEnforced,
 	}
 }
@@ -432,8 +441,10 @@ func fromPlanDeniedPath(v policy.DeniedPath) PlanDeniedPath {
 
 func fromPlanScratchCache(v policy.ScratchCache) PlanScratchCache {
 	return PlanScratchCache{
-		Path: v.Path,
-		Tool: v.Tool,
+		Path:   v.Path,
+		Tool:   v.Tool,
+		EnvVar: v.EnvVar,
+		Exists: v.Exists,
 	}
 }
 
