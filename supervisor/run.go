@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -23,7 +22,6 @@ import (
 	"sandbox-executable/mountns"
 	"sandbox-executable/netproxy"
 	"sandbox-executable/policy"
-	"sandbox-executable/remedy"
 	"sandbox-executable/rlimit"
 	"sandbox-executable/seccomp"
 	"sandbox-executable/sockmed"
@@ -318,7 +316,7 @@ func (s *session) claimPlaceholders() error {
 func (s *session) makeCgroup() error {
 	c := s.pr.cgroupPlan
 	if c.host == nil {
-		return s.noCgroup(c.why, defaultCgroupFix(s.cfg.Words))
+		return s.noCgroup(c.why, defaultCgroupFix(nil, false, s.cfg.Words))
 	}
 	g, err := cgroups.New(c.host, c.limits, cgroups.Options{Parent: s.cfg.CgroupParent, MoveSelf: s.cfg.MoveSelf})
 	if err != nil {
@@ -328,7 +326,7 @@ func (s *session) makeCgroup() error {
 		}
 		var extra string
 		if g, extra = s.cgroupInUserScope(c.host, c.limits); g == nil {
-			why, fix := cgroupWhy(err, s.cfg.Words)
+			why, fix := cgroupWhy(err, c.host, s.cfg.Words)
 			return s.noCgroup(why+extra, fix)
 		}
 	}
@@ -363,45 +361,25 @@ func (s *session) startGuardian() error {
 	return nil
 }
 
-// noCgroup decides what a run without a cgroup may do.
+// noCgroup decides what a run without a cgroup may do (withoutCgroup),
+// and carries out a degradation to per-process rlimits.
 func (s *session) noCgroup(why, fix string) error {
-	l := s.pr.Plan.Limits
-	if l.MemoryBytes == 0 && l.Pids == 0 && l.CPUSeconds == 0 && s.cfg.CPUQuota == 0 {
-		return nil // nothing needs one; the subreaper tracks the tree
-	}
-	msg := "no cgroup for the memory, pids and CPU limits of the whole tree (" + why + ")"
-	// The cgroups this process is already in (a container's own) bound the
-	// whole tree too: where they meet every limit asked for, nothing is lost.
-	if enc := cgroups.EnclosingLimits(s.pr.cgroupPlan.host); l.CPUSeconds == 0 && s.cfg.CPUQuota == 0 &&
-		(l.MemoryBytes == 0 || (enc.MemoryAt != "" && enc.MemoryBytes <= l.MemoryBytes)) &&
-		(l.Pids == 0 || (enc.PidsAt != "" && enc.Pids <= uint64(l.Pids))) {
-		var held []string
-		if l.MemoryBytes > 0 {
-			held = append(held, fmt.Sprintf("memory.max %d in %s", enc.MemoryBytes, enc.MemoryAt))
-		}
-		if l.Pids > 0 {
-			held = append(held, fmt.Sprintf("pids.max %d in %s", enc.Pids, enc.PidsAt))
-		}
-		s.pr.Enforcement.Cgroup.Why = "no cgroup of the run's own (" + why + "); the limits are held, at least as tight, by the cgroup the helper is in: " +
-			strings.Join(held, ", ") + " (it bounds everything in it, the program included)"
-		s.log().Info("limits held by the enclosing cgroup", "memory_max", enc.MemoryBytes, "pids_max", enc.Pids)
+	held, degraded, err := s.pr.withoutCgroup(why, fix)
+	switch {
+	case err != nil:
+		return err
+	case held != "":
+		s.pr.Enforcement.Cgroup.Why = held
+		s.log().Info("limits held by the enclosing cgroup", "why", held)
+		return nil
+	case degraded == "":
 		return nil
 	}
-	if !s.cfg.AllowDegraded {
-		return &RefusedError{Reason: "refusing to run: " + msg + "; " + fix + ", or pass " + s.cfg.Words.Say(remedy.AllowDegraded) + " to fall back to per-process rlimits"}
-	}
-	root := os.Getuid() == 0
-	instead := ": per-process RLIMIT_DATA, RLIMIT_NPROC and RLIMIT_CPU instead"
-	if root && l.Pids > 0 {
-		// The kernel never applies RLIMIT_NPROC to uid 0: naming it as
-		// the fallback would be a limit silently gone.
-		instead = ": per-process RLIMIT_DATA and RLIMIT_CPU instead; max_pids is not enforced at all (RLIMIT_NPROC does not apply to root)"
-	}
-	s.degradations = append(s.degradations, msg+instead)
+	s.degradations = append(s.degradations, degraded)
 	if s.cfg.Warn != nil {
-		s.cfg.Warn(s.degradations[len(s.degradations)-1])
+		s.cfg.Warn(degraded)
 	}
-	s.rlimits = rlimit.For(s.pr.Plan.Limits, rlimit.Options{NofileCur: s.pr.nofile.Cur, NofileMax: s.pr.nofile.Max, TreeFallback: true, Root: root})
+	s.rlimits = rlimit.For(s.pr.Plan.Limits, rlimit.Options{NofileCur: s.pr.nofile.Cur, NofileMax: s.pr.nofile.Max, TreeFallback: true, Root: os.Getuid() == 0})
 	return nil
 }
 
