@@ -33,7 +33,6 @@ import (
 	"sandbox-executable/policy"
 	"sandbox-executable/recipestore"
 	"sandbox-executable/report"
-	"sandbox-executable/seccomp"
 	"sandbox-executable/spawn"
 	"sandbox-executable/supervisor"
 )
@@ -102,6 +101,8 @@ type invocation struct {
 	o         *options
 	out       *outputs
 	startedAt time.Time
+	// composed is what the flags and settings files decided (config).
+	composed *composed
 }
 
 // run decides the run from the policy and the host's facts, then prints
@@ -127,6 +128,7 @@ func (inv *invocation) run() int {
 	if err != nil {
 		return inv.refuse(supervisor.ExitSetup, err, nil)
 	}
+	inv.sayNotes()
 	t0 := time.Now()
 	// --explain writes nothing: the state directory and its key are
 	// looked up, not made, and the filter cache is only read. A run's own
@@ -164,10 +166,11 @@ func (inv *invocation) refuse(code int, err error, pr *supervisor.Prepared) int 
 func (inv *invocation) config() (supervisor.Config, error) {
 	o, out := inv.o, inv.out
 	t0 := time.Now()
-	plan, err := resolvePlan(o)
+	plan, comp, err := resolvePlan(o)
 	if err != nil {
 		return supervisor.Config{}, err
 	}
+	inv.composed = comp
 	out.log.Debug("resolved", "took", time.Since(t0), "since_start", time.Since(inv.startedAt))
 	cwd, err := fsdeps.Getwd()
 	if err != nil {
@@ -210,10 +213,15 @@ func (inv *invocation) explain(pr *supervisor.Prepared) int {
 	if len(inv.o.argv) == 0 {
 		pr.Argv, pr.Candidates = nil, nil
 	}
+	refused := pr.Foresee()
+	e := report.NewExplain(pr)
+	if refused != nil {
+		e.Refused = refused.Error()
+	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(report.NewExplain(pr)); err != nil {
+	if err := enc.Encode(e); err != nil {
 		return fail(supervisor.ExitSetup, err)
 	}
 	return 0
@@ -267,6 +275,7 @@ func (inv *invocation) ended(pr *supervisor.Prepared, res supervisor.Result) int
 	if res.Err != nil {
 		fail(res.ExitCode, res.Err)
 	}
+	inv.sayEnding(pr, res)
 	return res.ExitCode
 }
 
@@ -284,7 +293,7 @@ func (inv *invocation) runRecipe(pr *supervisor.Prepared) (code int, ran bool) {
 	recipe, err := pr.Recipe()
 	var encoded []byte
 	if err == nil {
-		recipe.EndInGo = recipe.EndInGo || inv.out.logging || inv.out.report != nil
+		recipe.EndInGo = recipe.EndInGo || inv.out.logging || inv.out.report != nil || inv.endInGo(pr)
 		encoded = recipe.Encode()
 	}
 	key, keyed := spawn.RecipeKeyFor(inv.o.argv)
@@ -526,7 +535,7 @@ func doctorCmd(args []string) int {
 		}
 	}
 	// The same probe a run decides from, with doctor's part.
-	r := doctor.Render(hostfacts.Probe(doctor.ProbeOptions()), doctor.Options{})
+	r := doctor.Render(hostfacts.Probe(doctor.ProbeOptions()), doctor.Options{Words: say})
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -556,76 +565,6 @@ func parseCPUQuota(o *options) (float64, error) {
 		return 0, fmt.Errorf("--cpu-quota: %s CPUs is more than this machine's %d", quoteArg(o.cpuQuota), runtime.NumCPU())
 	}
 	return q, nil
-}
-
-// resolvePlan decodes the three JSON arguments and resolves them into a Plan.
-func resolvePlan(o *options) (*policy.Plan, error) {
-	cwd, err := fsdeps.Getwd()
-	if err != nil {
-		return nil, fmt.Errorf("working directory: %w", err)
-	}
-	pol := policy.DefaultStandalone(cwd)
-	if o.set["--sandbox-policy"] {
-		data, err := argValue("--sandbox-policy", o.policy)
-		if err != nil {
-			return nil, err
-		}
-		if pol, err = policy.DecodePolicy(data); err != nil {
-			return nil, policy.WithArg(err, "--sandbox-policy")
-		}
-	}
-	in := policy.Input{
-		Policy:      *pol,
-		Seccomp:     pol.DerivedSeccompProfile(),
-		Limits:      pol.DerivedResourceLimits(),
-		SeccompFrom: policy.SourcePolicy,
-		LimitsFrom:  policy.SourcePolicy,
-		Names:       flagOf,
-		PolicyCwd:   o.policyCwd,
-		Environ:     os.Environ(),
-		KeepEnv:     o.keepEnv,
-		Syscalls:    seccomp.Table{},
-		PasswdHome:  passwdHome,
-		// The built-in default suits a build: its caches are writable
-		// throwaway copies. A caller's policy gets exactly what it says.
-		Standalone: !o.set["--sandbox-policy"],
-	}
-	if pol.Kind == policy.KindReadOnly {
-		// read_only's derived values are computed, not embedded: an
-		// error in them is not the policy's.
-		in.SeccompFrom, in.LimitsFrom = policy.SourceDerivedSeccomp, policy.SourceDerivedLimits
-	}
-	if o.set["--seccomp-profile"] {
-		data, err := argValue("--seccomp-profile", o.seccompProfile)
-		if err != nil {
-			return nil, err
-		}
-		s, err := policy.DecodeSeccompProfile(data)
-		if err != nil {
-			return nil, policy.WithArg(err, "--seccomp-profile")
-		}
-		if pol.GaveSeccomp && !sameProfile(*s, pol.SeccompProfile) {
-			return nil, errors.New("--seccomp-profile: differs from the policy's own seccomp_profile; VT Code sends one value twice, so refusing rather than guessing which holds")
-		}
-		in.Seccomp, in.SeccompFrom = *s, policy.SourceSeccompProfile
-	}
-	if o.set["--resource-limits"] {
-		data, err := argValue("--resource-limits", o.resourceLimits)
-		if err != nil {
-			return nil, err
-		}
-		l, err := policy.DecodeResourceLimits(data)
-		if err != nil {
-			return nil, policy.WithArg(err, "--resource-limits")
-		}
-		if pol.GaveLimits && *l != pol.ResourceLimits {
-			return nil, errors.New("--resource-limits: differs from the policy's own resource_limits; VT Code sends one value twice, so refusing rather than guessing which holds")
-		}
-		in.Limits, in.LimitsFrom = *l, policy.SourceResourceLimits
-	}
-	in.ProcessCwd = cwd
-	in.TerminalDevices = terminalDevices()
-	return policy.Resolve(in)
 }
 
 // sameProfile compares two seccomp profiles field by field.
