@@ -145,7 +145,7 @@ func (r *resolver) goBuildVCS() {
 	}
 	dir := r.plan.PolicyCwd
 	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := fsdeps.Lstat(filepath.Join(d, ".git")); err == nil {
+		if isRepository(filepath.Join(d, ".git")) {
 			return // a real repository (or a worktree's .git file)
 		}
 		if d == "/" || d == "." {
@@ -168,6 +168,23 @@ func (r *resolver) goBuildVCS() {
 	e.Vars = append(kept, "GOFLAGS="+val)
 	e.Set = append(e.Set, "GOFLAGS="+val)
 	r.note("GOFLAGS gets -buildvcs=false: " + dir + " is not in a git repository, and the placeholder that keeps the program from creating " + filepath.Join(dir, ".git") + " would make Go's VCS stamping fail.")
+}
+
+// isRepository reports whether dotGit is a repository's .git as git sees
+// one: a file (a worktree's or submodule's "gitdir:"), or a directory with
+// a HEAD. An empty directory is not one: it is what a run's placeholder
+// is, and a decision made while a run holds one (a warm run handed over
+// at its end) must be the decision made without it.
+func isRepository(dotGit string) bool {
+	fi, err := fsdeps.Lstat(dotGit)
+	if err != nil {
+		return false
+	}
+	if !fi.IsDir() {
+		return true
+	}
+	_, err = fsdeps.Lstat(filepath.Join(dotGit, "HEAD"))
+	return err == nil
 }
 
 // nested reports whether dir is at, inside or around one of the caches

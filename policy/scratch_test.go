@@ -113,9 +113,16 @@ func TestGoBuildVCSOutsideRepositories(t *testing.T) {
 	if v, set := goflags(in); v != "-buildvcs=false" || set != nil {
 		t.Fatalf("GOFLAGS %q set %q", v, set)
 	}
-	// In a repository (or below one) Go stamps as it would outside.
+	// An empty .git (a run's placeholder) is no repository.
 	mkdirs(t, filepath.Join(e.ws, ".git"))
 	in.Environ = e.input(SandboxPolicy{}).Environ
+	if v, _ := goflags(in); v != "-buildvcs=false" {
+		t.Fatalf("an empty .git: GOFLAGS %q", v)
+	}
+	// In a repository (or below one) Go stamps as it would outside.
+	if err := os.WriteFile(filepath.Join(e.ws, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if v, set := goflags(in); v != "" || set != nil {
 		t.Fatalf("in a repository: GOFLAGS %q set %q", v, set)
 	}
