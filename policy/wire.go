@@ -145,4 +145,3 @@ func (p *SandboxPolicy) DerivedSeccompProfile() SeccompProfile {
 	s.BlockedSyscalls = append([]string(nil), s.BlockedSyscalls...)
 	return s
 }
-
