@@ -346,3 +346,34 @@ func TestExplainForeseesTheCgroup(t *testing.T) {
 		t.Errorf("--explain --allow-degraded: %v %v", field(m, "refused"), field(m, "degradations"))
 	}
 }
+
+// TestExplainPath: "explain PATH..." answers read, write and execute for
+// each path under the options given, with the rule that decides and what
+// would allow it; the answers are the run's (checked against real runs).
+func TestExplainPath(t *testing.T) {
+	w := newWorkspace(t)
+	o := runOpts{env: w.env(), dir: w.root}
+	secret, outside := filepath.Join(w.home, ".ssh", "id_rsa"), filepath.Join(w.out, "new")
+	r := run(t, o, "explain", secret, outside, filepath.Join(w.root, "made"), filepath.Join(w.root, ".git", "hooks", "pre-commit"))
+	want := []string{
+		secret + "\n  read     denied   a denied path, unreadable: " + filepath.Join(w.home, ".ssh") + " (default_sensitive_paths ~/.ssh); --ro ~/.ssh allows reading it\n",
+		outside + "\n  read     allowed  everything outside the denied paths is readable\n  write    denied   outside the writable roots; --rw " + w.out + " allows it\n",
+		filepath.Join(w.root, "made") + "\n  read     allowed  everything outside the denied paths is readable\n  write    allowed  in a writable root: " + w.root,
+		"pre-commit\n  read     allowed  everything outside the denied paths is readable\n  write    denied   a path no program may write: " + filepath.Join(w.root, ".git") + " (protected_metadata); never writable",
+	}
+	for _, s := range want {
+		if r.code != 0 || !strings.Contains(r.stdout, s) {
+			t.Errorf("explain lacks %q:\n%v", s, r)
+		}
+	}
+	// What it says is what a run does.
+	if r := run(t, o, "--", "/bin/sh", "-c", "echo x > "+outside); r.code == 0 {
+		t.Errorf("explain said denied, the run wrote: %v", r)
+	}
+	if r := run(t, o, "explain", "--rw", w.out, "--", outside); !strings.Contains(r.stdout, "write    allowed  in a writable root: "+w.out+" (--rw)") {
+		t.Errorf("explain with --rw: %v", r)
+	}
+	if r := run(t, o, "--rw", w.out, "--", "/bin/sh", "-c", "echo x > "+outside); r.code != 0 {
+		t.Errorf("explain said allowed, the run was refused: %v", r)
+	}
+}

@@ -65,6 +65,9 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == "doctor" {
 		return doctorCmd(args[1:])
 	}
+	if len(args) > 0 && args[0] == "explain" {
+		return explainPathCmd(args[1:])
+	}
 	startedAt := time.Now()
 	o, err := parseArgs(args)
 	if err != nil {
