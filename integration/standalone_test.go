@@ -377,3 +377,59 @@ func TestExplainPath(t *testing.T) {
 		t.Errorf("explain said allowed, the run was refused: %v", r)
 	}
 }
+
+// TestPersistCache: with --persist-cache, what a build that succeeds adds
+// to its scratch caches reaches the host's cache, and nothing else does:
+// entries the host had stay byte for byte, a link or a change to an
+// existing entry is not written back, and a run that fails writes back
+// nothing.
+func TestPersistCache(t *testing.T) {
+	skipBuildsIfShort(t)
+	goTool := needTool(t, "go")
+	w := newWorkspace(t)
+	gocache, modcache := writeGoModule(t, w, goTool)
+	write(t, filepath.Join(w.root, "more.go"), "package main\n\nfunc init() { println(\"persisted\") }\n")
+	before := cacheState(t, gocache)
+	snap := snapshotCaches(t, modcache)
+	env := buildEnv(w, "GOPROXY=off", "GOTOOLCHAIN=local")
+	victim := ""
+	for _, l := range strings.Split(before, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasSuffix(f[0], "-d") {
+			victim = f[0]
+			break
+		}
+	}
+	script := `go build -o app . && ln -s /etc/passwd "$(go env GOCACHE)/planted-link"`
+	if victim != "" {
+		script += ` && echo poisoned > "$(go env GOCACHE)/` + victim + `"`
+	}
+	r := run(t, runOpts{env: env, dir: w.root}, "--persist-cache", "--", "sh", "-c", script)
+	if r.code != 0 {
+		t.Fatalf("go build with --persist-cache: %v", r)
+	}
+	after := cacheState(t, gocache)
+	had := map[string]bool{}
+	for _, l := range strings.Split(after, "\n") {
+		had[l] = true
+	}
+	for _, l := range strings.Split(before, "\n") {
+		// A directory's time changes with what is added to it.
+		if f := strings.Fields(l); !had[l] && len(f) > 1 && !strings.HasPrefix(f[1], "d") {
+			t.Errorf("an entry the host's cache had changed: %s", l)
+		}
+	}
+	if len(strings.Split(after, "\n")) <= len(strings.Split(before, "\n")) {
+		t.Errorf("nothing the build added was written back")
+	}
+	if _, err := os.Lstat(filepath.Join(gocache, "planted-link")); err == nil {
+		t.Error("a link was written back")
+	}
+	snap.unchanged(t)
+	// A run that fails writes back nothing.
+	if r := run(t, runOpts{env: env, dir: w.root}, "--persist-cache", "--", "sh", "-c", `touch "$(go env GOCACHE)/from-a-failed-run"; exit 1`); r.code != 1 {
+		t.Fatalf("%v", r)
+	}
+	if _, err := os.Lstat(filepath.Join(gocache, "from-a-failed-run")); err == nil {
+		t.Error("a failed run's cache was written back")
+	}
+}

@@ -48,6 +48,10 @@ type Filesystem struct {
 	// a throwaway copy of (the built-in default only: Input.Standalone);
 	// the host's own directories are never written.
 	ScratchCaches []ScratchCache
+	// PersistCaches, when set, says where --persist-cache was asked for:
+	// what a run that succeeds adds to its scratch caches is written back
+	// to the host's (new names only).
+	PersistCaches string
 }
 
 // WritablePath is one writable root.

@@ -115,6 +115,7 @@ type FilesystemReport struct {
 	ScratchCaches     []string         `json:"scratch_caches,omitempty"`
 	ScratchCachesNote string           `json:"scratch_caches_note,omitempty"`
 	FreshCaches       []string         `json:"fresh_caches,omitempty"`
+	PersistCaches     string           `json:"persist_caches,omitempty"`
 	NotEnforced       []string         `json:"not_enforced,omitempty"`
 }
 
@@ -358,6 +359,7 @@ func fromFilesystemReport(v supervisor.FilesystemReport) FilesystemReport {
 		ScratchCaches:     v.ScratchCaches,
 		ScratchCachesNote: v.ScratchCachesNote,
 		FreshCaches:       v.FreshCaches,
+		PersistCaches:     v.PersistCaches,
 		NotEnforced:       v.NotEnforced,
 	}
 }

@@ -253,6 +253,9 @@ type FilesystemReport struct {
 	// read-only instead.
 	ScratchCaches     []string
 	ScratchCachesNote string
+	// PersistCaches says how a run's additions to the scratch caches are
+	// written back (--persist-cache), or why they cannot be.
+	PersistCaches string
 	// FreshCaches are the variables that point a tool whose cache does
 	// not exist yet at an empty directory of the private temp dir,
 	// NAME=VALUE (why).
@@ -413,6 +416,9 @@ func (pr *Prepared) decideView() error {
 		pr.View = view
 		fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = view.Masked, view.ReadOnly, view.Placeholders, view.Narrowed
 	}
+	if p.Filesystem.PersistCaches != "" {
+		fs.PersistCaches = "nothing to write back: no scratch cache is overlaid in this run"
+	}
 	if sc := existingCaches(p.Filesystem.ScratchCaches); len(sc) > 0 {
 		switch {
 		case exact && fs.PrivateTmp && !fs.overlayOK:
@@ -420,6 +426,9 @@ func (pr *Prepared) decideView() error {
 		case exact && fs.PrivateTmp:
 			for _, c := range sc {
 				fs.ScratchCaches = append(fs.ScratchCaches, c.Path)
+			}
+			if p.Filesystem.PersistCaches != "" {
+				fs.PersistCaches = "when the program exits with status 0, what it added to each scratch cache (new names only: directories and regular files, without set-id bits) is written back to the host's cache (" + p.Filesystem.PersistCaches + ")"
 			}
 		case exact:
 			fs.ScratchCachesNote = "the build caches stay read-only: their throwaway layers live on the private temp dir's tmpfs, and this policy has none"
@@ -689,6 +698,7 @@ func (pr *Prepared) viewOptions() mountns.Options {
 			for _, c := range existingCaches(pr.Plan.Filesystem.ScratchCaches) {
 				o.ScratchCaches = append(o.ScratchCaches, c.Path)
 			}
+			o.KeepLayers = pr.Plan.Filesystem.PersistCaches != "" && len(o.ScratchCaches) > 0
 		}
 	}
 	return o

@@ -77,6 +77,8 @@ type Result struct {
 	// far: Prepare's, or the per-process fallbacks of a run without a
 	// cgroup.
 	Rlimits []rlimit.Limit
+	// WriteBack says, per scratch cache, what --persist-cache wrote back.
+	WriteBack []string
 }
 
 // CgroupResult is what the run's cgroup saw.
@@ -116,9 +118,10 @@ type Signals struct {
 // the grace, SIGKILL), with the program's own ending.
 func Run(ctx context.Context, pr *Prepared, sig Signals) Result {
 	start := time.Now()
-	s := &session{pr: pr, cfg: pr.cfg, ctx: ctx, sig: sig, rulesetFD: -1, proxySock: -1, proxyChild: -1, notifySock: -1}
+	s := &session{pr: pr, cfg: pr.cfg, ctx: ctx, sig: sig, rulesetFD: -1, proxySock: -1, proxyChild: -1, notifySock: -1, layers: -1}
 	s.denials.out = pr.cfg.OnDenial
 	res := s.run()
+	s.writeBack(&res)
 	s.timed("cleanup", func() { s.cleanup(&res) })
 	res.Wall = time.Since(start)
 	res.Degradations = s.degradations
@@ -153,6 +156,9 @@ type session struct {
 	proxyChild int // the child's end, which it sends the listener over
 	hostListen net.Listener
 	proxy      *proxyRun
+	// layers is the scratch caches' layers the child sent over the same
+	// socket (mountns.Options.KeepLayers), or -1.
+	layers int
 
 	// With LogDenials or socket mediation: the socket the seccomp
 	// listener arrives on, and the watcher answering it.
@@ -238,7 +244,7 @@ func (s *session) setup() error {
 		port := l.Addr().(*net.TCPAddr).Port
 		s.spec = s.spec.WithPort(uint16(port))
 		s.env = proxyEnv(s.env, l.Addr().String())
-	case s.pr.net.proxy:
+	case s.pr.net.proxy || (s.view != nil && s.view.KeepsLayers):
 		parent, child, err := unixPair()
 		if err != nil {
 			return err
@@ -407,7 +413,7 @@ func (s *session) observe() error {
 // its namespace (before it execed) or on the host's.
 func (s *session) serveProxy() error {
 	l := s.hostListen
-	if s.proxySock >= 0 {
+	if s.proxySock >= 0 && s.pr.net.proxy {
 		var err error
 		if l, err = receiveListener(s.proxySock); err != nil {
 			return err
@@ -416,7 +422,7 @@ func (s *session) serveProxy() error {
 	if l != nil {
 		s.proxy = startProxy(s.pr.Plan, l, s.denials.record)
 	}
-	return nil
+	return s.receiveLayers()
 }
 
 // cleanup undoes setup, in reverse, after the tree is gone.

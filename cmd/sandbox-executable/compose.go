@@ -219,6 +219,7 @@ func (c *composed) resolve(o *options, cwd string, settings standalone.Settings)
 		return nil, err
 	}
 	plan.Notes = append(plan.Notes, append(notes, more...)...)
+	plan.Filesystem.PersistCaches = d.PersistCache
 	if c.standalone {
 		plan.Settings = append(plan.Settings, fmt.Sprintf("the built-in default (no --sandbox-policy): the working directory writable, VT Code's secrets denied, loopback only, and limits for this host (%d CPUs, %d MB of memory)", host.CPUs, host.MemoryBytes>>20))
 	}
