@@ -133,17 +133,16 @@ func untrusted(real string) string {
 
 // fileJSON is a settings file: the flags' vocabulary, one key each.
 type fileJSON struct {
-	RW             []string `json:"rw"`
-	RO             []string `json:"ro"`
-	Hide           []string `json:"hide"`
-	Net            *words   `json:"net"`
-	Timeout        *word    `json:"timeout"`
-	Memory         *word    `json:"memory"`
-	Pids           *word    `json:"pids"`
-	CPU            *word    `json:"cpu"`
-	PersistCache   *bool    `json:"persist_cache"`
-	AllowGitCommit *bool    `json:"allow_git_commit"`
-	ScratchCaches  *bool    `json:"scratch_caches"`
+	RW            []string `json:"rw"`
+	RO            []string `json:"ro"`
+	Hide          []string `json:"hide"`
+	Net           *words   `json:"net"`
+	Timeout       *word    `json:"timeout"`
+	Memory        *word    `json:"memory"`
+	Pids          *word    `json:"pids"`
+	CPU           *word    `json:"cpu"`
+	PersistCache  *bool    `json:"persist_cache"`
+	ScratchCaches *bool    `json:"scratch_caches"`
 }
 
 // word is a JSON string or number, as text.
@@ -220,7 +219,7 @@ func parseFile(data []byte, path, dir string) (Settings, error) {
 		}
 		return &Value{Text: strconv.FormatBool(*b), From: path + ": " + key, Dir: dir}
 	}
-	s.PersistCache, s.AllowGitCommit, s.ScratchCaches = flag("persist_cache", j.PersistCache), flag("allow_git_commit", j.AllowGitCommit), flag("scratch_caches", j.ScratchCaches)
+	s.PersistCache, s.ScratchCaches = flag("persist_cache", j.PersistCache), flag("scratch_caches", j.ScratchCaches)
 	return s, nil
 }
 

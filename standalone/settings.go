@@ -30,9 +30,6 @@ type Settings struct {
 	Pids         *Value
 	CPU          *Value
 	PersistCache *Value
-	// AllowGitCommit makes .git writable but for what git executes or
-	// loads (policy.Changes.GitCommit).
-	AllowGitCommit *Value
 	// ScratchCaches gives a given policy the built-in default's scratch
 	// caches (the default has them anyway).
 	ScratchCaches *Value
@@ -41,7 +38,7 @@ type Settings struct {
 // Empty reports whether s sets nothing.
 func (s *Settings) Empty() bool {
 	return len(s.RW)+len(s.RO)+len(s.Hide)+len(s.Net) == 0 && s.Timeout == nil && s.Memory == nil && s.Pids == nil &&
-		s.CPU == nil && s.PersistCache == nil && s.AllowGitCommit == nil && s.ScratchCaches == nil
+		s.CPU == nil && s.PersistCache == nil && s.ScratchCaches == nil
 }
 
 // Merge returns s with over on top: over's lists after s's, over's single
@@ -56,7 +53,7 @@ func (s Settings) Merge(over Settings) Settings {
 	}
 	for _, p := range []struct{ dst, src **Value }{
 		{&out.Timeout, &over.Timeout}, {&out.Memory, &over.Memory}, {&out.Pids, &over.Pids}, {&out.CPU, &over.CPU},
-		{&out.PersistCache, &over.PersistCache}, {&out.AllowGitCommit, &over.AllowGitCommit}, {&out.ScratchCaches, &over.ScratchCaches},
+		{&out.PersistCache, &over.PersistCache}, {&out.ScratchCaches, &over.ScratchCaches},
 	} {
 		if *p.src != nil {
 			*p.dst = *p.src
@@ -78,9 +75,9 @@ type Decided struct {
 	Changes policy.Changes
 	// Memory (MB), Pids, CPU and Timeout (seconds), each nil when not set.
 	Memory, Pids, CPU, Timeout *Limit
-	// PersistCache, AllowGitCommit and ScratchCaches are where each was
-	// asked for, "" when it was not.
-	PersistCache, AllowGitCommit, ScratchCaches string
+	// PersistCache and ScratchCaches are where each was asked for, ""
+	// when it was not.
+	PersistCache, ScratchCaches string
 }
 
 // Decide checks every setting and turns it into what policy.Resolve takes.
@@ -136,7 +133,7 @@ func (s Settings) Decide() (*Decided, error) {
 	for _, sw := range []struct {
 		v   *Value
 		dst *string
-	}{{s.PersistCache, &d.PersistCache}, {s.AllowGitCommit, &d.AllowGitCommit}, {s.ScratchCaches, &d.ScratchCaches}} {
+	}{{s.PersistCache, &d.PersistCache}, {s.ScratchCaches, &d.ScratchCaches}} {
 		if sw.v != nil && sw.v.Text == "true" {
 			*sw.dst = sw.v.From
 		}

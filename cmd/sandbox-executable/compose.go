@@ -115,7 +115,7 @@ func flagSettings(o *options, cwd string) standalone.Settings {
 		return &standalone.Value{Text: v, From: flag, Dir: cwd}
 	}
 	s.Timeout, s.Memory, s.Pids, s.CPU = one("--timeout", o.timeout), one("--memory", o.memory), one("--pids", o.pids), one("--cpu", o.cpu)
-	s.PersistCache, s.AllowGitCommit, s.ScratchCaches = one("--persist-cache", "true"), one("--allow-git-commit", "true"), one("--scratch-caches", "true")
+	s.PersistCache, s.ScratchCaches = one("--persist-cache", "true"), one("--scratch-caches", "true")
 	return s
 }
 
@@ -223,7 +223,7 @@ func (c *composed) resolve(o *options, cwd string, settings standalone.Settings)
 	if c.standalone {
 		plan.Settings = append(plan.Settings, fmt.Sprintf("the built-in default (no --sandbox-policy): the working directory writable, VT Code's secrets denied, loopback only, and limits for this host (%d CPUs, %d MB of memory)", host.CPUs, host.MemoryBytes>>20))
 	}
-	for _, f := range []struct{ on, what string }{{d.PersistCache, "persist_cache"}, {d.AllowGitCommit, "allow_git_commit"}, {d.ScratchCaches, "scratch_caches"}} {
+	for _, f := range []struct{ on, what string }{{d.PersistCache, "persist_cache"}, {d.ScratchCaches, "scratch_caches"}} {
 		if f.on != "" {
 			plan.Settings = append(plan.Settings, f.on+": "+f.what)
 		}
@@ -247,9 +247,6 @@ func onlyNarrowing(d *standalone.Decided, pol *policy.SandboxPolicy) error {
 	}
 	if d.PersistCache != "" {
 		return refuse(d.PersistCache, "would write the run's build caches back to the host's")
-	}
-	if d.AllowGitCommit != "" {
-		return refuse(d.AllowGitCommit, "would make .git writable")
 	}
 	return nil
 }
