@@ -221,7 +221,7 @@ func (c *composed) resolve(o *options, cwd string, settings standalone.Settings)
 	plan.Notes = append(plan.Notes, append(notes, more...)...)
 	plan.Filesystem.PersistCaches = d.PersistCache
 	if c.standalone {
-		plan.Settings = append(plan.Settings, fmt.Sprintf("the built-in default (no --sandbox-policy): the working directory writable, VT Code's secrets denied, loopback only, and limits for this host (%d CPUs, %d MB of memory)", host.CPUs, host.MemoryBytes>>20))
+		plan.Settings = append(plan.Settings, fmt.Sprintf("the built-in default (no --sandbox-policy), its limits for this host (%d CPUs, %d MB of memory)", host.CPUs, host.MemoryBytes>>20))
 	}
 	for _, f := range []struct{ on, what string }{{d.PersistCache, "persist_cache"}, {d.ScratchCaches, "scratch_caches"}} {
 		if f.on != "" {
