@@ -7,6 +7,7 @@ import (
 
 	"sandbox-executable/cgroups"
 	"sandbox-executable/hostfacts"
+	"sandbox-executable/remedy"
 )
 
 // strictControllers are the limits the strict model puts on every run.
@@ -39,7 +40,7 @@ func cgroupFactsOf(f *hostfacts.Facts, d *hostfacts.Diagnosis) cgroupFacts {
 	return c
 }
 
-func cgroupsItem(f cgroupFacts, h Host) Item {
+func cgroupsItem(f cgroupFacts, h Host, w remedy.Words) Item {
 	it := Item{ID: "cgroups", Title: "cgroup for memory, pids and CPU accounting", Strict: true}
 	if f.mode == string(cgroups.Unavailable) {
 		it.Status = StatusMissing
@@ -104,10 +105,13 @@ func cgroupsItem(f cgroupFacts, h Host) Item {
 			break
 		}
 		it.Notes = append(it.Notes, who+" cannot create a group: "+strings.Join(why, "; "))
+		if f.ReadOnly {
+			it.Notes = append(it.Notes, "the cgroup filesystem is read-only here (a container's)")
+		}
 		if f.manager != nil {
 			it.Notes = append(it.Notes, "no delegated scope from a systemd user manager either: "+f.manager.Err)
 		}
-		it.Fix = cgroupFix(f, h)
+		it.Fix = hostfacts.CgroupAdvice(hostfacts.CgroupAdviceFacts{EUID: f.euid, ReadOnly: f.ReadOnly, V1Limits: !f.V2Limits, Systemd: h.Systemd}, w)
 	case f.CPUUsage == "":
 		it.Status = StatusDegraded
 		it.Fix = "mount the v1 cpuacct hierarchy (mount -t cgroup -o cpuacct cpuacct /sys/fs/cgroup/cpuacct) or cgroup2"
@@ -120,22 +124,6 @@ func cgroupsItem(f cgroupFacts, h Host) Item {
 		it.Notes = append(it.Notes, "a group can be created ("+who+")")
 	}
 	return it
-}
-
-func cgroupFix(f cgroupFacts, h Host) string {
-	if f.ReadOnly {
-		return "the cgroup filesystem is read-only here (a container): give it a writable cgroup tree (docker run --privileged --cgroupns=private ...), or run sandbox-executable on the host"
-	}
-	systemdRun := "systemd-run --user --scope -p Delegate=yes sandbox-executable ..."
-	if !h.Systemd {
-		systemdRun += " (needs a systemd user manager; systemd is not running here)"
-	}
-	if f.euid != 0 && !f.V2Limits {
-		// memory and pids are v1 controllers: systemd delegates only
-		// cgroup2 to users.
-		return "run as root (sudo sandbox-executable ...); a user can only be delegated cgroup2 controllers, and memory/pids are on v1 here: boot with systemd.unified_cgroup_hierarchy=1, then " + systemdRun
-	}
-	return "run as root (sudo sandbox-executable ...), or in a delegated cgroup: " + systemdRun
 }
 
 // delegateFix gives user managers the strict controllers.

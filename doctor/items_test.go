@@ -13,9 +13,21 @@ import (
 	"sandbox-executable/cgroups"
 	"sandbox-executable/hostfacts"
 	"sandbox-executable/mountns"
+	"sandbox-executable/remedy"
 )
 
 func notes(it Item) string { return strings.Join(it.Notes, "\n") }
+
+// cliWords says the remedies as the command line does.
+func cliWords(r remedy.Remedy) string {
+	switch r {
+	case remedy.DelegatedScope:
+		return "systemd-run --user --scope -p Delegate=yes"
+	case remedy.Invocation:
+		return "sandbox-executable ..."
+	}
+	return remedy.Plain(r)
+}
 
 func TestLandlockItem(t *testing.T) {
 	lsmHost := Host{LSMs: []string{"capability", "lockdown", "yama", "apparmor"}}
@@ -161,7 +173,7 @@ func TestCgroupsUnified(t *testing.T) {
 	var asked []string
 	allow := func(p string) error { asked = append(asked, strings.TrimPrefix(p, root)); return nil }
 	f := cgroupFactsOn(h, 1000, allow)
-	it := cgroupsItem(f, Host{Systemd: true})
+	it := cgroupsItem(f, Host{Systemd: true}, cliWords)
 	if it.Status != StatusOK || !strings.Contains(notes(it), "delegated to uid 1000") || !strings.Contains(notes(it), "kill: cgroup.kill") {
 		t.Errorf("delegated unified: %+v", it)
 	}
@@ -176,7 +188,7 @@ func TestCgroupsUnified(t *testing.T) {
 		}
 		return nil
 	}
-	it = cgroupsItem(cgroupFactsOn(h, 1000, deny), Host{})
+	it = cgroupsItem(cgroupFactsOn(h, 1000, deny), Host{}, cliWords)
 	if it.Status != StatusMissing || !strings.Contains(notes(it), "uid 1000 cannot create a group: not writable: "+own+"/cgroup.procs (EACCES)") {
 		t.Errorf("not delegated: %+v", it)
 	}
@@ -185,15 +197,15 @@ func TestCgroupsUnified(t *testing.T) {
 	}
 
 	rofs := func(string) error { return unix.EROFS }
-	if it = cgroupsItem(cgroupFactsOn(h, 0, rofs), Host{}); it.Status != StatusMissing || !strings.Contains(it.Fix, "read-only") {
+	if it = cgroupsItem(cgroupFactsOn(h, 0, rofs), Host{}, cliWords); it.Status != StatusMissing || !strings.Contains(it.Fix, "writable cgroup v2") {
 		t.Errorf("read-only cgroupfs: %+v", it)
 	}
 
 	h.V2.Controllers = []string{"cpu"}
-	if it = cgroupsItem(cgroupFactsOn(h, 0, allow), Host{}); it.Status != StatusMissing || !strings.Contains(notes(it), "memory and pids controller is in no mounted hierarchy") {
+	if it = cgroupsItem(cgroupFactsOn(h, 0, allow), Host{}, cliWords); it.Status != StatusMissing || !strings.Contains(notes(it), "memory and pids controller is in no mounted hierarchy") {
 		t.Errorf("no memory/pids: %+v", it)
 	}
-	if it = cgroupsItem(cgroupFactsOn(&cgroups.Host{Mode: cgroups.Unavailable}, 0, allow), Host{}); it.Status != StatusMissing || !strings.Contains(it.Fix, "mount -t cgroup2") {
+	if it = cgroupsItem(cgroupFactsOn(&cgroups.Host{Mode: cgroups.Unavailable}, 0, allow), Host{}, cliWords); it.Status != StatusMissing || !strings.Contains(it.Fix, "mount -t cgroup2") {
 		t.Errorf("unavailable: %+v", it)
 	}
 }
@@ -215,7 +227,7 @@ func TestCgroupsHybrid(t *testing.T) {
 	}
 	var asked []string
 	allow := func(p string) error { asked = append(asked, strings.TrimPrefix(p, root)); return nil }
-	it := cgroupsItem(cgroupFactsOn(h, 0, allow), Host{})
+	it := cgroupsItem(cgroupFactsOn(h, 0, allow), Host{}, cliWords)
 	if it.Status != StatusOK || !strings.HasPrefix(it.Detail, "hybrid: memory v1 "+root+"/memory, pids v1 "+root+"/pids, cpu v1 "+root+"/cpu") {
 		t.Errorf("hybrid as root: %+v", it)
 	}
@@ -227,7 +239,7 @@ func TestCgroupsHybrid(t *testing.T) {
 	}
 
 	deny := func(string) error { return unix.EACCES }
-	it = cgroupsItem(cgroupFactsOn(h, 65534, deny), Host{Systemd: true})
+	it = cgroupsItem(cgroupFactsOn(h, 65534, deny), Host{Systemd: true}, cliWords)
 	if it.Status != StatusMissing || !strings.Contains(it.Fix, "systemd.unified_cgroup_hierarchy=1") || !strings.Contains(it.Fix, "systemd-run --user --scope -p Delegate=yes") {
 		t.Errorf("hybrid, uid 65534: %+v", it)
 	}

@@ -148,7 +148,7 @@ func TestRenderFromFacts(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := healthyFacts()
 			c.facts(f)
-			r := Render(f, Options{})
+			r := Render(f, Options{Words: cliWords})
 			if r.OK != c.ok {
 				t.Errorf("OK = %v, want %v\n%s", r.OK, c.ok, r.Text())
 			}
@@ -181,7 +181,7 @@ func TestRenderFromFacts(t *testing.T) {
 func TestRenderWithoutDiagnosis(t *testing.T) {
 	f := healthyFacts()
 	f.Doctor = nil
-	r := Render(f, Options{})
+	r := Render(f, Options{Words: cliWords})
 	if r.OK {
 		t.Errorf("facts without a diagnosis must not be whole:\n%s", r.Text())
 	}

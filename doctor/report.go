@@ -12,6 +12,7 @@ package doctor
 import (
 	"sandbox-executable/cgroups"
 	"sandbox-executable/hostfacts"
+	"sandbox-executable/remedy"
 )
 
 // Status is how much of one part of the model this host provides.
@@ -28,6 +29,9 @@ const (
 type Options struct {
 	// Color makes Text colour the status words with ANSI escapes.
 	Color bool
+	// Words renders the remedies the advice names (the CLI: its flags and
+	// launcher); nil says them in plain words.
+	Words remedy.Words
 }
 
 // ProbeOptions are the hostfacts options whose Facts Render wants: the
@@ -96,7 +100,7 @@ func Render(f *hostfacts.Facts, opts Options) Report {
 	r.Checks = []Item{
 		landlockItem(landlockFactsOf(f, d), h),
 		seccompItem(seccompFactsOf(d)),
-		cgroupsItem(cgroupFactsOf(f, d), h),
+		cgroupsItem(cgroupFactsOf(f, d), h, opts.Words),
 		mountnsItem(nf),
 		netnsItem(nf),
 		usernsItem(nf),

@@ -40,8 +40,9 @@ var banned = map[string][]string{
 // "package/file.go" for every function of a file.
 var allowed = map[string]string{
 	// cmd
-	"sandbox-executable.passwdHome":  "taints: user.Current through NSS, only when /etc/passwd has no line for the uid",
-	"sandbox-executable.openOutputs": "opens the report and log files the caller named, for writing: nothing decided from them",
+	"sandbox-executable.passwdHome":     "taints: user.Current through NSS, only when /etc/passwd has no line for the uid",
+	"sandbox-executable.openOutputs":    "opens the report and log files the caller named, for writing: nothing decided from them",
+	"sandbox-executable/explainpath.go": "explain PATH: the paths asked about, looked up to answer; runs nothing and stores no decision",
 
 	// policy
 	"policy.hookGuard.expand": "taints: user.Lookup through NSS for a ~user value in a git config",
@@ -50,6 +51,7 @@ var allowed = map[string]string{
 	"hostfacts/system.go":         "doctor only (Diagnosis.System, Status, CapLastCap)",
 	"hostfacts/cgroupaccess.go":   "doctor only (Diagnosis.CgroupAccess)",
 	"hostfacts/diagnosis.go":      "doctor only (Diagnosis)",
+	"hostfacts/cgroupadvice.go":   "advice and --explain's forecast only: doctor, a run's refusal, Foresee; no decision stored depends on it",
 	"hostfacts.CheckSharedTmpNow": "run time: supervisor's makeSharedTmp checks the mount point it made, after the decision",
 	"hostfacts.openat2InRoot":     "a kernel feature probe (openat2 RESOLVE_IN_ROOT on /), the boot's answer (boot_id is recorded)",
 
@@ -68,6 +70,7 @@ var allowed = map[string]string{
 	"supervisor/stale.go":         "run time: stale sweeps",
 	"supervisor/denials.go":       "run time: names a denied process's executable",
 	"supervisor/userscope.go":     "run time: the user scope asked for when the run's cgroup cannot be made",
+	"supervisor/writeback.go":     "run time: --persist-cache writes the run's cache additions back after the program",
 	"supervisor.isDir":            "run time: execError words an exec failure",
 	"supervisor.execError":        "run time: words an exec failure",
 	"supervisor.cgroupfsReadOnly": "run time: cgroupWhy and the user scope, after the cgroup could not be made",

@@ -164,8 +164,8 @@ func TestCallerShapes(t *testing.T) {
 
 // TestStandaloneDefault: with no policy at all the program runs under the
 // built-in default: workspace_write on the working directory, VT Code's
-// secrets denied, no network, the conservative limits. A policy can also come
-// from a file.
+// secrets denied, loopback only, limits for the host. A policy can also
+// come from a file.
 func TestStandaloneDefault(t *testing.T) {
 	w := newWorkspace(t)
 	r := run(t, runOpts{env: w.env(), dir: w.root}, "--", "/bin/sh", "-c", "echo made > made.txt && cat made.txt; echo x > "+w.out+"/x")
@@ -179,11 +179,15 @@ func TestStandaloneDefault(t *testing.T) {
 	if r := run(t, runOpts{env: w.env(), dir: w.root}, "--", probe, "read", filepath.Join(w.home, ".ssh", "id_rsa")); r.code != 1 || !secretDenied(probeResult(r)) {
 		t.Errorf("default policy, a secret: %v", r)
 	}
-	if r := run(t, runOpts{env: w.env(), dir: w.root}, "--", probe, "socket", "inet"); probeResult(r) != "EPERM" {
+	// Loopback only: an inet socket, and nothing outside reachable.
+	if r := run(t, runOpts{env: w.env(), dir: w.root}, "--", probe, "socket", "inet"); probeResult(r) != "ok" {
 		t.Errorf("default policy, an inet socket: %v", r)
 	}
+	if r := run(t, runOpts{env: w.env(), dir: w.root}, "--", probe, "connect", "192.0.2.1", "80"); probeResult(r) != "ENETUNREACH" {
+		t.Errorf("default policy, a connect outside: %v", r)
+	}
 	r = run(t, runOpts{env: w.env(), dir: w.root}, "--explain")
-	for _, want := range []string{`"policy": "workspace_write"`, `"path": "` + w.root + `"`, `"memory_bytes": 536870912`, `"mode": "none"`, filepath.Join(w.home, ".ssh")} {
+	for _, want := range []string{`"policy": "workspace_write"`, `"path": "` + w.root + `"`, `"pids": 4096`, `"timeout_seconds": 600`, `"mode": "loopback"`, filepath.Join(w.home, ".ssh")} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("default --explain lacks %s", want)
 		}

@@ -119,8 +119,8 @@ var abiTable = []ABIInfo{
 	{ABI: 4, Feature: FeatTCP, Kernel: "6.7", Missing: "no TCP bind/connect rules (the helper's network allowlist uses a network namespace instead)",
 		net: netBindTCP | netConnectTCP,
 		gap: func(p *policy.Plan, _ Options) *Gap {
-			if p.Network.Mode == policy.NetworkFull {
-				return nil
+			if p.Network.Mode == policy.NetworkFull || p.Network.Mode == policy.NetworkLoopback {
+				return nil // loopback runs only in a network namespace of its own
 			}
 			return &Gap{Right: "net", Effect: "TCP bind and connect are not restricted by Landlock; the seccomp filter's socket rules still apply"}
 		}},

@@ -54,6 +54,12 @@ type Options struct {
 	// files and its writes go nowhere. They need PrivateTmp (the tmpfs is
 	// mounted there first) and the exact view.
 	ScratchCaches []string
+	// KeepLayers asks the child to send the scratch caches' layers (the
+	// tmpfs that holds each cache's upper directory at "<i>/upper", i
+	// its index in ScratchCaches) over spawn.Request.ProxySock, after the
+	// proxy's listener if there is one: what the run added to a cache can
+	// then be written back once the program is gone (--persist-cache).
+	KeepLayers bool
 	// Network asks for a network namespace of the program's own
 	// (CLONE_NEWNET) with its loopback up.
 	Network bool
@@ -91,6 +97,8 @@ type View struct {
 	Narrowed []Narrowing
 	// ScratchCaches are the caches given a throwaway overlay.
 	ScratchCaches []string
+	// KeepsLayers says the child sends their layers (Options.KeepLayers).
+	KeepsLayers bool
 	// LateReadDenied are the read-denied paths that do not exist and that
 	// the program cannot create (outside the writable roots): no mount can
 	// cover them, so Landlock must keep them unreadable should someone
@@ -249,7 +257,7 @@ func (v *View) assemble() error {
 	o := v.opts
 	v.NamespaceFlags = unix.CLONE_NEWNS
 	v.UnshareFlags, v.Init = 0, false
-	v.Ops, v.ScratchCaches = nil, nil
+	v.Ops, v.ScratchCaches, v.KeepsLayers = nil, nil, false
 	op := func(x spawn.Op) { v.Ops = append(v.Ops, x) }
 
 	if !o.Privileged {
@@ -355,6 +363,11 @@ func (v *View) scratchCaches() {
 			fmt.Sprintf("upperdir=%s/upper,workdir=%s/work%s", layer, layer, extra), "scratch cache "+dir).
 			Taking(spawn.Ident{}, v.ident(dir)).LowerIsTarget())
 		v.ScratchCaches = append(v.ScratchCaches, dir)
+	}
+	if o.KeepLayers {
+		// Before the private temp dir's tmpfs hides the layers.
+		op(spawn.OpenAndHandOver(stage, "hand the scratch layers over (--persist-cache)"))
+		v.KeepsLayers = true
 	}
 }
 

@@ -13,7 +13,21 @@ import (
 func (r *resolver) network() error {
 	pol := &r.in.Policy
 	net := &r.plan.Network
-	switch {
+	switch ch := r.in.Changes; {
+	case ch != nil && ch.Net != nil:
+		net.Mode = ch.Net.Mode
+		net.Allowlist = ch.Net.Allow
+		net.Why = ch.Net.From
+		switch ch.Net.Mode {
+		case NetworkLoopback:
+			net.Why += ": loopback only (the run's own network namespace; nothing outside it is reachable)"
+		case NetworkAllowlist:
+			net.Why += ": the hosts and ports listed"
+		case NetworkFull:
+			net.Why += ": the host's network"
+		default:
+			net.Why += ": no network"
+		}
 	case len(pol.NetworkAllowlist) > 0:
 		list, err := r.allowlist()
 		if err != nil {
@@ -165,4 +179,24 @@ func asciiLower(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// ParseHostPort reads one allowlist entry written HOST[:PORT] (an IPv6
+// address in brackets when a port follows: "[::1]:8080"), checked and
+// normalized as the policy's network_allowlist entries are; the port is
+// 443 when none is given, as serde's default.
+func ParseHostPort(s string) (HostPort, error) {
+	host, port := s, uint16(443)
+	if i := strings.LastIndexByte(s, ':'); i >= 0 && (strings.Count(s, ":") == 1 || strings.HasPrefix(s, "[") && s[i-1] == ']') {
+		n, err := strconv.ParseUint(s[i+1:], 10, 16)
+		if err != nil || n == 0 {
+			return HostPort{}, hostError(quote(s[i+1:]) + " is not a port (1-65535)")
+		}
+		host, port = s[:i], uint16(n)
+	}
+	h, err := normalizeHost(host)
+	if err != nil {
+		return HostPort{}, err
+	}
+	return HostPort{Host: h, Port: port, Protocol: "tcp"}, nil
 }

@@ -24,6 +24,10 @@ type Plan struct {
 	// default adds to the program's environment (Environment.Set), one
 	// sentence each.
 	Notes []string
+	// Settings say where a run's settings came from, besides the policy
+	// arguments, one line each (the caller's: the CLI names the built-in
+	// default and each settings file, used or ignored, and why).
+	Settings []string
 }
 
 // Filesystem is the resolved filesystem part of a Plan. Reading and executing
@@ -44,6 +48,10 @@ type Filesystem struct {
 	// a throwaway copy of (the built-in default only: Input.Standalone);
 	// the host's own directories are never written.
 	ScratchCaches []ScratchCache
+	// PersistCaches, when set, says where --persist-cache was asked for:
+	// what a run that succeeds adds to its scratch caches is written back
+	// to the host's (new names only).
+	PersistCaches string
 }
 
 // WritablePath is one writable root.
@@ -96,6 +104,11 @@ const (
 	NetworkNone      NetworkMode = "none"
 	NetworkFull      NetworkMode = "full"
 	NetworkAllowlist NetworkMode = "allowlist"
+	// NetworkLoopback is a network namespace of the run's own with only
+	// its loopback: the program's own servers and clients reach each
+	// other, nothing else is reachable. No policy JSON says it: the
+	// built-in default and --net loopback do.
+	NetworkLoopback NetworkMode = "loopback"
 )
 
 // Network is the resolved network part of a Plan.
@@ -256,4 +269,7 @@ type Input struct {
 	// (Plan.Filesystem.ScratchCaches) and Go is told not to stamp VCS
 	// information from a placeholder .git (Environment.Set).
 	Standalone bool
+	// Changes are a person's changes on top of Policy (the CLI's
+	// composing flags and project files); nil: none.
+	Changes *Changes
 }

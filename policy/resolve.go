@@ -208,6 +208,12 @@ func (r *resolver) filesystem() error {
 	if err := r.protectHooks(roots, &write); err != nil {
 		return err
 	}
+	if err := r.liftDenials(&read, &write); err != nil {
+		return err
+	}
+	if err := r.changedDenials(roots, &read, &write); err != nil {
+		return err
+	}
 	fsys.ReadDenied = read.list
 	fsys.WriteDenied = write.list
 	fsys.ScratchCaches = r.scratchCaches()
@@ -233,38 +239,58 @@ func (r *resolver) writableRoots() ([]WritablePath, error) {
 		roots = append(roots, WritablePath{Path: path, Source: source, Given: givenIfDifferent(given, path)})
 	}
 	var traces []grantTrace
-	for i, wr := range pol.WritableRoots {
-		at := "writable_roots[" + strconv.Itoa(i) + "]"
-		if strings.IndexByte(wr.Root, 0) >= 0 {
-			return nil, r.policyErr(at+".root", quote(wr.Root)+": contains a NUL byte")
+	// grant adds one root as given (root), where it came from (source),
+	// with fail making an error that names it.
+	grant := func(root, source string, fail func(msg string) *Error) error {
+		if strings.IndexByte(root, 0) >= 0 {
+			return fail(quote(root) + ": contains a NUL byte")
 		}
-		if !filepath.IsAbs(wr.Root) {
-			return nil, r.policyErr(at+".root", quote(wr.Root)+": not an absolute path (writable roots must be absolute)")
+		if !filepath.IsAbs(root) {
+			return fail(quote(root) + ": not an absolute path (writable roots must be absolute)")
 		}
-		c, links, err := r.memo.resolveExisting(wr.Root)
+		c, links, err := r.memo.resolveExisting(root)
 		create := false
 		if err != nil {
 			// A root that does not exist yet, below a parent that does
 			// (VT Code grants fs_write on a directory a command is about
 			// to make): the helper makes that one directory at the start.
-			pc, plinks, ok := missingRoot(wr.Root)
+			pc, plinks, ok := missingRoot(root)
 			if !ok {
-				return nil, r.policyErr(at+".root", err.Error())
+				return fail(err.Error())
 			}
 			c, links, create = pc, plinks, true
 		}
-		traces = append(traces, grantTrace{links: links, fail: func(msg string) *Error { return r.policyErr(at+".root", msg) }})
+		traces = append(traces, grantTrace{links: links, fail: fail})
 		if inGitDir(c) {
-			return nil, r.policyErr(at+".root", plain(c)+": inside a .git directory; a writable root there would make the repository's hooks and config writable, which the protected metadata forbids")
+			return fail(plain(c) + ": inside a .git directory; a writable root there would make the repository's hooks and config writable, which the protected metadata forbids")
 		}
 		if !create {
 			if msg := rootKind(c); msg != "" {
-				return nil, r.policyErr(at+".root", plain(c)+": "+msg)
+				return fail(plain(c) + ": " + msg)
 			}
 		}
-		add(c, at, wr.Root)
+		add(c, source, root)
 		if create {
 			roots[len(roots)-1].Create = true
+		}
+		return nil
+	}
+	for i, wr := range pol.WritableRoots {
+		at := "writable_roots[" + strconv.Itoa(i) + "]"
+		if err := grant(wr.Root, at, func(msg string) *Error { return r.policyErr(at+".root", msg) }); err != nil {
+			return nil, err
+		}
+	}
+	if ch := r.in.Changes; ch != nil {
+		for _, w := range ch.Writable {
+			from := w.From
+			root, err := expandTilde(w.Path, r.home)
+			if err != nil {
+				return nil, changeErr(from, "cannot expand ~: "+err.Error())
+			}
+			if err := grant(root, from, func(msg string) *Error { return changeErr(from, msg) }); err != nil {
+				return nil, err
+			}
 		}
 	}
 	cwdGiven := r.in.PolicyCwd

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -17,6 +19,14 @@ type ScratchCache struct {
 	Path string
 	// Tool names what the cache is for ("go build cache", "npm").
 	Tool string
+	// EnvVar is the variable that moves the tool's cache elsewhere
+	// ("GOCACHE"), "" for a tool without one this default may set.
+	EnvVar string
+	// Exists is false for a cache that is not there yet (a fresh HOME):
+	// the tool would fail to make it (the home is read-only), so the run
+	// points EnvVar at an empty directory of its private temp dir instead.
+	// Path is then the clean absolute path the tool would use.
+	Exists bool
 }
 
 // scratchCandidate is a cache directory where a build tool looks by
@@ -42,7 +52,9 @@ var scratchCandidates = []scratchCandidate{
 // scratchCaches decides Plan.Filesystem.ScratchCaches for the built-in
 // default (Input.Standalone): each candidate that exists as a directory,
 // is neither inside nor around a writable root, and neither holds nor lies
-// beneath a denied path. Nothing is created.
+// beneath a denied path; and each that does not exist yet, outside the
+// roots, whose tool has a variable to move it (its run gets an empty one).
+// Nothing is created.
 func (r *resolver) scratchCaches() []ScratchCache {
 	if !r.in.Standalone {
 		return nil
@@ -67,7 +79,16 @@ func (r *resolver) scratchCaches() []ScratchCache {
 			}
 		}
 		real, err := fsdeps.EvalSymlinks(p)
-		if err != nil || seen[real] || !filepath.IsAbs(real) {
+		if err != nil {
+			if _, lerr := fsdeps.Lstat(p); c.envVar != "" && errors.Is(lerr, fs.ErrNotExist) {
+				if miss := filepath.Clean(p); !seen[miss] && !scratchConflicts(miss, fsys) {
+					seen[miss] = true
+					out = append(out, ScratchCache{Path: miss, Tool: c.tool, EnvVar: c.envVar})
+				}
+			}
+			continue
+		}
+		if seen[real] || !filepath.IsAbs(real) {
 			continue
 		}
 		if fi, err := fsdeps.Stat(real); err != nil || !fi.IsDir() || real == "/" {
@@ -81,7 +102,7 @@ func (r *resolver) scratchCaches() []ScratchCache {
 			continue
 		}
 		seen[real] = true
-		out = append(out, ScratchCache{Path: real, Tool: c.tool})
+		out = append(out, ScratchCache{Path: real, Tool: c.tool, EnvVar: c.envVar, Exists: true})
 	}
 	return out
 }
@@ -124,7 +145,7 @@ func (r *resolver) goBuildVCS() {
 	}
 	dir := r.plan.PolicyCwd
 	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := fsdeps.Lstat(filepath.Join(d, ".git")); err == nil {
+		if isRepository(filepath.Join(d, ".git")) {
 			return // a real repository (or a worktree's .git file)
 		}
 		if d == "/" || d == "." {
@@ -149,10 +170,30 @@ func (r *resolver) goBuildVCS() {
 	r.note("GOFLAGS gets -buildvcs=false: " + dir + " is not in a git repository, and the placeholder that keeps the program from creating " + filepath.Join(dir, ".git") + " would make Go's VCS stamping fail.")
 }
 
+// isRepository reports whether dotGit is a repository's .git as git sees
+// one: a file (a worktree's or submodule's "gitdir:"), or a directory with
+// a HEAD. An empty directory is not one: it is what a run's placeholder
+// is, and a decision made while a run holds one (a warm run handed over
+// at its end) must be the decision made without it.
+func isRepository(dotGit string) bool {
+	fi, err := fsdeps.Lstat(dotGit)
+	if err != nil {
+		return false
+	}
+	if !fi.IsDir() {
+		return true
+	}
+	_, err = fsdeps.Lstat(filepath.Join(dotGit, "HEAD"))
+	return err == nil
+}
+
 // nested reports whether dir is at, inside or around one of the caches
 // already chosen: one overlay would hide the other.
 func nested(dir string, chosen []ScratchCache) bool {
 	for _, c := range chosen {
+		if !c.Exists {
+			continue
+		}
 		if Within(dir, c.Path) || Within(c.Path, dir) {
 			return true
 		}

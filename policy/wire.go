@@ -145,20 +145,3 @@ func (p *SandboxPolicy) DerivedSeccompProfile() SeccompProfile {
 	s.BlockedSyscalls = append([]string(nil), s.BlockedSyscalls...)
 	return s
 }
-
-// DefaultStandalone is the policy used when no --sandbox-policy is given:
-// what a careful person would pick to run an untrusted build or script in
-// dir. dir (the working directory) is the only writable root, VT Code's
-// default secrets are unreadable, there is no network, the limits are the
-// conservative ones and the seccomp profile is the strict one; /tmp and
-// $TMPDIR are not writable (the program gets a private temp dir).
-func DefaultStandalone(dir string) *SandboxPolicy {
-	return &SandboxPolicy{
-		Kind:                KindWorkspaceWrite,
-		WritableRoots:       []WritableRoot{{Root: dir}},
-		ResourceLimits:      ConservativeResourceLimits(),
-		SeccompProfile:      StrictSeccompProfile(),
-		ExcludeTmpdirEnvVar: true,
-		ExcludeSlashTmp:     true,
-	}
-}

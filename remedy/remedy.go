@@ -24,6 +24,9 @@ const (
 	// FSExact: the filesystem mode that needs a mount namespace (the
 	// CLI: --fs-mode exact).
 	FSExact
+	// CgroupParent: a cgroup to make the run's in (the CLI:
+	// --cgroup-parent PATH).
+	CgroupParent
 )
 
 // Words renders a remedy; the CLI gives its own. A nil Words says Plain.
@@ -50,6 +53,8 @@ func Plain(r Remedy) string {
 		return "the Landlock-only filesystem mode"
 	case FSExact:
 		return "the exact filesystem mode"
+	case CgroupParent:
+		return "a cgroup parent given"
 	}
 	return "another way"
 }

@@ -23,6 +23,9 @@ type Explain struct {
 	Rlimits      []Rlimit    `json:"rlimits"`
 	Degradations []string    `json:"degradations,omitempty"`
 	Enforcement  Enforcement `json:"enforcement"`
+	// Refused is the one line a run would be refused with, when it would
+	// be (what only a run tries, foreseen: supervisor.Prepared.Foresee).
+	Refused string `json:"refused,omitempty"`
 }
 
 // Plan is the public form of policy.Plan.
@@ -35,6 +38,7 @@ type Plan struct {
 	Limits     PlanLimits      `json:"limits"`
 	Env        PlanEnvironment `json:"environment"`
 	Notes      []string        `json:"notes,omitempty"`
+	Settings   []string        `json:"settings,omitempty"`
 }
 
 // Rlimit is the public form of rlimit.Limit.
@@ -111,6 +115,8 @@ type FilesystemReport struct {
 	PrivateTmpBound   string           `json:"private_tmp_bound,omitempty"`
 	ScratchCaches     []string         `json:"scratch_caches,omitempty"`
 	ScratchCachesNote string           `json:"scratch_caches_note,omitempty"`
+	FreshCaches       []string         `json:"fresh_caches,omitempty"`
+	PersistCaches     string           `json:"persist_caches,omitempty"`
 	NotEnforced       []string         `json:"not_enforced,omitempty"`
 }
 
@@ -194,8 +200,10 @@ type PlanDeniedPath struct {
 
 // PlanScratchCache is the public form of policy.ScratchCache.
 type PlanScratchCache struct {
-	Path string `json:"path"`
-	Tool string `json:"tool"`
+	Path   string `json:"path"`
+	Tool   string `json:"tool"`
+	EnvVar string `json:"env_var,omitempty"`
+	Exists bool   `json:"exists"`
 }
 
 // PlanHostPort is the public form of policy.HostPort.
@@ -274,6 +282,7 @@ func fromPlan(v policy.Plan) Plan {
 		Limits:     fromPlanLimits(v.Limits),
 		Env:        fromPlanEnvironment(v.Env),
 		Notes:      v.Notes,
+		Settings:   v.Settings,
 	}
 }
 
@@ -358,6 +367,8 @@ func fromFilesystemReport(v supervisor.FilesystemReport) FilesystemReport {
 		PrivateTmpBound:   v.PrivateTmpBound,
 		ScratchCaches:     v.ScratchCaches,
 		ScratchCachesNote: v.ScratchCachesNote,
+		FreshCaches:       v.FreshCaches,
+		PersistCaches:     v.PersistCaches,
 		NotEnforced:       v.NotEnforced,
 	}
 }
@@ -450,8 +461,10 @@ func fromPlanDeniedPath(v policy.DeniedPath) PlanDeniedPath {
 
 func fromPlanScratchCache(v policy.ScratchCache) PlanScratchCache {
 	return PlanScratchCache{
-		Path: v.Path,
-		Tool: v.Tool,
+		Path:   v.Path,
+		Tool:   v.Tool,
+		EnvVar: v.EnvVar,
+		Exists: v.Exists,
 	}
 }
 

@@ -51,6 +51,9 @@ type Report struct {
 	// Degradations lists what was not enforced, each with its reason.
 	Degradations []string `json:"degradations"`
 	Denials      Denials  `json:"denials"`
+	// WriteBack says what --persist-cache wrote back to each scratch
+	// cache.
+	WriteBack []string `json:"write_back,omitempty"`
 }
 
 // CPU is CPU time, in seconds.
@@ -131,6 +134,7 @@ func Build(in Input) *Report {
 		r.Degradations = append(r.Degradations, x.Degradations...)
 		r.Rlimits = append(r.Rlimits, x.Rlimits...)
 	}
+	r.WriteBack = res.WriteBack
 	if c := res.Cgroup; c != nil {
 		r.Cgroup = &Cgroup{Mode: string(c.Mode), Path: c.Path}
 		st := c.Stats

@@ -200,6 +200,12 @@ func Symlink(target, link, why string) Op {
 	return Op{kind: OpSymlink, a: target, b: link, why: why}
 }
 
+// OpenAndHandOver opens the directory dir as the child sees it when the
+// operation runs (O_PATH, not following a link) and sends it over
+// Request.ProxySock: what is mounted there stays reachable through it
+// after the child's namespace is gone.
+func OpenAndHandOver(dir, why string) Op { return Op{kind: OpOpenSend, a: dir, why: why} }
+
 // LandlockRule grants the Landlock filesystem rights access beneath dir to
 // Request.RulesetFD, as the child sees dir: for directories the mounts made
 // new (a rule names an inode, and a mount over a directory hides the rules
@@ -264,6 +270,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("symlink(%q, %q)", o.a, o.b)
 	case OpLandlockRule:
 		return fmt.Sprintf("landlock_add_rule(%q, %#x)", o.a, o.num)
+	case OpOpenSend:
+		return fmt.Sprintf("open(%q, O_PATH) and send it over the proxy socket", o.a)
 	}
 	return fmt.Sprintf("op %d", o.kind)
 }

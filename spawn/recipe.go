@@ -87,8 +87,9 @@ type Recipe struct {
 	// GoFromStart calls it as soon as the program runs (a listener that
 	// records denials, the proxy).
 	EndInGo, GoFromStart bool
-	// Proxy: the child's ListenAndHandOver sends the proxy's listener.
-	Proxy bool
+	// Proxy: the child's ListenAndHandOver sends the proxy's listener;
+	// Layers: its OpenAndHandOver then sends the scratch layers.
+	Proxy, Layers bool
 	// Say is the line said on stderr as the run starts (index 0) and when
 	// it ends each way (an Ending's index, EndingIndex), "" for none.
 	Say [EndingsN]string
@@ -323,7 +324,7 @@ func (r *Recipe) Encode() []byte {
 	h.cpu_spread = C.int32_t(r.CPUSpread)
 	h.oom_watch = C.int32_t(r.OOMWatch)
 	h.cpu_usage, h.oom_kills, h.pids_hits = w.counter(r.CPUUsage), w.counter(r.OOMKills), w.counter(r.PidsHits)
-	h.end_in_go, h.go_from_start, h.proxy = cbool32(r.EndInGo), cbool32(r.GoFromStart), cbool32(r.Proxy)
+	h.end_in_go, h.go_from_start, h.proxy, h.layers = cbool32(r.EndInGo), cbool32(r.GoFromStart), cbool32(r.Proxy), cbool32(r.Layers)
 	h.say = w.strs(r.Say[:])
 	w.align()
 	h.size = C.uint32_t(len(w.buf))

@@ -174,7 +174,9 @@ struct se_recipe {
 	/* The child's first operation that listens hands its socket over
 	 * (SE_OP_LISTEN_SEND): the allowlist proxy's listener. */
 	int32_t proxy;
-	int32_t pad;
+	/* Its SE_OP_OPEN_SEND then hands the scratch caches' layers over,
+	 * given to Go at the end (--persist-cache). */
+	int32_t layers;
 	struct se_rref keep_fds;  /* int32_t[]: descriptors the program keeps */
 	/* struct se_rref[SE_END_N]: the line said on stderr when the run ends
 	 * that way (indexed by enum se_ending), "" for none. */
@@ -224,7 +226,7 @@ enum se_return {
  */
 struct se_service {
 	int32_t ev_r, ev_w, ack_r, ack_w, sig_r, sig_w;
-	int32_t listener_fd, proxy_fd;
+	int32_t listener_fd, proxy_fd, layers_fd;
 	int32_t ending, status, exit_code, started;
 	int64_t started_ns, program_ns, ended_ns;
 	char cgroup_name[128];

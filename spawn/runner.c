@@ -130,7 +130,8 @@ int se_recipe_check(const void *p, size_t len)
 	for (uint32_t i = 0; i < r->ops.n; i++) {
 		const struct se_rop *o = &RA(r, r->ops, struct se_rop)[i];
 		if (!ref_ok(r, o->a, 1, 1) || !ref_ok(r, o->b, 1, 1) || !ref_ok(r, o->c, 1, 1) ||
-		    !ref_ok(r, o->d, 1, 1) || o->slot < -1 || o->slot >= SE_MAX_SLOTS || o->ida.kind < 0 ||
+		    !ref_ok(r, o->d, 1, 1) || o->slot < -1 || o->slot >= SE_MAX_SLOTS || o->kind < SE_OP_MOUNT ||
+		    o->kind > SE_OP_OPEN_SEND || o->ida.kind < 0 ||
 		    o->ida.kind > SE_ID_ANY || o->idb.kind < 0 || o->idb.kind > SE_ID_ANY)
 			return 0;
 	}
@@ -201,6 +202,7 @@ struct se_runner {
 	int pidfd;    /* its pidfd */
 	int listener; /* the seccomp listener, until Go has it */
 	int proxy_l;  /* the proxy's listener, until Go has it */
+	int layers;   /* the scratch caches' layers, until Go has them */
 	int64_t program_ns;
 	/* How the runner ended the run (enum se_ending), 0 while it has not:
 	 * the tree was signalled, and kill_at is when it is killed (again). */
@@ -1456,7 +1458,7 @@ static long child_request(struct se_runner *s, char *const *argv)
 		memcpy(op->addr, o->addr, 4);
 		memcpy(op->port, o->port, 2);
 		op->backlog = o->backlog;
-		if (op->kind == SE_OP_LISTEN_SEND)
+		if (op->kind == SE_OP_LISTEN_SEND || op->kind == SE_OP_OPEN_SEND)
 			op->fd = s->proxy_child;
 	}
 	q->ops = c->ops;
@@ -1949,7 +1951,7 @@ struct se_service *se_service_new(void)
 	v->ack_w = ack[1];
 	v->sig_r = sg[0];
 	v->sig_w = sg[1];
-	v->listener_fd = v->proxy_fd = -1;
+	v->listener_fd = v->proxy_fd = v->layers_fd = -1;
 	return v;
 }
 
@@ -2199,6 +2201,8 @@ static __attribute__((noreturn)) void finish(struct se_runner *s, int waited, in
 		struct se_service *v = s->svc;
 		v->ending = ending;
 		v->status = status;
+		v->layers_fd = s->layers;
+		s->layers = -1;
 		v->exit_code = code;
 		v->started = 1;
 		v->ended_ns = se_now_ns();
@@ -2252,7 +2256,7 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 	s->svc = svc;
 	s->v2_fd = s->procs_fd = s->ruleset = s->notify_parent = s->notify_child = -1;
 	s->proxy_parent = s->proxy_child = s->sigfd = -1;
-	s->guard_w = s->oom_fd = s->fg_tty = s->done_r = s->pidfd = s->listener = s->proxy_l = -1;
+	s->guard_w = s->oom_fd = s->fg_tty = s->done_r = s->pidfd = s->listener = s->proxy_l = s->layers = -1;
 	s->v2_index = -1;
 	for (int i = 0; i < SE_MAX_CLAIMS; i++)
 		s->lock[i] = -1;
@@ -2285,7 +2289,7 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 		s->notify_parent = sp2[0];
 		s->notify_child = sp2[1];
 	}
-	if (r->proxy) {
+	if (r->proxy || r->layers) {
 		int sp2[2];
 		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp2) != 0) {
 			fail(s, 0, errno, "socket pair");
@@ -2390,11 +2394,12 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 			end_by(s, SE_END_SERVICE, 0, 0);
 	}
 	if (s->proxy_parent >= 0) {
-		s->proxy_l = recv_fd(s->proxy_parent);
+		if (r->proxy && (s->proxy_l = recv_fd(s->proxy_parent)) < 0)
+			end_by(s, SE_END_SERVICE, 0, 0);
+		if (r->layers && (s->layers = recv_fd(s->proxy_parent)) < 0)
+			end_by(s, SE_END_SERVICE, 0, 0);
 		close(s->proxy_parent);
 		s->proxy_parent = -1;
-		if (s->proxy_l < 0)
-			end_by(s, SE_END_SERVICE, 0, 0);
 	}
 	if (r->cpu_budget_ns > 0)
 		cpu_look(s, s->program_ns);

@@ -195,6 +195,10 @@ func (v *Service) Listener() int { return int(v.c.listener_fd) }
 // ProxyListener is the proxy's listening socket (EventProxy).
 func (v *Service) ProxyListener() int { return int(v.c.proxy_fd) }
 
+// Layers is the scratch caches' layers the child handed over
+// (OpenAndHandOver), once EventEnded came, or -1: the caller owns it.
+func (v *Service) Layers() int { return int(v.c.layers_fd) }
+
 // Ended is how the run ended (EventEnded).
 type Ended struct {
 	// Ending is one of the End constants; Status the wait status of the

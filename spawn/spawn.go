@@ -80,6 +80,7 @@ const (
 	OpCreate       OpKind = C.SE_OP_CREATE        // CreateFile
 	OpSymlink      OpKind = C.SE_OP_SYMLINK       // Symlink
 	OpLandlockRule OpKind = C.SE_OP_LANDLOCK_RULE // LandlockRule
+	OpOpenSend     OpKind = C.SE_OP_OPEN_SEND     // OpenAndHandOver
 )
 
 // MaxSlots is the number of mount trees Ops can hold at once.
@@ -169,8 +170,9 @@ type Request struct {
 	// itself may be unable to (a filter that sends sendmsg to the
 	// supervisor would stop its own sendmsg before anyone listens).
 	NotifySock int
-	// ProxySock is the unix socket a ListenAndHandOver operation sends its
-	// listening socket over (a descriptor above 2; unused without one).
+	// ProxySock is the unix socket ListenAndHandOver and OpenAndHandOver
+	// operations send their descriptors over, in the operations' order (a
+	// descriptor above 2; unused without one).
 	ProxySock int
 	// Guardian, when set, learns the child's pid from the clone itself
 	// (the kernel writes it before the child runs), so that it can wait
@@ -345,7 +347,7 @@ func validate(req *Request) error {
 		}
 	}
 	for _, op := range req.Ops {
-		if op.kind == OpListenSend && req.ProxySock <= 2 {
+		if (op.kind == OpListenSend || op.kind == OpOpenSend) && req.ProxySock <= 2 {
 			return fmt.Errorf("spawn: %s: ProxySock is %d, not a descriptor above 2", op.why, req.ProxySock)
 		}
 		if op.kind == OpListenSend && !op.addr.Is4() {
@@ -457,6 +459,9 @@ func fillOps(a *arena, r *C.struct_se_req, req *Request) {
 		ops[i].d = a.cstring(op.d)
 		ops[i].ida, ops[i].idb = op.ida.c(), op.idb.c()
 		ops[i].lower_is_target = cbool(op.lowerIsTarget)
+		if op.kind == OpOpenSend {
+			ops[i].fd = C.int(req.ProxySock)
+		}
 		if op.kind == OpListenSend {
 			ops[i].fd = C.int(req.ProxySock)
 			ip := op.addr.As4()

@@ -758,6 +758,22 @@ static long se_op_landlock_rule(struct se_req *r, const struct se_op *op)
 	return ret;
 }
 
+/* se_op_open_send opens the directory a, as it is in the child's view
+ * when the operation runs, and sends it to the supervisor over the unix
+ * socket fd: a mount made there stays reachable through it after the
+ * child's namespace is gone (the scratch caches' layers, which
+ * --persist-cache writes back once the program has ended). */
+static long se_op_open_send(struct se_req *r, const struct se_op *op)
+{
+	(void)r;
+	long fd = SYS4(SYS_openat, AT_FDCWD, op->a, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd < 0)
+		return fd;
+	long ret = se_send_fd(op->fd, (int)fd);
+	SYS1(SYS_close, fd);
+	return ret;
+}
+
 static long (*const se_ops[])(struct se_req *, const struct se_op *) = {
 	[SE_OP_MOUNT] = se_op_mount,
 	[SE_OP_WRITE] = se_op_write,
@@ -771,6 +787,7 @@ static long (*const se_ops[])(struct se_req *, const struct se_op *) = {
 	[SE_OP_CREATE] = se_op_create,
 	[SE_OP_SYMLINK] = se_op_symlink,
 	[SE_OP_LANDLOCK_RULE] = se_op_landlock_rule,
+	[SE_OP_OPEN_SEND] = se_op_open_send,
 };
 
 static long se_clone_call(long nr, long a, long b, long c, long d, long e,

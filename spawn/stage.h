@@ -59,6 +59,7 @@ enum se_op_kind {
 	SE_OP_CREATE,      /* create the empty regular file a (mode flags), to mount a file on */
 	SE_OP_SYMLINK,     /* symlink(a, b): b is a link to a */
 	SE_OP_LANDLOCK_RULE, /* add a rule granting flags beneath the directory a to the ruleset; a missing a is skipped */
+	SE_OP_OPEN_SEND,   /* open the directory a (O_PATH, not following a link) and send it over the unix socket fd */
 };
 
 #define SE_MAX_SLOTS 64

@@ -10,45 +10,47 @@ import (
 
 	"sandbox-executable/cgroups"
 	"sandbox-executable/fsdeps"
+	"sandbox-executable/hostfacts"
 	"sandbox-executable/remedy"
 )
-
-// cgroupContainerFix is what gives a container a cgroup its processes may
-// manage: a cgroup namespace of its own with a writable cgroup v2 (Docker
-// mounts /sys/fs/cgroup read-only unless the container is privileged).
-const cgroupContainerFix = "run the container with a writable cgroup v2 of its own (docker run --cgroupns=private with /sys/fs/cgroup read-write, as --privileged gives; see docs/containers.md)"
 
 // cgroupWhy says, in one clause each, why the run's cgroup cannot be made
 // and what would give it: err from cgroups.New (or the host's detection).
 // A read-only cgroupfs is a container's (Docker mounts it so unless the
 // container is privileged): the container's setting is named, not the
-// host's remedies; otherwise the error's own hint, once.
-func cgroupWhy(err error, w remedy.Words) (why, fix string) {
+// host's remedies; otherwise the error's own hint, and the advice this
+// host's facts give (hostfacts.CgroupAdvice, as doctor's), once.
+func cgroupWhy(err error, host *cgroups.Host, w remedy.Words) (why, fix string) {
 	var un *cgroups.UnavailableError
 	if !errors.As(err, &un) {
-		return err.Error(), defaultCgroupFix(w)
+		return err.Error(), defaultCgroupFix(host, false, w)
 	}
 	if errors.Is(un.Err, syscall.EROFS) || cgroupfsReadOnly() {
-		return "/sys/fs/cgroup is read-only here (a container's)", cgroupContainerFix
+		return "/sys/fs/cgroup is read-only here (a container's)", defaultCgroupFix(host, true, w)
 	}
 	why = "missing " + un.Missing
 	var fixes []string
 	if un.Hint != "" {
 		fixes = append(fixes, un.Hint)
 	}
-	if un.Advice != 0 {
+	switch {
+	case os.Geteuid() != 0:
+		fixes = append(fixes, defaultCgroupFix(host, false, w))
+	case un.Advice != 0:
 		fixes = append(fixes, un.Advice.Text(w))
 	}
 	if len(fixes) == 0 {
-		return why, defaultCgroupFix(w)
+		return why, defaultCgroupFix(host, false, w)
 	}
 	return why, strings.Join(fixes, "; ")
 }
 
-// defaultCgroupFix is the remedy of a host without a cgroup the helper may
-// manage, in w's words.
-func defaultCgroupFix(w remedy.Words) string {
-	return "run as root, or inside a delegated cgroup (" + w.Say(remedy.DelegatedScope) + " ...)"
+// defaultCgroupFix is how this host gives runs a cgroup, in w's words
+// (hostfacts.CgroupAdvice, as doctor says it).
+func defaultCgroupFix(host *cgroups.Host, readOnly bool, w remedy.Words) string {
+	v1 := host == nil || host.V2 == nil || !host.V2.Has("memory") || !host.V2.Has("pids")
+	return hostfacts.CgroupAdvice(hostfacts.CgroupAdviceFacts{EUID: os.Geteuid(), ReadOnly: readOnly, V1Limits: v1 && host != nil,
+		Systemd: hostfacts.SystemdRunning()}, w)
 }
 
 // capabilitiesWithoutNamespaces is what a program started outside any user

@@ -50,9 +50,21 @@ type netChoice struct {
 // is how daemons' unix sockets are kept out of reach (given whether there
 // will be a network namespace).
 func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, noNamespaces string, words remedy.Words, sockets func(netns bool) socketChoice) (netChoice, error) {
+	if p.Network.Mode == policy.NetworkLoopback && !exact {
+		// Without a namespace of its own, the loopback is the host's:
+		// its daemons would be reachable. The stricter mode runs.
+		why := "loopback needs a network namespace of the run's own, and none can be had here (" + noNamespaces + ")"
+		p.Network.Mode = policy.NetworkNone
+		p.Network.Why += "; narrowed to none: " + why
+		p.Notes = append(p.Notes, "The network is narrowed from loopback to none: "+why+".")
+	}
 	n := netChoice{NetworkReport: NetworkReport{Mode: p.Network.Mode}}
 	mech := func(s string) { n.Mechanism = append(n.Mechanism, s) }
 	switch p.Network.Mode {
+	case policy.NetworkLoopback:
+		n.netns = true
+		mech("a network namespace of the run's own with only its loopback: the program's own servers and clients reach each other, nothing outside is reachable")
+		mech("seccomp: no raw, packet, vsock or non-route netlink sockets")
 	case policy.NetworkNone:
 		mech("seccomp: no sockets but AF_UNIX")
 		switch {

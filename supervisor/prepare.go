@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 
 	"log/slog"
 	"path/filepath"
@@ -266,6 +267,13 @@ type FilesystemReport struct {
 	// read-only instead.
 	ScratchCaches     []string
 	ScratchCachesNote string
+	// PersistCaches says how a run's additions to the scratch caches are
+	// written back (--persist-cache), or why they cannot be.
+	PersistCaches string
+	// FreshCaches are the variables that point a tool whose cache does
+	// not exist yet at an empty directory of the private temp dir,
+	// NAME=VALUE (why).
+	FreshCaches []string
 	// NotEnforced lists what this mode cannot stop.
 	NotEnforced []string
 }
@@ -354,7 +362,7 @@ func (pr *Prepared) decideFilesystem() error {
 			", or pass --allow-degraded for Landlock-only mode"}
 	}
 	fs.PrivateTmp = needsPrivateTmp(p)
-	if len(p.Filesystem.ScratchCaches) > 0 && fs.Mode == FSExact {
+	if len(existingCaches(p.Filesystem.ScratchCaches)) > 0 && fs.Mode == FSExact {
 		fs.overlayOK, fs.overlayWhy = f.OverlayOK, f.OverlayWhy
 		if !f.OverlayOK && f.OverlayWhy == "" {
 			fs.overlayWhy = "overlayfs was not probed"
@@ -392,6 +400,17 @@ func (pr *Prepared) decideEnvironment() error {
 			pr.tmpDir = filepath.Join(pr.cfg.TempDir, tmpPrefix+pr.cfg.RunID)
 		}
 		pr.env = withEnv(pr.env, "TMPDIR", pr.tmpDir)
+		for _, c := range pr.Plan.Filesystem.ScratchCaches {
+			if c.Exists || c.EnvVar == "" {
+				continue
+			}
+			// A fresh HOME: the tool would fail to make its cache in
+			// the read-only home; an empty one in the private temp dir
+			// is gone with the run, as a scratch cache's writes are.
+			dir := filepath.Join(pr.tmpDir, "cache", filepath.Base(c.Path))
+			pr.env = withEnv(pr.env, c.EnvVar, dir)
+			pr.fs.FreshCaches = append(pr.fs.FreshCaches, c.EnvVar+"="+dir+" ("+c.Tool+": "+c.Path+" does not exist)")
+		}
 	}
 	if pr.net.proxy && !pr.net.hostProxy {
 		pr.env = proxyEnv(pr.env, "127.0.0.1:"+strconv.Itoa(ProxyPort))
@@ -413,13 +432,19 @@ func (pr *Prepared) decideView() error {
 		pr.View = view
 		fs.Masked, fs.ReadOnly, fs.Placeholders, fs.Narrowed = view.Masked, view.ReadOnly, view.Placeholders, view.Narrowed
 	}
-	if sc := p.Filesystem.ScratchCaches; len(sc) > 0 {
+	if p.Filesystem.PersistCaches != "" {
+		fs.PersistCaches = "nothing to write back: no scratch cache is overlaid in this run"
+	}
+	if sc := existingCaches(p.Filesystem.ScratchCaches); len(sc) > 0 {
 		switch {
 		case exact && fs.PrivateTmp && !fs.overlayOK:
 			fs.ScratchCachesNote = "the build caches stay read-only: " + fs.overlayWhy
 		case exact && fs.PrivateTmp:
 			for _, c := range sc {
 				fs.ScratchCaches = append(fs.ScratchCaches, c.Path)
+			}
+			if p.Filesystem.PersistCaches != "" {
+				fs.PersistCaches = "when the program exits with status 0, what it added to each scratch cache (new names only: directories and regular files, without set-id bits) is written back to the host's cache (" + p.Filesystem.PersistCaches + ")"
 			}
 		case exact:
 			fs.ScratchCachesNote = "the build caches stay read-only: their throwaway layers live on the private temp dir's tmpfs, and this policy has none"
@@ -440,7 +465,7 @@ func (pr *Prepared) decideView() error {
 	}
 	if fs.PrivateTmp {
 		if pr.View != nil {
-			size, why := privateTmpSize(p.Limits)
+			size, why := privateTmpSize(p.Limits, pr.tmpfsMounts())
 			fs.PrivateTmpBytes = size
 			fs.PrivateTmpBound = fmt.Sprintf("a tmpfs of %d MiB (%s) in the program's mount namespace: writing more fails with ENOSPC; its pages are memory, charged to the memory cgroup of the process that writes them (the run's); nothing reaches the host's directory", size>>20, why)
 		} else {
@@ -662,6 +687,7 @@ func freshRules(spec *landlock.Spec, v *mountns.View, tmp string) []spawn.Op {
 // (the cache is off, and the runs that need placeholders fail on their own).
 func withStateProtected(p *policy.Plan, dirs []string) *policy.Plan {
 	c := *p // a copy in any case: Prepare fills in its seccomp rules
+	c.Notes = slices.Clone(p.Notes)
 	c.Filesystem.ReadDenied = append([]policy.DeniedPath(nil), p.Filesystem.ReadDenied...)
 	for i, dir := range dirs {
 		src := "sandbox-executable's state directory"
@@ -679,15 +705,16 @@ func withStateProtected(p *policy.Plan, dirs []string) *policy.Plan {
 func (pr *Prepared) viewOptions() mountns.Options {
 	o := mountns.Options{Privileged: pr.fs.namespaces.Privileged, UID: pr.facts.UID, GID: pr.facts.GID, Cwd: pr.cfg.Cwd,
 		Network: pr.net.netns, Isolate: pr.fs.namespaces.OK, PrivateTmp: pr.tmpDir}
-	o.PrivateTmpBytes, _ = privateTmpSize(pr.Plan.Limits)
+	o.PrivateTmpBytes, _ = privateTmpSize(pr.Plan.Limits, pr.tmpfsMounts())
 	if pr.net.proxy && !pr.net.hostProxy {
 		o.Proxy = &mountns.ProxyListener{Port: ProxyPort}
 	}
 	if pr.fs.Mode == FSExact {
 		if pr.fs.PrivateTmp && pr.fs.overlayOK {
-			for _, c := range pr.Plan.Filesystem.ScratchCaches {
+			for _, c := range existingCaches(pr.Plan.Filesystem.ScratchCaches) {
 				o.ScratchCaches = append(o.ScratchCaches, c.Path)
 			}
+			o.KeepLayers = pr.Plan.Filesystem.PersistCaches != "" && len(o.ScratchCaches) > 0
 		}
 	}
 	return o
@@ -767,18 +794,49 @@ func needsPrivateTmp(p *policy.Plan) bool {
 // one would let a run without a memory limit take the host's memory.
 const defaultTmpBytes = 1 << 30
 
-// privateTmpSize is the size of the private temp dir's tmpfs and where it
-// comes from: max_disk_mb; else the default, or the memory limit when that
-// is less (the tmpfs is charged to the run's memory, so a larger one would
-// end in an OOM kill before it filled).
-func privateTmpSize(l policy.Limits) (uint64, string) {
-	switch {
-	case l.FileSizeBytes > 0:
-		return l.FileSizeBytes, "max_disk_mb"
-	case l.MemoryBytes > 0 && l.MemoryBytes < defaultTmpBytes:
-		return l.MemoryBytes, "max_disk_mb is 0: the memory limit, which it is charged to"
+// privateTmpSize is the size of each of the run's n tmpfs mounts (the
+// private temp dir, and the scratch caches' layers when there are any) and
+// where it comes from: max_disk_mb, else the default; and, under a memory
+// limit, at most half of it shared between the n: their pages are charged
+// to the run's memory cgroup, so filling them all leaves the program half
+// its memory and ends in ENOSPC, not in an OOM kill of the whole run.
+func privateTmpSize(l policy.Limits, n int) (uint64, string) {
+	size, why := uint64(defaultTmpBytes), "max_disk_mb is 0: the default, so that memory it takes stays bounded"
+	if l.FileSizeBytes > 0 {
+		size, why = l.FileSizeBytes, "max_disk_mb"
 	}
-	return defaultTmpBytes, "max_disk_mb is 0: the default, so that memory it takes stays bounded"
+	if n < 1 {
+		n = 1
+	}
+	if share := l.MemoryBytes / 2 / uint64(n); l.MemoryBytes > 0 && share < size {
+		size, why = share, "half the memory limit it is charged to"
+		if n > 1 {
+			size, why = share, fmt.Sprintf("half the memory limit it is charged to, shared by %d tmpfs mounts (the scratch caches' layers)", n)
+		}
+	}
+	// Whole MiB, and never 0: a tmpfs of size 0 is unbounded.
+	return max(size&^(1<<20-1), 1<<20), why
+}
+
+// existingCaches are the scratch caches that exist (an overlay's lower
+// layer); the others get a fresh directory (decideEnvironment).
+func existingCaches(all []policy.ScratchCache) []policy.ScratchCache {
+	var out []policy.ScratchCache
+	for _, c := range all {
+		if c.Exists {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// tmpfsMounts is how many tmpfs mounts of privateTmpSize the run makes:
+// the private temp dir's, and the scratch caches' layers'.
+func (pr *Prepared) tmpfsMounts() int {
+	if pr.fs.Mode == FSExact && pr.fs.PrivateTmp && pr.fs.overlayOK && len(existingCaches(pr.Plan.Filesystem.ScratchCaches)) > 0 {
+		return 2
+	}
+	return 1
 }
 
 func grace(cfg Config) time.Duration {

@@ -18,18 +18,21 @@ import (
 func TestPrivateTmpSize(t *testing.T) {
 	for _, c := range []struct {
 		lim  policy.Limits
+		n    int
 		want uint64
 		why  string
 	}{
-		{policy.Limits{FileSizeBytes: 1 << 20, MemoryBytes: 512 << 20}, 1 << 20, "max_disk_mb"},
-		{policy.Limits{FileSizeBytes: 4 << 30}, 4 << 30, "max_disk_mb"},
-		{policy.Limits{MemoryBytes: 256 << 20}, 256 << 20, "memory limit"},
-		{policy.Limits{MemoryBytes: 8 << 30}, defaultTmpBytes, "default"},
-		{policy.Limits{}, defaultTmpBytes, "default"},
+		{policy.Limits{FileSizeBytes: 1 << 20, MemoryBytes: 512 << 20}, 1, 1 << 20, "max_disk_mb"},
+		{policy.Limits{FileSizeBytes: 4 << 30}, 1, 4 << 30, "max_disk_mb"},
+		{policy.Limits{FileSizeBytes: 1 << 30, MemoryBytes: 512 << 20}, 1, 256 << 20, "half the memory limit"},
+		{policy.Limits{MemoryBytes: 256 << 20}, 1, 128 << 20, "half the memory limit"},
+		{policy.Limits{MemoryBytes: 256 << 20}, 2, 64 << 20, "shared by 2"},
+		{policy.Limits{MemoryBytes: 8 << 30}, 1, defaultTmpBytes, "default"},
+		{policy.Limits{}, 2, defaultTmpBytes, "default"},
 	} {
-		got, why := privateTmpSize(c.lim)
+		got, why := privateTmpSize(c.lim, c.n)
 		if got != c.want || !strings.Contains(why, c.why) {
-			t.Errorf("%+v: %d (%s), want %d (%s)", c.lim, got, why, c.want, c.why)
+			t.Errorf("%+v, %d: %d (%s), want %d (%s)", c.lim, c.n, got, why, c.want, c.why)
 		}
 	}
 }

@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
-	"strings"
 
 	"sandbox-executable/cgroups"
-	"sandbox-executable/remedy"
 	"sandbox-executable/rlimit"
 	"sandbox-executable/spawn"
 )
@@ -86,7 +83,7 @@ func (pr *Prepared) Release() {
 func (pr *Prepared) readyCgroup() error {
 	c := pr.cgroupPlan
 	if c.host == nil {
-		return pr.noCgroup(c.why, defaultCgroupFix(pr.cfg.Words))
+		return pr.noCgroup(c.why, defaultCgroupFix(nil, false, pr.cfg.Words))
 	}
 	opt := cgroups.Options{Parent: pr.cfg.CgroupParent, MoveSelf: pr.cfg.MoveSelf}
 	dirs, made, err := cgroups.Ready(c.host, c.limits, opt)
@@ -101,11 +98,11 @@ func (pr *Prepared) readyCgroup() error {
 		}
 		host, extra := pr.cgroupInUserScope(c.host, c.limits)
 		if host == nil {
-			why, fix := cgroupWhy(err, pr.cfg.Words)
+			why, fix := cgroupWhy(err, c.host, pr.cfg.Words)
 			return pr.noCgroup(why+extra, fix)
 		}
 		if dirs, _, err = cgroups.Ready(host, c.limits, opt); err != nil {
-			why, fix := cgroupWhy(err, pr.cfg.Words)
+			why, fix := cgroupWhy(err, host, pr.cfg.Words)
 			return pr.noCgroup(why+"; the systemd user scope did not help", fix)
 		}
 		pr.cgroupPlan.host = host
@@ -115,53 +112,21 @@ func (pr *Prepared) readyCgroup() error {
 	return nil
 }
 
-// noCgroup decides what a run without a cgroup may do: nothing needs one,
-// or the cgroup the helper is in already holds the limits, or they fall
-// back to rlimits where degradation is allowed, or the run is refused.
+// noCgroup decides what a run without a cgroup may do (withoutCgroup,
+// as --explain foresees it) and carries out a fall back to per-process
+// rlimits.
 func (pr *Prepared) noCgroup(why, fix string) error {
-	l := pr.Plan.Limits
 	pr.cgroupPlan.host = nil
-	if l.MemoryBytes == 0 && l.Pids == 0 && l.CPUSeconds == 0 && pr.cfg.CPUQuota == 0 {
-		return nil // nothing needs one; the subreaper tracks the tree
+	held, degraded, err := pr.withoutCgroup(why, fix)
+	switch {
+	case err != nil:
+		return err
+	case held != "":
+		pr.Enforcement.Cgroup.Why = held
+	case degraded != "":
+		pr.Degradations = append(pr.Degradations, degraded)
+		pr.Enforcement.Cgroup.Why = degraded
+		pr.Rlimits = rlimit.For(pr.Plan.Limits, rlimit.Options{NofileCur: pr.nofile.Cur, NofileMax: pr.nofile.Max, TreeFallback: true, Root: os.Getuid() == 0})
 	}
-	msg := "no cgroup for the memory, pids and CPU limits of the whole tree (" + why + ")"
-	// The cgroups this process is already in (a container's own) bound the
-	// whole tree too: where they meet every limit asked for, nothing is lost.
-	if enc := cgroups.EnclosingLimits(pr.facts.Cgroups); l.CPUSeconds == 0 && pr.cfg.CPUQuota == 0 &&
-		(l.MemoryBytes == 0 || (enc.MemoryAt != "" && enc.MemoryBytes <= l.MemoryBytes)) &&
-		(l.Pids == 0 || (enc.PidsAt != "" && enc.Pids <= uint64(l.Pids))) {
-		var held []string
-		if l.MemoryBytes > 0 {
-			held = append(held, fmt.Sprintf("memory.max %d in %s", enc.MemoryBytes, enc.MemoryAt))
-		}
-		if l.Pids > 0 {
-			held = append(held, fmt.Sprintf("pids.max %d in %s", enc.Pids, enc.PidsAt))
-		}
-		pr.Enforcement.Cgroup.Why = "no cgroup of the run's own (" + why + "); the limits are held, at least as tight, by the cgroup the helper is in: " +
-			strings.Join(held, ", ") + " (it bounds everything in it, the program included)"
-		return nil
-	}
-	if !pr.cfg.AllowDegraded {
-		return &RefusedError{Reason: "refusing to run: " + msg + "; " + fix + ", or pass " + pr.cfg.Words.Say(remedy.AllowDegraded) + " to fall back to per-process rlimits"}
-	}
-	root := os.Getuid() == 0
-	instead := ": per-process RLIMIT_DATA, RLIMIT_NPROC and RLIMIT_CPU instead"
-	if root && l.Pids > 0 {
-		// The kernel never applies RLIMIT_NPROC to uid 0: naming it as
-		// the fallback would be a limit silently gone.
-		instead = ": per-process RLIMIT_DATA and RLIMIT_CPU instead; max_pids is not enforced at all (RLIMIT_NPROC does not apply to root)"
-	}
-	pr.Degradations = append(pr.Degradations, msg+instead)
-	pr.Enforcement.Cgroup.Why = msg
-	pr.Rlimits = rlimit.For(l, rlimit.Options{NofileCur: pr.nofile.Cur, NofileMax: pr.nofile.Max, TreeFallback: true, Root: root})
 	return nil
-}
-
-// cgroupDescription names the run's cgroup directories for the debug log.
-func cgroupDescription(dirs []cgroups.RecipeDir) string {
-	var parts []string
-	for _, d := range dirs {
-		parts = append(parts, d.Parent)
-	}
-	return strconv.Itoa(len(dirs)) + " directories under " + strings.Join(parts, ", ")
 }

@@ -39,9 +39,10 @@ func (pr *Prepared) Recipe(says [spawn.EndingsN]string) (*spawn.Recipe, error) {
 		PidsHits:         spawn.NoCounter,
 		// A report reads the cgroup's figures before it goes, and a run
 		// with a temp dir of its own has it removed by Go.
-		EndInGo:     cfg.Report || pr.ownTmp != "",
+		EndInGo:     cfg.Report || pr.ownTmp != "" || (pr.View != nil && pr.View.KeepsLayers),
 		GoFromStart: pr.Seccomp.Notify || pr.net.proxy,
 		Proxy:       pr.net.proxy && !pr.net.hostProxy,
+		Layers:      pr.View != nil && pr.View.KeepsLayers,
 		Say:         says,
 	}
 	if len(pr.Degradations) > 0 && r.Say[0] == "" {

@@ -54,6 +54,8 @@ type Result struct {
 	Proxy *netproxy.Stats
 	// Denials counts what the supervisor saw refused.
 	Denials DenialCounts
+	// WriteBack says, per scratch cache, what --persist-cache wrote back.
+	WriteBack []string
 }
 
 // CgroupResult is what the run's cgroup saw.

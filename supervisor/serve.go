@@ -39,6 +39,9 @@ type ServiceRecord struct {
 	PrivateTmp string `json:"private_tmp,omitempty"`
 	// TmpRecord is its record in the state directory (see recordTmp).
 	TmpRecord string `json:"tmp_record,omitempty"`
+	// PersistCaches are the scratch caches whose layers the runner hands
+	// over at the end, written back after a run that succeeded.
+	PersistCaches []string `json:"persist_caches,omitempty"`
 }
 
 // ServiceSeccomp is the part of seccomp.Program its watcher reads.
@@ -59,6 +62,9 @@ type ServiceCgroup struct {
 // Service is the record of the service pr's run needs.
 func (pr *Prepared) Service() *ServiceRecord {
 	rec := &ServiceRecord{Argv: pr.Argv, Report: pr.cfg.Report, PrivateTmp: pr.ownTmp, TmpRecord: pr.ownTmpRecord}
+	if v := pr.View; v != nil && v.KeepsLayers {
+		rec.PersistCaches = v.ScratchCaches
+	}
 	if p := pr.Seccomp; p != nil {
 		rec.Seccomp = ServiceSeccomp{Notify: p.Notify, Errnos: p.Errnos, Mediated: p.Mediated}
 	}
@@ -160,6 +166,7 @@ func Serve(svc *spawn.Service, rec *ServiceRecord, o ServeOptions) Result {
 			if rec.PrivateTmp != "" {
 				_ = spawn.RemoveTempDir(rec.PrivateTmp, o.TmpFD, rec.TmpRecord)
 			}
+			writeBack(svc.Layers(), rec.PersistCaches, &res, log)
 			log.Info("ended", "ending", string(res.Ending), "exit_code", res.ExitCode, "wall", res.Wall)
 			return res
 		}

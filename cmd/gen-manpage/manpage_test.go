@@ -241,9 +241,10 @@ func TestGroffWarnsNothing(t *testing.T) {
 	}
 }
 
-// TestCompletionOffersEveryOption keeps the hand-written bash completion in
-// step with --help: every option and subcommand word of every entry is in
-// packaging/completion/sandbox-executable.bash.
+// TestCompletionOffersEveryOption keeps the hand-written completions (bash,
+// zsh, fish) in step with --help: every option and subcommand word of every
+// entry is in each of packaging/completion's files (fish names an option
+// without its dashes: "-l rw", "-s q").
 func TestCompletionOffersEveryOption(t *testing.T) {
 	text, err := usageFromFile(realUsage)
 	if err != nil {
@@ -253,23 +254,30 @@ func TestCompletionOffersEveryOption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile("../../packaging/completion/sandbox-executable.bash")
-	if err != nil {
-		t.Fatal(err)
-	}
-	words := map[string]bool{}
-	for _, w := range strings.FieldsFunc(string(b), func(r rune) bool { return strings.ContainsRune(" \t\n\"'()|=;", r) }) {
-		words[w] = true
-	}
-	for _, g := range h.Groups {
-		for _, o := range g.Options {
-			for _, w := range strings.Fields(o.Term) {
-				w = strings.Trim(w, "[],")
-				if w == "" || isMetavar(strings.TrimSuffix(w, "...")) {
-					continue
-				}
-				if !words[w] {
-					t.Errorf("the completion does not offer %q (from %q)", w, o.Term)
+	for _, file := range []string{"sandbox-executable.bash", "_sandbox-executable", "sandbox-executable.fish"} {
+		b, err := os.ReadFile("../../packaging/completion/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		words := map[string]bool{}
+		for _, w := range strings.FieldsFunc(string(b), func(r rune) bool { return strings.ContainsRune(" \t\n\"'()|=;{}[*:,", r) }) {
+			words[w] = true
+		}
+		fish := strings.HasSuffix(file, ".fish")
+		for _, g := range h.Groups {
+			for _, o := range g.Options {
+				for _, w := range strings.Fields(o.Term) {
+					w = strings.Trim(w, "[],")
+					if w == "" || isMetavar(strings.TrimSuffix(w, "...")) {
+						continue
+					}
+					have := words[w]
+					if fish && strings.HasPrefix(w, "-") {
+						have = strings.Contains(string(b), " -l "+strings.TrimPrefix(w, "--")+" ") || strings.Contains(string(b), " -s "+strings.TrimPrefix(w, "-")+" ")
+					}
+					if !have {
+						t.Errorf("%s does not offer %q (from %q)", file, w, o.Term)
+					}
 				}
 			}
 		}

@@ -14,7 +14,87 @@ const summary = "run a program in a Landlock, seccomp, namespace and cgroup sand
 
 // fixedSections follow the generated ones. They are roff already: facts
 // about the installed program that --help has no room for.
-const fixedSections = `.SH FILES
+const fixedSections = `.SH EXAMPLES
+Build and test under the built-in default (the working directory writable,
+secrets unreadable, loopback only, limits for this machine):
+.PP
+.nf
+.RS
+sandbox\-executable \-\- go test ./...
+sandbox\-executable \-\- npm ci \-\-offline
+.RE
+.fi
+.PP
+Let a build write one more directory, reach one registry, and take longer:
+.PP
+.nf
+.RS
+sandbox\-executable \-\-rw ../dist \-\-net allow:registry.npmjs.org \e
+    \-\-timeout 30m \-\- npm ci
+.RE
+.fi
+.PP
+Keep what a trusted build adds to the build caches:
+.PP
+.nf
+.RS
+sandbox\-executable \-\-persist\-cache \-\- go build ./...
+.RE
+.fi
+.PP
+Find out why a write failed, and what the run would do:
+.PP
+.nf
+.RS
+sandbox\-executable explain ~/.ssh/id_rsa ../dist/app
+sandbox\-executable \-\-explain
+.RE
+.fi
+.PP
+The same settings for every run in a directory tree, in a file above the
+working directory (one inside it, a writable root, is ignored):
+.PP
+.nf
+.RS
+cat ~/code/.sandbox.json
+{"rw": ["shared\-out"], "net": "allow:proxy.golang.org",
+ "memory": "8G"}
+.RE
+.fi
+.PP
+A caller's policy (VT Code's form), with a report:
+.PP
+.nf
+.RS
+sandbox\-executable \-\-sandbox\-policy @policy.json \e
+    \-\-report\-file run.json \-\- make
+.RE
+.fi
+.SH POLICY
+\fB\-\-sandbox\-policy\fR takes VT Code's SandboxPolicy as serde writes it:
+.TP
+\fB{"type":"read_only"}\fR
+Nothing writable but \fI/dev/null\fR and the terminal; optional
+\fBnetwork_access\fR (bool) and \fBnetwork_allowlist\fR.
+.TP
+\fB{"type": "workspace_write", "writable_roots": [{"root": "/abs/dir"}]}\fR
+The roots and the policy working directory writable, but for \fI.git\fR,
+\fI.vtcode\fR, \fI.codex\fR and \fI.agents\fR in them.
+Optional fields:
+\fBnetwork_access\fR (bool),
+\fBnetwork_allowlist\fR ([{"domain": "*.example.com", "port": 443}]),
+\fBsensitive_paths\fR ([{"path": "~/.x", "block_read": true, "block_write": true}];
+absent or null: VT Code's default list; [] denies nothing),
+\fBresource_limits\fR (max_memory_mb, max_pids, max_disk_mb, cpu_time_secs, timeout_secs;
+0 is unlimited, a timeout of 0 is 300 s),
+\fBseccomp_profile\fR (blocked_syscalls, allow_namespaces, allow_network_sockets, log_only;
+network access needs \fBallow_network_sockets\fR true),
+\fBexclude_tmpdir_env_var\fR, \fBexclude_slash_tmp\fR (read, never widening).
+.PP
+An unknown field, a duplicate key, a float or a null where serde wants a
+value is refused, as are \fBdanger_full_access\fR and \fBexternal_sandbox\fR.
+\fB\-\-explain\fR prints the plan a policy resolves to.
+.SH FILES
 .TP
 \fIcgroup2-mount\fR/sandbox\-executable
 Run as root, the helper puts each run's cgroup under this directory of the

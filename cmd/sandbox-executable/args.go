@@ -30,6 +30,14 @@ type options struct {
 	help          bool
 	version       bool
 
+	// The composing flags (package standalone), each a change to the
+	// built-in default; where they came from is kept with each value.
+	rw, ro, hide, net             []string
+	timeout, memory, pids, cpu    string
+	persistCache                  bool
+	scratchCaches, noProjectFiles bool
+	quiet, explainEndings         bool
+
 	argv []string // PROGRAM ARGS...
 }
 
@@ -42,6 +50,7 @@ const (
 	optString optKind = iota
 	optBool
 	optRepeatInt
+	optRepeatString
 )
 
 type optSpec struct {
@@ -50,6 +59,7 @@ type optSpec struct {
 	str  func(o *options) *string
 	flag func(o *options) *bool
 	ints func(o *options) *[]int
+	strs func(o *options) *[]string
 }
 
 var optionSpecs = map[string]optSpec{
@@ -70,6 +80,20 @@ var optionSpecs = map[string]optSpec{
 	"--log-level":          {kind: optString, str: func(o *options) *string { return &o.logLevel }},
 	"--log-format":         {kind: optString, str: func(o *options) *string { return &o.logFormat }},
 	"--log-file":           {kind: optString, str: func(o *options) *string { return &o.logFile }},
+	"--rw":                 {kind: optRepeatString, strs: func(o *options) *[]string { return &o.rw }},
+	"--ro":                 {kind: optRepeatString, strs: func(o *options) *[]string { return &o.ro }},
+	"--hide":               {kind: optRepeatString, strs: func(o *options) *[]string { return &o.hide }},
+	"--net":                {kind: optRepeatString, strs: func(o *options) *[]string { return &o.net }},
+	"--timeout":            {kind: optString, str: func(o *options) *string { return &o.timeout }},
+	"--memory":             {kind: optString, str: func(o *options) *string { return &o.memory }},
+	"--pids":               {kind: optString, str: func(o *options) *string { return &o.pids }},
+	"--cpu":                {kind: optString, str: func(o *options) *string { return &o.cpu }},
+	"--persist-cache":      {kind: optBool, flag: func(o *options) *bool { return &o.persistCache }},
+	"--scratch-caches":     {kind: optBool, flag: func(o *options) *bool { return &o.scratchCaches }},
+	"--no-project-files":   {kind: optBool, flag: func(o *options) *bool { return &o.noProjectFiles }},
+	"--quiet":              {kind: optBool, flag: func(o *options) *bool { return &o.quiet }},
+	"-q":                   {kind: optBool, flag: func(o *options) *bool { return &o.quiet }},
+	"--explain-endings":    {kind: optBool, flag: func(o *options) *bool { return &o.explainEndings }},
 	"--help":               {kind: optBool, flag: func(o *options) *bool { return &o.help }},
 	"-h":                   {kind: optBool, flag: func(o *options) *bool { return &o.help }},
 	"--version":            {kind: optBool, flag: func(o *options) *bool { return &o.version }},
@@ -97,7 +121,7 @@ func parseArgs(args []string) (*options, error) {
 		if !ok {
 			return nil, usagef("unknown option %s (see --help)", quoteArg(name))
 		}
-		if spec.kind != optRepeatInt && o.set[name] {
+		if spec.kind != optRepeatInt && spec.kind != optRepeatString && o.set[name] {
 			return nil, usagef("%s given more than once", name)
 		}
 		o.set[name] = true
@@ -108,7 +132,7 @@ func parseArgs(args []string) (*options, error) {
 				return nil, usagef("%s takes no value", name)
 			}
 			*spec.flag(o) = true
-		case optString, optRepeatInt:
+		case optString, optRepeatInt, optRepeatString:
 			if !hasValue {
 				if i >= len(args) {
 					return nil, usagef("%s needs a value", name)
@@ -116,11 +140,15 @@ func parseArgs(args []string) (*options, error) {
 				value = args[i]
 				i++
 			}
-			if spec.kind == optString {
+			if spec.kind == optString || spec.kind == optRepeatString {
 				// An empty value would read as the option's absence
 				// (--sandbox-policy-cwd= as "use the process's cwd").
 				if value == "" {
 					return nil, usagef("%s: empty value", name)
+				}
+				if spec.kind == optRepeatString {
+					*spec.strs(o) = append(*spec.strs(o), value)
+					break
 				}
 				*spec.str(o) = value
 				break

@@ -32,7 +32,6 @@ import (
 	"sandbox-executable/policy"
 	"sandbox-executable/recipestore"
 	"sandbox-executable/report"
-	"sandbox-executable/seccomp"
 	"sandbox-executable/spawn"
 	"sandbox-executable/supervisor"
 )
@@ -59,6 +58,10 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == "doctor" {
 		unblockSignals()
 		return doctorCmd(args[1:])
+	}
+	if len(args) > 0 && args[0] == "explain" {
+		unblockSignals()
+		return explainPathCmd(args[1:])
 	}
 	startedAt := time.Now()
 	o, err := parseArgs(args)
@@ -99,6 +102,8 @@ type invocation struct {
 	o         *options
 	out       *outputs
 	startedAt time.Time
+	// composed is what the flags and settings files decided (config).
+	composed *composed
 }
 
 // run decides the run from the policy and the host's facts, then prints
@@ -124,6 +129,7 @@ func (inv *invocation) run() int {
 	if err != nil {
 		return inv.refuse(supervisor.ExitSetup, err, nil)
 	}
+	inv.sayNotes()
 	t0 := time.Now()
 	// --explain writes nothing: the state directory and its key are
 	// looked up, not made, and the filter cache is only read. A run's own
@@ -165,10 +171,11 @@ func (inv *invocation) refuse(code int, err error, pr *supervisor.Prepared) int 
 func (inv *invocation) config() (supervisor.Config, error) {
 	o, out := inv.o, inv.out
 	t0 := time.Now()
-	plan, err := resolvePlan(o)
+	plan, comp, err := resolvePlan(o)
 	if err != nil {
 		return supervisor.Config{}, err
 	}
+	inv.composed = comp
 	out.log.Debug("resolved", "took", time.Since(t0), "since_start", time.Since(inv.startedAt))
 	cwd, err := fsdeps.Getwd()
 	if err != nil {
@@ -211,10 +218,15 @@ func (inv *invocation) explain(pr *supervisor.Prepared) int {
 	if len(inv.o.argv) == 0 {
 		pr.Argv, pr.Candidates = nil, nil
 	}
+	refused := pr.Foresee()
+	e := report.NewExplain(pr)
+	if refused != nil {
+		e.Refused = refused.Error()
+	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(report.NewExplain(pr)); err != nil {
+	if err := enc.Encode(e); err != nil {
 		return fail(supervisor.ExitSetup, err)
 	}
 	return 0
@@ -372,13 +384,6 @@ func (inv *invocation) failed(code int, err error, pr *supervisor.Prepared) int 
 	return fail(code, err)
 }
 
-// says are the lines the run says on stderr as it starts and for each
-// ending the runner gives it (spawn.Recipe.Say): none in VT Code's form.
-func (inv *invocation) says(pr *supervisor.Prepared) [spawn.EndingsN]string {
-	var s [spawn.EndingsN]string
-	return s
-}
-
 // storeRecipe stores recipe under key for the warm path, with what the
 // decision read and its service record; a decision that read what cannot
 // be checked again is not stored (and an older entry goes).
@@ -486,7 +491,7 @@ func doctorCmd(args []string) int {
 		}
 	}
 	// The same probe a run decides from, with doctor's part.
-	r := doctor.Render(hostfacts.Probe(doctor.ProbeOptions()), doctor.Options{})
+	r := doctor.Render(hostfacts.Probe(doctor.ProbeOptions()), doctor.Options{Words: say})
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -516,76 +521,6 @@ func parseCPUQuota(o *options) (float64, error) {
 		return 0, fmt.Errorf("--cpu-quota: %s CPUs is more than this machine's %d", quoteArg(o.cpuQuota), runtime.NumCPU())
 	}
 	return q, nil
-}
-
-// resolvePlan decodes the three JSON arguments and resolves them into a Plan.
-func resolvePlan(o *options) (*policy.Plan, error) {
-	cwd, err := fsdeps.Getwd()
-	if err != nil {
-		return nil, fmt.Errorf("working directory: %w", err)
-	}
-	pol := policy.DefaultStandalone(cwd)
-	if o.set["--sandbox-policy"] {
-		data, err := argValue("--sandbox-policy", o.policy)
-		if err != nil {
-			return nil, err
-		}
-		if pol, err = policy.DecodePolicy(data); err != nil {
-			return nil, policy.WithArg(err, "--sandbox-policy")
-		}
-	}
-	in := policy.Input{
-		Policy:      *pol,
-		Seccomp:     pol.DerivedSeccompProfile(),
-		Limits:      pol.DerivedResourceLimits(),
-		SeccompFrom: policy.SourcePolicy,
-		LimitsFrom:  policy.SourcePolicy,
-		Names:       flagOf,
-		PolicyCwd:   o.policyCwd,
-		Environ:     os.Environ(),
-		KeepEnv:     o.keepEnv,
-		Syscalls:    seccomp.Table{},
-		PasswdHome:  passwdHome,
-		// The built-in default suits a build: its caches are writable
-		// throwaway copies. A caller's policy gets exactly what it says.
-		Standalone: !o.set["--sandbox-policy"],
-	}
-	if pol.Kind == policy.KindReadOnly {
-		// read_only's derived values are computed, not embedded: an
-		// error in them is not the policy's.
-		in.SeccompFrom, in.LimitsFrom = policy.SourceDerivedSeccomp, policy.SourceDerivedLimits
-	}
-	if o.set["--seccomp-profile"] {
-		data, err := argValue("--seccomp-profile", o.seccompProfile)
-		if err != nil {
-			return nil, err
-		}
-		s, err := policy.DecodeSeccompProfile(data)
-		if err != nil {
-			return nil, policy.WithArg(err, "--seccomp-profile")
-		}
-		if pol.GaveSeccomp && !sameProfile(*s, pol.SeccompProfile) {
-			return nil, errors.New("--seccomp-profile: differs from the policy's own seccomp_profile; VT Code sends one value twice, so refusing rather than guessing which holds")
-		}
-		in.Seccomp, in.SeccompFrom = *s, policy.SourceSeccompProfile
-	}
-	if o.set["--resource-limits"] {
-		data, err := argValue("--resource-limits", o.resourceLimits)
-		if err != nil {
-			return nil, err
-		}
-		l, err := policy.DecodeResourceLimits(data)
-		if err != nil {
-			return nil, policy.WithArg(err, "--resource-limits")
-		}
-		if pol.GaveLimits && *l != pol.ResourceLimits {
-			return nil, errors.New("--resource-limits: differs from the policy's own resource_limits; VT Code sends one value twice, so refusing rather than guessing which holds")
-		}
-		in.Limits, in.LimitsFrom = *l, policy.SourceResourceLimits
-	}
-	in.ProcessCwd = cwd
-	in.TerminalDevices = terminalDevices()
-	return policy.Resolve(in)
 }
 
 // sameProfile compares two seccomp profiles field by field.

@@ -2,8 +2,9 @@ package main
 
 // usage is the --help text. The man page is generated from it.
 const usage = `Usage:
-  sandbox-executable [OPTIONS] --sandbox-policy JSON [--] PROGRAM [ARGS...]
   sandbox-executable [OPTIONS] -- PROGRAM [ARGS...]
+  sandbox-executable [OPTIONS] --sandbox-policy JSON [--] PROGRAM [ARGS...]
+  sandbox-executable explain [OPTIONS] [--] PATH...
   sandbox-executable doctor [--json]
 
 Runs PROGRAM under a sandbox: Landlock limits writes to the policy's writable
@@ -12,27 +13,59 @@ calls, resource limits and a wall-clock timeout bound the whole process tree.
 stdin, stdout and stderr are the program's, untouched; the helper prints
 nothing on stdout and one line on stderr when it fails.
 
+Without --sandbox-policy, PROGRAM runs under a built-in default made for an
+untrusted build or script: the working directory is writable, VT Code's
+secrets are unreadable, the network is loopback only (the run's own
+namespace), the limits fit the machine (half its memory, 256 tasks per CPU
+and at least 4096, 300 CPU-seconds per CPU, 10 minutes), and the build
+caches are throwaway copies. The flags below change it, and so do the
+settings files: .sandbox.json in the working directory or the nearest
+parent, and $XDG_CONFIG_HOME/sandbox-executable/config.json, with the same
+words as JSON keys ({"rw":["../out"],"net":"allow:proxy.golang.org",
+"memory":"8G"}); a file in a writable root of the run is ignored, since the
+program could have written it. With --sandbox-policy no settings file is
+read, and only the flags that narrow the policy compose with it.
+
 Options end at "--" or at the first word that is not an option; everything
 after that belongs to the program. Every option takes "--opt VALUE" or
 "--opt=VALUE".
 
+Changing the built-in default (each repeatable where it names a path):
+  --rw PATH                   make PATH writable too (a directory; relative
+                              to the working directory); a default secret
+                              named so becomes readable and writable
+  --ro PATH                   keep PATH, inside a writable root, read-only;
+                              a default secret named so becomes readable
+  --hide PATH                 make PATH unreadable and unwritable
+  --net MODE                  loopback (the default), none, full, or
+                              allow:HOST[:PORT][,...] (through a filtering
+                              proxy; port 443 unless given)
+  --timeout DURATION          wall-clock limit of the whole tree (90s, 20m,
+                              1h; a bare number is seconds)
+  --memory SIZE               memory limit of the tree (512M, 8G; a bare
+                              number is MB; unlimited)
+  --pids N                    processes and threads of the tree (unlimited)
+  --cpu DURATION              CPU-time budget of the tree (unlimited)
+  --persist-cache             write what a run that exits 0 added to the
+                              build caches back to the host's (new files
+                              only): later builds, sandboxed or not, use
+                              them, so only for commands trusted that much
+  --scratch-caches            give a --sandbox-policy the default's
+                              throwaway build caches
+  --no-project-files          read no settings file
+
 Policy (the JSON shapes VT Code sends; @FILE reads the JSON from a file):
   --sandbox-policy JSON       the SandboxPolicy: {"type":"read_only",...} or
                               {"type":"workspace_write","writable_roots":[...],...};
-                              without it: workspace_write on the working
-                              directory, VT Code's secrets denied, no network,
-                              the conservative limits, and the build caches
-                              (~/.cache/go-build, ~/go/pkg/mod, ~/.npm,
-                              ~/.cache/pip, ~/.cargo/registry, ~/.cargo/git)
-                              writable as throwaway copies: the host's are
-                              never written
+                              without it, the built-in default above
   --sandbox-policy-cwd DIR    the policy's working directory (default: the
                               current one); writable under workspace_write
   --seccomp-profile JSON      the SeccompProfile (default: derived from the
                               policy as VT Code derives it; a policy that
                               carries its own must agree with it)
   --resource-limits JSON      the ResourceLimits (default: derived likewise;
-                              the same agreement)
+                              the same agreement); without a policy, only
+                              the fields it gives change the default
 
 Running:
   --keep-env                  pass the environment as given (default: drop
@@ -53,6 +86,12 @@ Running:
                               whole policy, and say on stderr what is missing
 
 Reporting (nothing of it goes to stdout):
+  --quiet, -q                 without --sandbox-policy, say nothing on
+                              stderr but a refusal: not why a limit ended
+                              the run, nor that a settings file was ignored
+  --explain-endings           with --sandbox-policy, say on stderr, in one
+                              line, why a limit ended the run (without one
+                              that is the default)
   --report-file PATH          write a JSON report when the run ends: how it
                               ended, time, CPU, peak memory, what was enforced
                               and what was not (schema: report/schema.json)
@@ -69,10 +108,15 @@ Reporting (nothing of it goes to stdout):
                               a level: info
 
 Information:
+  explain [OPTIONS] PATH...   say whether a run with OPTIONS may read, write
+                              and execute each PATH, the rule that decides,
+                              and what would allow it; nothing runs
   doctor [--json]             say what this host can enforce and how to fix
                               each gap (exit 0 when everything is available)
-  --explain                   print the resolved plan and how this host will
-                              enforce it, as JSON on stdout; run nothing
+  --explain                   print the resolved plan, where its settings came
+                              from and how this host will enforce it (or
+                              the refusal a run would meet), as JSON on
+                              stdout; run nothing
   --help, -h                  this text
   --version                   the version
 
@@ -90,5 +134,6 @@ Exit status:
   memory limit ended the tree); 124 when the wall-clock timeout ended it; 152
   (128+SIGXCPU) when the tree's CPU budget ended it; 125 when the helper
   refused the policy or failed before the program ran; 126 when the program
-  could not be executed; 127 when it was not found.
+  could not be executed; 127 when it was not found. Without --sandbox-policy
+  (or with --explain-endings) a run a limit ended says which on stderr.
 `

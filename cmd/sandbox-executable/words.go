@@ -38,6 +38,8 @@ func say(r remedy.Remedy) string {
 		return "--fs-mode landlock"
 	case remedy.FSExact:
 		return "--fs-mode exact"
+	case remedy.CgroupParent:
+		return "--cgroup-parent PATH"
 	}
 	return remedy.Plain(r)
 }

@@ -5,10 +5,10 @@
 
 _sandbox_executable() {
 	# Options that take a value, as one word or as --opt=VALUE.
-	local with_value="--sandbox-policy --sandbox-policy-cwd --seccomp-profile --resource-limits --keep-fd --fs-mode --cgroup-parent --cpu-quota --report-file --report-fd --log-denials --log-level --log-format --log-file"
-	local flags="--keep-env --allow-degraded --explain --help -h --version"
+	local with_value="--rw --ro --hide --net --timeout --memory --pids --cpu --sandbox-policy --sandbox-policy-cwd --seccomp-profile --resource-limits --keep-fd --fs-mode --cgroup-parent --cpu-quota --report-file --report-fd --log-denials --log-level --log-format --log-file"
+	local flags="--persist-cache --scratch-caches --no-project-files --quiet -q --explain-endings --keep-env --allow-degraded --explain --help -h --version"
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local i w program_at=
+	local i w program_at='' explain=''
 
 	# bash splits "--fs-mode=ex" at "=" (COMP_WORDBREAKS): complete the value.
 	if [[ $cur == = ]]; then
@@ -25,6 +25,9 @@ _sandbox_executable() {
 			mapfile -t COMPREPLY < <(compgen -W "--json --help" -- "$cur")
 			return
 		fi
+		if ((i == 1)) && [[ $w == explain ]]; then
+			explain=1 && continue # a run's options, then paths
+		fi
 		case $w in
 		--) program_at=$((i + 1)) && break ;;
 		=) ((i++)) ;;
@@ -33,6 +36,10 @@ _sandbox_executable() {
 		esac
 	done
 
+	if [[ -n $program_at && -n $explain ]]; then
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+		return
+	fi
 	if [[ -n $program_at ]]; then
 		# Hand over to the program's own completion where bash-completion
 		# is loaded; otherwise complete its name or files.
@@ -59,15 +66,23 @@ _sandbox_executable() {
 		mapfile -t COMPREPLY < <(compgen -W "text json" -- "$cur")
 		return
 		;;
-	--sandbox-policy-cwd)
+	--sandbox-policy-cwd | --rw)
 		mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+		return
+		;;
+	--ro | --hide)
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+		return
+		;;
+	--net)
+		mapfile -t COMPREPLY < <(compgen -W "loopback none full allow:" -- "$cur")
 		return
 		;;
 	--report-file | --log-denials | --log-file)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return
 		;;
-	--sandbox-policy | --seccomp-profile | --resource-limits | --keep-fd | --report-fd | --cgroup-parent | --cpu-quota)
+	--sandbox-policy | --seccomp-profile | --resource-limits | --keep-fd | --report-fd | --cgroup-parent | --cpu-quota | --timeout | --memory | --pids | --cpu)
 		return # JSON, a number or a cgroup path: nothing sensible to offer
 		;;
 	esac
@@ -75,7 +90,7 @@ _sandbox_executable() {
 	if [[ $cur == -* ]]; then
 		mapfile -t COMPREPLY < <(compgen -W "$with_value $flags --" -- "$cur")
 	elif ((COMP_CWORD == 1)); then
-		mapfile -t COMPREPLY < <(compgen -W "doctor" -c -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W "doctor explain" -c -- "$cur")
 	else
 		mapfile -t COMPREPLY < <(compgen -c -- "$cur")
 	fi

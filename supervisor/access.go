@@ -1,0 +1,104 @@
+package supervisor
+
+import (
+	"path/filepath"
+	"strings"
+
+	"sandbox-executable/policy"
+)
+
+// Verdict is what a run may do with one path in one way, and the rule that
+// decides it.
+type Verdict struct {
+	Allowed bool
+	// Rule says what decides, in a few words ("outside the writable
+	// roots", "a denied path", "the writable root ...").
+	Rule string
+	// Source is the decisive entry's source, as the Plan gives it
+	// ("default_sensitive_paths", "writable_roots[0]", "--rw",
+	// "protected_metadata"), "" for none.
+	Source string
+	// Entry is the decisive entry's path (a denied path, a writable
+	// root), and Given how it was written, when that differs.
+	Entry, Given string
+}
+
+// PathAccess is what a run may do with a path: read it (or list it),
+// write it (create, change, remove), execute it.
+type PathAccess struct {
+	Path                 string
+	Read, Write, Execute Verdict
+}
+
+// Access says what the run pr decides may be done with path (absolute;
+// its existing part canonical, as the Plan's paths are), by the same
+// rules the enforcement follows: the denied paths first, then the
+// writable devices, the private temp dir, the scratch caches and the
+// writable roots. It reads nothing and makes nothing.
+func (pr *Prepared) Access(path string) PathAccess {
+	fs := &pr.Plan.Filesystem
+	a := PathAccess{Path: path}
+	denied := func(list []policy.DeniedPath, rule string) (Verdict, bool) {
+		for _, d := range list {
+			if policy.Within(path, d.Path) {
+				return Verdict{Rule: rule, Source: d.Source, Entry: d.Path, Given: d.Given}, true
+			}
+		}
+		return Verdict{}, false
+	}
+	if v, ok := denied(fs.ReadDenied, "a denied path, unreadable"); ok {
+		a.Read, a.Execute = v, v
+	} else {
+		a.Read = Verdict{Allowed: true, Rule: "everything outside the denied paths is readable"}
+		a.Execute = a.Read
+	}
+	switch {
+	case a.Read.Source != "":
+		a.Write = a.Read
+	case containsPath(fs.WritableDevices, path):
+		a.Write = Verdict{Allowed: true, Rule: "a device every program may write", Entry: path}
+	default:
+		if v, ok := denied(fs.WriteDenied, "a path no program may write"); ok {
+			a.Write = v
+			break
+		}
+		if pr.tmpDir != "" && policy.Within(path, pr.tmpDir) {
+			a.Write = Verdict{Allowed: true, Rule: "the private TMPDIR, the run's own", Entry: pr.tmpDir}
+			break
+		}
+		for _, c := range pr.Enforcement.Filesystem.ScratchCaches {
+			if policy.Within(path, c) {
+				a.Write = Verdict{Allowed: true, Rule: "a scratch cache: writes go to a throwaway copy, gone with the run", Entry: c}
+			}
+		}
+		if a.Write.Allowed {
+			break
+		}
+		for _, r := range fs.WritableRoots {
+			if policy.Within(path, r.Path) {
+				a.Write = Verdict{Allowed: true, Rule: "in a writable root", Source: r.Source, Entry: r.Path, Given: r.Given}
+				break
+			}
+		}
+		if !a.Write.Allowed {
+			a.Write = Verdict{Rule: "outside the writable roots"}
+		}
+	}
+	return a
+}
+
+// containsPath reports whether list holds p.
+func containsPath(list []string, p string) bool {
+	for _, q := range list {
+		if filepath.Clean(q) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// IsProtectedMetadata reports whether a Plan source is the protected
+// names' (.git, .vtcode, .codex, .agents, and the hooks git runs).
+func IsProtectedMetadata(source string) bool {
+	return strings.HasPrefix(source, "protected_metadata")
+}
