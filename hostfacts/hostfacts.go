@@ -66,11 +66,6 @@ type Facts struct {
 	// SocketMediation says whether the supervisor can carry out a
 	// sandboxed process's socket calls (see MediationWorks).
 	SocketMediation bool
-	// SupervisorScoped says whether this process holds a Landlock domain
-	// that scopes abstract unix sockets, which its programs' domains nest
-	// in (spawn.SupervisorScoped): the kernel then checks the socket calls
-	// it makes for them as their own.
-	SupervisorScoped bool
 	// Nofile is the RLIMIT_NOFILE the helper was started with (the Go
 	// runtime raises its own soft limit).
 	Nofile spawn.Rlimit
@@ -164,7 +159,6 @@ func Probe(o Options) *Facts {
 		f.Cgroups = host
 	}
 	f.SocketMediation = MediationWorks()
-	f.SupervisorScoped = spawn.SupervisorScoped()
 	_, _, f.Nofile = spawn.InitialState()
 	if o.TempDir != "" {
 		f.SharedTmp = SharedTmpPath(o.TempDir, f.EUID)

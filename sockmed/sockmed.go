@@ -54,22 +54,17 @@ const (
 	// AbstractDirect connects as asked: the program's network namespace
 	// holds no abstract socket but its own.
 	AbstractDirect AbstractMode = iota
-	// AbstractScoped connects as asked, and the kernel decides: the
-	// host's network namespace is shared, and the supervisor holds a
-	// Landlock domain that scopes abstract unix sockets, which the
-	// program's domain nests in (spawn.SupervisorScoped), so a connect or
-	// send it makes reaches only sockets made inside that domain, the
-	// sandbox's, as the program's own would. A refusal (EPERM) is
-	// recorded.
-	AbstractScoped
 	// AbstractHeld connects to an abstract name only while the
 	// supervisor holds the socket the kernel would look up by it, taken
 	// from a process of the sandbox (Config.Members): the host's network
-	// namespace is shared and the supervisor holds no scoping domain (a
-	// kernel without Landlock scoping, or a run without "--"). The
-	// socket is found by what the kernel says (sock_diag: inode, type,
-	// state; the holder's descriptor table), and held, the name stays
-	// bound to it until the call is made.
+	// namespace is shared. Landlock's scoping cannot decide a call the
+	// supervisor makes: it would take a domain the program's nests in,
+	// and a layer that handles no filesystem right denies every
+	// cross-directory rename beneath it (EXDEV) while one that handles
+	// them denies the init's mounts. The socket is found by what the
+	// kernel says (sock_diag: inode, type, state; the holder's descriptor
+	// table), and held, the name stays bound to it until the call is
+	// made.
 	AbstractHeld
 )
 
@@ -226,9 +221,6 @@ func (m *Mediator) run(c *seccomp.Call, d *dest, wait bool, f func() (int64, uni
 	})
 	if !ok {
 		return 0, m.deny(c, "", "", unix.EACCES, "the supervisor could not drop its capabilities for the call")
-	}
-	if errno == unix.EPERM && d != nil && d.abstract != "" && m.cfg.Abstract == AbstractScoped {
-		m.deny(c, d.abstract, "", unix.EPERM, "abstract unix socket made outside the sandbox (refused by Landlock's scoping)")
 	}
 	return n, errno
 }

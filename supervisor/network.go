@@ -121,10 +121,8 @@ func chooseNetwork(p *policy.Plan, exact bool, abi int, allowDegraded bool, noNa
 		switch n.sockets.abstract {
 		case sockmed.AbstractDirect:
 			n.DaemonSockets += "; abstract sockets: only the program's network namespace's, its own"
-		case sockmed.AbstractScoped:
-			n.DaemonSockets += "; abstract sockets: the host's network namespace is shared, and the kernel's Landlock scoping decides, as for the program itself (the supervisor holds a domain the program's nests in): only sockets made inside the sandbox are reached, others refused with EPERM"
 		default:
-			n.DaemonSockets += "; abstract sockets: the host's network namespace is shared and the kernel cannot scope them for the supervisor, so an abstract name is reached only while the supervisor holds the socket it names, taken from one of the sandbox's processes (found through sock_diag), refused with EACCES otherwise"
+			n.DaemonSockets += "; abstract sockets: the host's network namespace is shared and the kernel cannot scope them for the supervisor (a Landlock domain above the program's would deny it every cross-directory rename), so an abstract name is reached only while the supervisor holds the socket it names, taken from one of the sandbox's processes (found through sock_diag), refused with EACCES otherwise"
 		}
 	default:
 		n.DaemonSockets = "socket(AF_UNIX) denied by seccomp (socketpair still works): without a process namespace of its own or the kernel calls mediation needs, the supervisor cannot tell a daemon's socket from the program's own"

@@ -378,7 +378,7 @@ func (pr *Prepared) decideNetwork() error {
 	cfg, f, abi, isolated := pr.cfg, pr.facts, pr.facts.LandlockABI, pr.isolated()
 	nw, err := chooseNetwork(pr.Plan, pr.exact() && pr.fs.namespaces.Network, abi, cfg.AllowDegraded, netnsWhy(f.Namespaces), cfg.Words,
 		func(netns bool) socketChoice {
-			return chooseSockets(abi, isolated, netns, f.SocketMediation, f.SupervisorScoped)
+			return chooseSockets(abi, isolated, netns, f.SocketMediation)
 		})
 	if err != nil {
 		return err

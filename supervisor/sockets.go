@@ -37,19 +37,15 @@ type socketChoice struct {
 // first: Landlock grants a socket by where its name is, so a hard link to a
 // daemon's socket made inside a writable root would be reached, and its
 // refusals are not recorded. Abstract sockets, where the host's network
-// namespace is shared: by the kernel's scoping where the supervisor holds
-// the domain the program's nests in (scoped), else held by the supervisor
-// for the call.
-func chooseSockets(abi int, isolated, netns, mediation, scoped bool) socketChoice {
+// namespace is shared: held by the supervisor for the call (the kernel's
+// Landlock scoping cannot decide for it: see sockmed.AbstractHeld).
+func chooseSockets(abi int, isolated, netns, mediation bool) socketChoice {
 	resolve := landlock.Supports(abi, landlock.FeatUnixSocket)
 	switch {
 	case isolated && mediation:
 		c := socketChoice{how: socketsMediated, abstract: sockmed.AbstractHeld, landlock: resolve}
-		switch {
-		case netns:
+		if netns {
 			c.abstract = sockmed.AbstractDirect
-		case scoped && landlock.Supports(abi, landlock.FeatScoping):
-			c.abstract = sockmed.AbstractScoped
 		}
 		return c
 	case resolve:
