@@ -1963,51 +1963,57 @@ static void *run_thread(void *arg)
 	return NULL;
 }
 
-/* call_go makes sure Go serves the run, and tells it what. A run started
- * before the Go runtime (no service yet) gets one, and its supervision moves
- * to a thread of its own, which never calls Go and takes no signal: the
- * caller (se_run) then returns SE_RET_SERVE and the runtime starts. Returns
- * 1 when the caller must return so, 0 to go on, -1 when Go cannot be called
- * (the run is ended: SE_END_SERVICE). */
-static int call_go(struct se_runner *s, char event)
+/* call_go makes sure Go serves the run, and tells it each of events ('S'
+ * started, 'L' the listener, 'P' the proxy's listener). A run started
+ * before the Go runtime (no service yet) gets one, and once everything of
+ * the run is in place for Go its supervision moves to a thread of its own,
+ * which never calls Go and takes no signal: the caller then returns (se_run
+ * with SE_RET_SERVE) and the runtime starts. Returns 1 when the caller must
+ * return so, 0 to go on, -1 when Go cannot be called (the caller ends the
+ * run: SE_END_SERVICE). */
+static int call_go(struct se_runner *s, const char *events)
 {
-	int moved = 0;
+	int need_thread = 0;
 	if (!s->svc) {
-		s->svc = se_service_new();
-		if (!s->svc)
+		if ((s->svc = se_service_new()) == NULL)
 			return -1;
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		pthread_t t;
-		pthread_attr_t a;
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		s->own_thread = 1;
-		int err = pthread_create(&t, &a, run_thread, s);
-		pthread_attr_destroy(&a);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (err != 0) {
-			s->own_thread = 0;
-			return -1;
-		}
-		moved = 1;
+		need_thread = 1;
 	}
 	struct se_service *v = s->svc;
-	if (event == 'L') {
-		v->listener_fd = s->listener;
-		s->listener = -1;
-	} else if (event == 'P') {
-		v->proxy_fd = s->proxy_l;
-		s->proxy_l = -1;
-	}
 	v->started_ns = s->h->started_ns;
 	v->program_ns = s->program_ns;
 	snprintf(v->cgroup_name, sizeof v->cgroup_name, "%s", s->ncg ? s->name : "");
-	if (write_all(v->ev_w, &event, 1) != 0)
-		return -1;
+	for (const char *e = events; *e; e++) {
+		if (*e == 'L') {
+			v->listener_fd = s->listener;
+			s->listener = -1;
+		} else if (*e == 'P') {
+			v->proxy_fd = s->proxy_l;
+			s->proxy_l = -1;
+		}
+		if (write_all(v->ev_w, e, 1) != 0)
+			return -1;
+	}
 	s->serving = 1;
-	return moved;
+	if (!need_thread)
+		return 0;
+	/* Last: from here on the run's state is the thread's. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	s->own_thread = 1;
+	int err = pthread_create(&t, &a, run_thread, s);
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err != 0) {
+		s->own_thread = 0;
+		return -1;
+	}
+	return 1;
 }
 
 /* ---- supervising ---- */
@@ -2095,7 +2101,7 @@ static int wait_end(struct se_runner *s, int *status)
 		if (k <= 0)
 			continue;
 		if (li >= 0 && (p[li].revents & POLLIN)) {
-			int moved = call_go(s, 'L');
+			int moved = call_go(s, "L");
 			if (moved < 0)
 				end_by(s, SE_END_SERVICE, 0, 0);
 			if (moved > 0)
@@ -2410,12 +2416,14 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 	 * must be there by then. */
 	int moved = 0;
 	if (!s->ending && (r->go_from_start || r->end_in_go)) {
-		moved = call_go(s, 'S');
-		if (moved >= 0 && r->go_from_start && s->listener >= 0 && call_go(s, 'L') < 0)
-			moved = -1;
-		if (moved >= 0 && s->proxy_l >= 0 && call_go(s, 'P') < 0)
-			moved = -1;
-		if (moved < 0)
+		char events[4] = "S";
+		int n = 1;
+		if (r->go_from_start && s->listener >= 0)
+			events[n++] = 'L';
+		if (s->proxy_l >= 0)
+			events[n++] = 'P';
+		events[n] = 0;
+		if ((moved = call_go(s, events)) < 0)
 			end_by(s, SE_END_SERVICE, 0, 0);
 	}
 	if (moved > 0) {
