@@ -947,6 +947,11 @@ static int start_guardian(struct se_runner *s)
 		return -1;
 	}
 	long pid = se_guardian(g, base, SE_GUARD_STACK);
+	/* Out of the caller's process group at once, whenever the guardian
+	 * first gets a CPU (it makes a session of its own then): a killpg
+	 * aimed at the helper must not take it along. */
+	if (pid > 0)
+		setpgid((pid_t)pid, (pid_t)pid);
 	close(p[0]);
 	/* The guardian has its own copies of the holds (or there is none to
 	 * keep them, and the removal pays in full). */
