@@ -77,9 +77,7 @@ var allowed = map[string]string{
 	"supervisor.cgroupWhy":        "run time: why the run's cgroup could not be made",
 
 	// landlock: building the ruleset from the decided Spec
-	"landlock.openNoSymlinks": "run time: opens each rule's path for the ruleset (Build)",
-	"landlock.addPath":        "run time: adds a rule to the ruleset (Build)",
-	"landlock.Spec.Build":     "run time: builds the ruleset from the decided Spec",
+	"landlock.Spec.Build": "run time: builds the ruleset from the decided Spec",
 
 	// cgroups: everything but the host's detection is run time
 	"cgroups/fs.go":        "run time: cgroupfs reads and writes of a run's group",

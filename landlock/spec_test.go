@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"sandbox-executable/policy"
 )
 
@@ -249,73 +247,6 @@ func TestNetworkAndScopes(t *testing.T) {
 		if (c.abi >= 6) != (s.Scoped == scopeAbstractUnix|scopeSignal) {
 			t.Errorf("ABI %d scoped %x", c.abi, s.Scoped)
 		}
-	}
-}
-
-// TestBuildOnThisKernel builds a real ruleset (no enforcement: the test
-// process is never restricted).
-func TestBuildOnThisKernel(t *testing.T) {
-	abi := ABI()
-	if abi < 1 {
-		t.Skip("no Landlock on this kernel")
-	}
-	base := tree(t, "ws/a", "home/.ssh/k", "home/f")
-	p := plan([]string{filepath.Join(base, "ws")}, []string{filepath.Join(base, "home", ".ssh")}, nil)
-	p.Filesystem.WritableDevices = []string{"/dev/null", "/dev/does-not-exist"}
-	s, err := Compute(p, Options{ABI: abi})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fd, err := s.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fd < 0 {
-		t.Fatal("no ruleset fd")
-	}
-	os.NewFile(uintptr(fd), "ruleset").Close()
-	// A rule asking for more than an older ABI handles is cut down to it,
-	// not refused (ReadWrite holds truncate, which ABI 2 does not know).
-	if abi >= 2 {
-		old, err := Compute(p, Options{ABI: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		old = old.WithRule(Rule{Path: filepath.Join(base, "ws"), Access: ReadWrite, Required: true})
-		fd, err := old.Build()
-		if err != nil {
-			t.Fatalf("ABI 2 ruleset with a ReadWrite rule: %v", err)
-		}
-		os.NewFile(uintptr(fd), "ruleset").Close()
-	}
-	// A required rule on a vanished path is an error.
-	s.Rules = append(s.Rules, Rule{Path: filepath.Join(base, "gone"), Access: writeRights, Required: true})
-	if _, err := s.Build(); err == nil || !strings.Contains(err.Error(), "gone") {
-		t.Errorf("missing required path: err %v", err)
-	}
-	// A symlink on the way to a rule's path, made after the Plan (whose
-	// paths are canonical), is never followed: a required rule fails, an
-	// enumerated one is skipped.
-	if err := os.Rename(filepath.Join(base, "ws"), filepath.Join(base, "ws.real")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(base, "home"), filepath.Join(base, "ws")); err != nil {
-		t.Fatal(err)
-	}
-	swapped := &Spec{ABI: s.ABI, HandledFS: s.HandledFS, Rules: []Rule{{Path: filepath.Join(base, "ws", "f"), Access: writeRights & s.HandledFS}}}
-	if fd, err := swapped.Build(); err != nil {
-		t.Errorf("an enumerated rule through a new symlink: %v", err)
-	} else {
-		os.NewFile(uintptr(fd), "ruleset").Close()
-	}
-	swapped.Rules[0].Required = true
-	if _, err := swapped.Build(); err == nil || !strings.Contains(err.Error(), "a symbolic link appeared on the way") {
-		t.Errorf("a required rule through a new symlink: err %v", err)
-	}
-	if fd, err := openNoSymlinks(filepath.Join(base, "ws")); err != nil {
-		t.Errorf("the new symlink itself: %v", err)
-	} else {
-		unix.Close(fd)
 	}
 }
 

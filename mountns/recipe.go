@@ -2,7 +2,6 @@ package mountns
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"sandbox-executable/runstate"
@@ -14,6 +13,7 @@ import (
 // placeholders of the view that lie in it.
 type ClaimGroup struct {
 	Parent, Dir  string
+	ParentID     spawn.Ident // what Parent was when decided
 	Placeholders []string
 }
 
@@ -36,7 +36,7 @@ func (v *View) ClaimPlan() (registry string, groups []ClaimGroup, err error) {
 	index := map[string]int{}
 	for _, parent := range parents {
 		index[parent] = len(groups)
-		groups = append(groups, ClaimGroup{Parent: parent, Dir: groupDir(registry, parent)})
+		groups = append(groups, ClaimGroup{Parent: parent, Dir: groupDir(registry, parent), ParentID: v.ident(parent)})
 	}
 	for _, p := range v.Placeholders {
 		i, ok := index[filepath.Dir(p)]
@@ -46,27 +46,4 @@ func (v *View) ClaimPlan() (registry string, groups []ClaimGroup, err error) {
 		groups[i].Placeholders = append(groups[i].Placeholders, p)
 	}
 	return registry, groups, nil
-}
-
-// AdoptClaims takes over the claims a maker took for groups (ClaimPlan):
-// the lock fds, one per group in order, each held shared, and the
-// placeholders it made or found recorded (locks, as the guardian has them).
-// Release then gives them up as Claim's would be.
-func AdoptClaims(groups []ClaimGroup, fds []int, locks []spawn.GuardedLock) (*Claims, error) {
-	if len(fds) != len(groups) {
-		return nil, fmt.Errorf("placeholder claims: %d locks for %d groups", len(fds), len(groups))
-	}
-	c := &Claims{byParent: map[string]*claimGroup{}}
-	for i, gr := range groups {
-		g := &claimGroup{parent: gr.Parent, dir: gr.Dir, lock: os.NewFile(uintptr(fds[i]), filepath.Join(gr.Dir, "lock")),
-			known: map[string]spawn.GuardedDir{}}
-		if i < len(locks) {
-			for _, d := range locks[i].Placeholders {
-				g.known[d.Path] = d
-			}
-		}
-		c.groups = append(c.groups, g)
-		c.byParent[gr.Parent] = g
-	}
-	return c, nil
 }

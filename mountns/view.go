@@ -141,9 +141,9 @@ const (
 	maskFlags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
 )
 
-// Build decides the view for p. It is a preview where placeholders are
-// concerned: the run decides again under its claims (Claim), and only then
-// makes them.
+// Build decides the view for p. Where placeholders are concerned the
+// runner checks the decision under its claims: each must still be missing
+// (it makes it) or a recorded placeholder, else the run does not start.
 func Build(p *policy.Plan, o Options) (*View, error) {
 	v := &View{Privileged: o.Privileged, opts: o, exact: true, plan: p}
 	for _, r := range p.Filesystem.WritableRoots {
@@ -157,23 +157,6 @@ func Build(p *policy.Plan, o Options) (*View, error) {
 		return nil, err
 	}
 	return v, nil
-}
-
-// redecide returns the view decided again, with registered telling which
-// existing directories are placeholders.
-func (v *View) redecide(registered func(string) bool) (*View, error) {
-	if !v.exact {
-		return v, nil
-	}
-	w := *v
-	w.masks, w.Placeholders, w.Masked, w.ReadOnly, w.Narrowed, w.LateReadDenied, w.MaskedFiles = nil, nil, nil, nil, nil, nil, nil
-	if err := w.decideMasks(registered); err != nil {
-		return nil, err
-	}
-	if err := w.assemble(); err != nil {
-		return nil, err
-	}
-	return &w, nil
 }
 
 // writable returns the view's writable directories (outermost first) and a

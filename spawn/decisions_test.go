@@ -4,11 +4,9 @@ import (
 	"errors"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"runtime"
 	"syscall"
 	"testing"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -71,7 +69,7 @@ func TestListenerAddressAndBacklogFromGo(t *testing.T) {
 	if err != nil || st.ExitStatus() != 0 {
 		t.Fatalf("child: %v %v", err, st)
 	}
-	fd, err := ReceiveFD(pair[0])
+	fd, err := receiveFD(pair[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,71 +88,6 @@ func TestListenerAddressAndBacklogFromGo(t *testing.T) {
 	}
 	if info.State != 10 /* TCP_LISTEN */ || info.Sacked != 7 {
 		t.Errorf("state %d, backlog %d; want a listener with backlog 7", info.State, info.Sacked)
-	}
-}
-
-// TestGuardianKillsForTheRoundsGoSets: the guardian opens the procs file
-// once a round (inotify counts the opens); one that always lists a member
-// (a pid no process has, above any pid_max: the kill fails, the line still
-// counts) is read for KillRounds rounds, not more, and the tree not seen
-// gone, the temp dir stays while the sweep is still asked for.
-func TestGuardianKillsForTheRoundsGoSets(t *testing.T) {
-	base := t.TempDir()
-	procs := filepath.Join(base, "cgroup.procs")
-	if err := os.WriteFile(procs, []byte("2147483000\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tmp := filepath.Join(base, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	in, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(in)
-	// Opens and closes alternate, so no two events in a row are alike
-	// and none is coalesced.
-	if _, err := unix.InotifyAddWatch(in, procs, unix.IN_OPEN|unix.IN_CLOSE_NOWRITE); err != nil {
-		t.Fatal(err)
-	}
-	sweep := filepath.Join(base, "sweep")
-	g, err := StartGuardian(GuardianSpec{Procs: []string{procs}, TempDirs: []TempDir{{Path: tmp, FD: openDir(t, tmp)}}, SweepRequest: sweep,
-		Timings: GuardianTimings{KillRounds: 3, KillInterval: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unix.Close(g.w) // the supervisor "dies"
-	g.w = -1
-	for i := 0; ; i++ {
-		if _, err := os.Stat(sweep); err == nil {
-			break
-		}
-		if i > 3000 {
-			t.Fatal("the guardian did not finish")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	opens := 0
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := unix.Read(in, buf)
-		if n <= 0 || err != nil {
-			break
-		}
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			if ev.Mask&unix.IN_OPEN != 0 {
-				opens++
-			}
-			off += unix.SizeofInotifyEvent + int(ev.Len)
-		}
-	}
-	if opens != 3 {
-		t.Errorf("the guardian read the procs file %d times, want 3 (KillRounds)", opens)
-	}
-	if _, err := os.Stat(tmp); err != nil {
-		t.Errorf("temp dir removed though the tree was not seen gone: %v", err)
 	}
 }
 

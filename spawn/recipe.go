@@ -120,9 +120,11 @@ const (
 	EndingsN    = C.SE_END_N
 )
 
-// RecipeClaim is a placeholder group (mountns.ClaimGroup).
+// RecipeClaim is a placeholder group (mountns.ClaimGroup): the runner takes
+// Parent once, without following a link, and requires it to be ParentID.
 type RecipeClaim struct {
 	Parent, Dir  string
+	ParentID     Ident
 	Placeholders []string
 }
 
@@ -239,7 +241,7 @@ func (r *Recipe) Encode() []byte {
 	}
 	claims := make([]C.struct_se_rclaim, len(r.Claims))
 	for i, c := range r.Claims {
-		claims[i] = C.struct_se_rclaim{parent: w.str(c.Parent), dir: w.str(c.Dir), placeholders: w.strs(c.Placeholders)}
+		claims[i] = C.struct_se_rclaim{parent: w.str(c.Parent), parent_id: c.ParentID.c(), dir: w.str(c.Dir), placeholders: w.strs(c.Placeholders)}
 	}
 	h.claims = records(w, claims)
 	cgs := make([]C.struct_se_rcg, len(r.Cgroups))

@@ -78,6 +78,7 @@ struct se_rcg {
 /* A placeholder group of the registry (mountns/registry.go). */
 struct se_rclaim {
 	struct se_rref parent;       /* the directory the placeholders are in */
+	struct se_ident parent_id;   /* what it was when decided */
 	struct se_rref dir;          /* its registry directory */
 	struct se_rref placeholders; /* struct se_rref[]: the paths the view covers, made when missing */
 };
@@ -271,6 +272,13 @@ typedef int se_holds_fn(void *arg);
  * the init is ended and the run falls back with h->stale set. */
 void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, void *holds_arg,
 	    struct se_service *svc, struct se_handover *h);
+
+/* se_record_parse reads a placeholder's record (runner.c). */
+int se_record_parse(const char *text, uint64_t *dev, uint64_t *ino, int64_t *sec, int64_t *nsec);
+
+/* se_remove_recorded removes, under the group's exclusive lock, every
+ * recorded placeholder of parent that still matches its record. */
+void se_remove_recorded(const char *group, const char *parent);
 
 /* se_service_new makes a service (its pipes) for se_run, or returns NULL. */
 struct se_service *se_service_new(void);

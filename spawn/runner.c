@@ -33,6 +33,14 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#ifndef RESOLVE_NO_SYMLINKS
+#define RESOLVE_NO_SYMLINKS 0x04
+#endif
+
+struct se_open_how {
+	uint64_t flags, mode, resolve;
+};
+
 #define SE_MAX_CG 8
 #define SE_MAX_PH 256
 #define SE_CHILD_STACK (64 << 10)
@@ -303,18 +311,40 @@ static int sweep_due(const struct se_recipe *r, char *why, size_t n)
 
 /* ---- host-side setup ---- */
 
+static int open_dir(const char *path);
+
+/* make_roots makes the writable roots that do not exist yet, each one
+ * directory in a parent taken without following a link. */
 static int make_roots(struct se_runner *s)
 {
 	const struct se_recipe *r = s->r;
 	for (uint32_t i = 0; i < r->roots.n; i++) {
 		const char *p = rs(r, RA(r, r->roots, struct se_rref)[i]);
+		const char *slash = strrchr(p, '/');
 		struct stat st;
-		if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+		if (!slash || !slash[1]) {
+			fail(s, 0, EINVAL, p);
+			return -1;
+		}
+		char parent[4096];
+		size_t n = slash == p ? 1 : (size_t)(slash - p);
+		if (n >= sizeof parent) {
+			fail(s, 0, ENAMETOOLONG, p);
+			return -1;
+		}
+		memcpy(parent, p, n);
+		parent[n] = 0;
+		int pfd = open_dir(parent);
+		if (pfd < 0) {
 			fail(s, 0, errno, p);
 			return -1;
 		}
-		if (lstat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-			fail(s, 0, ENOTDIR, p);
+		int ok = (mkdirat(pfd, slash + 1, 0777) == 0 || errno == EEXIST) &&
+			 fstatat(pfd, slash + 1, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+		int e = errno;
+		close(pfd);
+		if (!ok) {
+			fail(s, 0, e ? e : ENOTDIR, p);
 			return -1;
 		}
 	}
@@ -397,6 +427,24 @@ static char *record_path(const char *group, const char *path)
 	return p;
 }
 
+/* se_record_parse reads a placeholder's record, the text of its n-<name>
+ * link: "<dev>:<ino>:<ctime sec>:<ctime nsec>" as claim writes it. 1 when
+ * it is one. Go's decision reads records with it too
+ * (spawn.ParsePlaceholderRecord). */
+int se_record_parse(const char *text, uint64_t *dev, uint64_t *ino, int64_t *sec, int64_t *nsec)
+{
+	unsigned long long d, i;
+	long long a, b;
+	char end;
+	if (sscanf(text, "%llu:%llu:%lld:%lld%c", &d, &i, &a, &b, &end) != 4)
+		return 0;
+	*dev = d;
+	*ino = i;
+	*sec = a;
+	*nsec = b;
+	return 1;
+}
+
 static int read_record(const char *rec, struct se_ph *d)
 {
 	char text[128];
@@ -404,10 +452,9 @@ static int read_record(const char *rec, struct se_ph *d)
 	if (n <= 0)
 		return 0;
 	text[n] = 0;
-	unsigned long long dev, ino;
-	long long sec, nsec;
-	char end;
-	if (sscanf(text, "%llu:%llu:%lld:%lld%c", &dev, &ino, &sec, &nsec, &end) != 4)
+	uint64_t dev, ino;
+	int64_t sec, nsec;
+	if (!se_record_parse(text, &dev, &ino, &sec, &nsec))
 		return 0;
 	d->dev = dev;
 	d->ino = ino;
@@ -422,38 +469,53 @@ static int matches(const struct se_ph *d, const struct stat *st)
 	       (int64_t)st->st_ctim.tv_sec == d->ctime_sec && (int64_t)st->st_ctim.tv_nsec == d->ctime_nsec;
 }
 
-/* removeRecorded: under the group's exclusive lock, every recorded
+/* open_dir opens the directory path without following a symbolic link
+ * anywhere on its way (every path a recipe names is canonical), or
+ * returns -1. Placeholders are made, looked at and removed through their
+ * parent's descriptor: a parent swapped for a link to elsewhere (a run's
+ * workspace is another run's to rename) is never followed. */
+static int open_dir(const char *path)
+{
+	struct se_open_how how = {O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW, 0, RESOLVE_NO_SYMLINKS};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+	if (fd < 0 && errno == ENOSYS)
+		fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	return fd;
+}
+
+/* se_remove_recorded: under the group's exclusive lock, every recorded
  * placeholder of parent that still matches its record goes, and the
- * records of those gone or no longer ours. */
-static void remove_recorded(const char *group, const char *parent)
+ * records of those gone or no longer ours. The runner's release and Go's
+ * sweep (mountns.SweepStale) both remove placeholders with it. */
+void se_remove_recorded(const char *group, const char *parent)
 {
 	DIR *d = opendir(group);
 	if (!d)
 		return;
+	int pfd = open_dir(parent);
 	struct dirent *e;
 	while ((e = readdir(d)) != NULL) {
 		if (strncmp(e->d_name, "n-", 2) != 0)
 			continue;
 		char *rec = join2(group, e->d_name);
-		char *path = join2(parent, e->d_name + 2);
+		const char *name = e->d_name + 2;
 		struct se_ph ph;
 		struct stat st;
-		if (!rec || !path) {
-			free(rec);
-			free(path);
+		if (!rec)
 			continue;
-		}
 		if (!read_record(rec, &ph)) {
 			unlink(rec);
-		} else if (lstat(path, &st) != 0) {
-			if (errno == ENOENT)
-				unlink(rec);
-		} else if (!matches(&ph, &st) || rmdir(path) == 0 || errno == ENOENT || errno == ENOTEMPTY) {
+		} else if (pfd < 0 || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			if (pfd < 0 ? errno == ENOENT || errno == ELOOP || errno == ENOTDIR : errno == ENOENT)
+				unlink(rec); /* the parent, or the placeholder, is gone */
+		} else if (!matches(&ph, &st) || unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT ||
+			   errno == ENOTEMPTY) {
 			unlink(rec);
 		}
 		free(rec);
-		free(path);
 	}
+	if (pfd >= 0)
+		close(pfd);
 	closedir(d);
 }
 
@@ -464,7 +526,7 @@ static void release_claims(struct se_runner *s)
 		if (s->lock[i] < 0)
 			continue;
 		if (flock(s->lock[i], LOCK_EX | LOCK_NB) == 0)
-			remove_recorded(rs(s->r, c->dir), rs(s->r, c->parent));
+			se_remove_recorded(rs(s->r, c->dir), rs(s->r, c->parent));
 		flock(s->lock[i], LOCK_UN);
 		close(s->lock[i]);
 		s->lock[i] = -1;
@@ -480,9 +542,9 @@ static void release_claims(struct se_runner *s)
  * discards freed blocks at once (ext4 mounted with discard: some 90 us
  * each); the name is gone as before when the helper exits. A placeholder
  * that cannot be held is removed as before, at full cost. */
-static int hold_placeholder(const char *path)
+static int hold_placeholder(int pfd, const char *name)
 {
-	return open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
 /* drop_holds closes the runner's own references on the placeholders. */
@@ -539,39 +601,61 @@ static int claim(struct se_runner *s)
 	}
 	for (uint32_t i = 0; i < r->claims.n; i++) {
 		const struct se_rclaim *c = &RA(r, r->claims, struct se_rclaim)[i];
+		/* The parent is the directory the decision saw, taken once. */
+		int pfd = open_dir(rs(r, c->parent));
+		struct stat pst;
+		if (pfd < 0 || fstat(pfd, &pst) != 0 || (c->parent_id.kind == SE_ID_FILE &&
+							 ((uint64_t)pst.st_dev != c->parent_id.dev ||
+							  (uint64_t)pst.st_ino != c->parent_id.ino))) {
+			if (pfd >= 0)
+				close(pfd);
+			errno = ESTALE;
+			fail(s, 0, ESTALE, rs(r, c->parent));
+			goto out;
+		}
 		for (uint32_t j = 0; j < c->placeholders.n; j++) {
 			const char *p = rs(r, RA(r, c->placeholders, struct se_rref)[j]);
+			const char *name = strrchr(p, '/');
 			struct stat st;
 			struct se_ph d;
-			if (s->nph >= SE_MAX_PH)
+			if (s->nph >= SE_MAX_PH || !name) {
+				close(pfd);
 				goto out;
+			}
+			name++;
 			memset(&d, 0, sizeof d);
 			d.record = record_path(rs(r, c->dir), p);
 			d.path = strdup(p);
-			if (!d.record || !d.path)
+			if (!d.record || !d.path) {
+				close(pfd);
 				goto out;
-			if (lstat(p, &st) == 0) {
+			}
+			if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 				if (!read_record(d.record, &d) || !matches(&d, &st)) {
 					fail(s, 0, EEXIST, p); /* not a placeholder: the view changed */
 					free(d.record);
 					free(d.path);
+					close(pfd);
 					goto out;
 				}
 			} else if (errno != ENOENT) {
 				free(d.record);
 				free(d.path);
+				close(pfd);
 				goto out;
 			} else {
 				char text[128];
-				if (mkdir(p, 0700) != 0) {
+				if (mkdirat(pfd, name, 0700) != 0) {
 					free(d.record);
 					free(d.path);
+					close(pfd);
 					goto out;
 				}
-				if (lstat(p, &st) != 0) {
-					rmdir(p);
+				if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+					unlinkat(pfd, name, AT_REMOVEDIR);
 					free(d.record);
 					free(d.path);
+					close(pfd);
 					goto out;
 				}
 				d.dev = (uint64_t)st.st_dev;
@@ -584,16 +668,18 @@ static int claim(struct se_runner *s)
 				 * replaced. */
 				if (symlink(text, d.record) != 0 &&
 				    (errno != EEXIST || unlink(d.record) != 0 || symlink(text, d.record) != 0)) {
-					rmdir(p);
+					unlinkat(pfd, name, AT_REMOVEDIR);
 					free(d.record);
 					free(d.path);
+					close(pfd);
 					goto out;
 				}
 			}
-			d.hold = hold_placeholder(p);
+			d.hold = hold_placeholder(pfd, name);
 			s->ph_group[s->nph] = (int)i;
 			s->ph[s->nph++] = d;
 		}
+		close(pfd);
 	}
 	ok = 1;
 out:
@@ -990,13 +1076,6 @@ struct se_ll_port {
 	uint64_t port;
 };
 
-#ifndef RESOLVE_NO_SYMLINKS
-#define RESOLVE_NO_SYMLINKS 0x04
-#endif
-
-struct se_open_how {
-	uint64_t flags, mode, resolve;
-};
 
 /* A batch of the rules' O_PATH fds, closed together: with hundreds of
  * rules (the entries of a directory split around a denied path), a close

@@ -174,10 +174,6 @@ type Request struct {
 	// operations send their descriptors over, in the operations' order (a
 	// descriptor above 2; unused without one).
 	ProxySock int
-	// Guardian, when set, learns the child's pid from the clone itself
-	// (the kernel writes it before the child runs), so that it can wait
-	// for the child's end, whenever the supervisor dies.
-	Guardian *Guardian
 	// NotifyKillable loads the filter with
 	// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV where the kernel has it (5.19
 	// and later): once the supervisor has received a notification, only a
@@ -427,9 +423,6 @@ func fillProgram(a *arena, r *C.struct_se_req, req *Request) {
 	r.ruleset_fd = C.int(req.RulesetFD)
 	r.ruleset_flags = C.uint32_t(req.RulesetFlags)
 	r.notify_sock = C.int(req.NotifySock)
-	if req.Guardian != nil && req.Guardian.g != nil {
-		r.parent_tid = &req.Guardian.g.child_pid
-	}
 	r.notify_killable = cbool(req.NotifyKillable)
 }
 

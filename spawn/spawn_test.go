@@ -186,7 +186,7 @@ func TestListenerInTheChildsNetworkNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fd, err := ReceiveFD(pair[0])
+	fd, err := receiveFD(pair[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,17 @@
 package spawn
 
-import "encoding/binary"
+/*
+#include <stdlib.h>
+#include "recipe.h"
+*/
+import "C"
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // StoredRecipe is the body of a stored recipe as the warm path reads it
 // (warm.c's struct se_stored_head): the decision's filesystem dependencies
@@ -19,4 +30,34 @@ func StoredRecipe(deps, recipe, record []byte) []byte {
 		b = append(b, part...)
 	}
 	return b
+}
+
+// RemoveRecorded removes, under the group's exclusive lock (the caller's),
+// every placeholder recorded in group that lies in parent and still
+// matches its record, through parent's descriptor: the runner's own
+// release does the same when a run ends (runner.c se_remove_recorded).
+func RemoveRecorded(group, parent string) {
+	g, p := C.CString(group), C.CString(parent)
+	defer C.free(unsafe.Pointer(g))
+	defer C.free(unsafe.Pointer(p))
+	C.se_remove_recorded(g, p)
+}
+
+// PlaceholderRecord is what a placeholder's record says of the directory
+// a run made: its identity and ctime.
+type PlaceholderRecord struct {
+	Dev, Ino uint64
+	Ctime    unix.Timespec
+}
+
+// ParsePlaceholderRecord reads a record's text as the runner wrote it.
+func ParsePlaceholderRecord(text string) (PlaceholderRecord, bool) {
+	t := C.CString(text)
+	defer C.free(unsafe.Pointer(t))
+	var dev, ino C.uint64_t
+	var sec, nsec C.int64_t
+	if C.se_record_parse(t, &dev, &ino, &sec, &nsec) != 1 {
+		return PlaceholderRecord{}, false
+	}
+	return PlaceholderRecord{Dev: uint64(dev), Ino: uint64(ino), Ctime: unix.Timespec{Sec: int64(sec), Nsec: int64(nsec)}}, true
 }

@@ -70,7 +70,7 @@ func (pr *Prepared) Recipe(says [spawn.EndingsN]string) (*spawn.Recipe, error) {
 			return nil, err
 		}
 		for _, g := range groups {
-			r.Claims = append(r.Claims, spawn.RecipeClaim{Parent: g.Parent, Dir: g.Dir, Placeholders: g.Placeholders})
+			r.Claims = append(r.Claims, spawn.RecipeClaim{Parent: g.Parent, ParentID: g.ParentID, Dir: g.Dir, Placeholders: g.Placeholders})
 		}
 	}
 	pr.recipeCgroup(r)

@@ -6,10 +6,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ReceiveFD receives one file descriptor sent with SCM_RIGHTS on the unix
+// receiveFD receives one file descriptor sent with SCM_RIGHTS on the unix
 // socket sock (as OpListenSend and OpOpenSend send it). It does not block: the child sent
 // it before it execed, that is before Start returned.
-func ReceiveFD(sock int) (int, error) {
+func receiveFD(sock int) (int, error) {
 	buf := make([]byte, 1)
 	oob := make([]byte, unix.CmsgSpace(4))
 	_, oobn, _, _, err := unix.Recvmsg(sock, buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
