@@ -18,7 +18,6 @@
 package cgroups
 
 import (
-	"context"
 	"time"
 )
 
@@ -63,69 +62,17 @@ type Stats struct {
 	PidsLimitHits uint64
 }
 
-// Group is one sandbox's cgroup (on a hybrid or v1 host: its set of cgroups,
-// one per hierarchy it needed). A Group is not safe for concurrent use except
-// where a method says so.
+// Group is one run's cgroup as the runner made it (on a hybrid or v1 host:
+// its set of cgroups, one per hierarchy it needed), attached for its
+// figures (Attach).
 type Group interface {
 	// Mode is the host layout this group was made for.
 	Mode() Mode
 	// Path is the group's main path (the v2 directory where there is one),
 	// for reports.
 	Path() string
-	// CloneIntoFD returns an O_PATH|O_DIRECTORY fd of the v2 cgroup directory
-	// for clone3's CLONE_INTO_CGROUP, or -1 when the host has no usable v2
-	// hierarchy. The Group owns the fd.
-	CloneIntoFD() int
-	// JoinFDs returns write-only fds of v1 tasks files. The child, a single
-	// thread then, writes "0" to each of them before it execs, which moves
-	// it into those cgroups before it can run or fork anything. The Group
-	// owns the fds; they are close-on-exec.
-	JoinFDs() []int
 	// Stats reads the current figures. Safe for concurrent use.
 	Stats() (Stats, error)
-	// Kill ends every process in the group (cgroup.kill on v2; on v1 freeze,
-	// SIGKILL every task, thaw) and returns without waiting.
-	Kill() error
-	// WaitEmpty returns when no process is left in the group (cgroup.events
-	// "populated 0" on v2; an empty cgroup.procs on v1), or ctx's error.
-	WaitEmpty(ctx context.Context) error
-	// OOMKilled returns a channel that is closed once the kernel has
-	// OOM-killed a process of the group: the group's oom_kill count
-	// (memory.oom_control on v1, added up over the group's child cgroups;
-	// memory.events on v2) went above 0. A
-	// process stalled at the limit, or an OOM that found no victim, does
-	// not count. On v1 the kernel kills only the process it picked, and a
-	// parent that waits for it runs on: end the group (Kill) when the
-	// channel is closed. On v2 memory.oom.group has killed the whole group
-	// already; the channel is closed there too.
-	//
-	// The first call sets the watch up (v1: an eventfd registered in
-	// cgroup.event_control for memory.oom_control; v2: an inotify watch on
-	// memory.events) with one goroutine parked in the runtime poller; New
-	// does none of it. Later calls return the same channel. A kill counted
-	// before the call closes the channel at once. The channel is nil (never
-	// ready) when the group has no memory controller (no memory limit on a
-	// hybrid or v1 host). Remove ends the watch: a channel not closed by
-	// then never is. An error (a kernel before 4.13, which counts no OOM
-	// kills; a removed group) leaves the group as it was. Safe for
-	// concurrent use.
-	OOMKilled() (<-chan struct{}, error)
-	// Remove removes every cgroup directory this Group created. It fails if a
-	// process is still inside. Idempotent.
-	Remove() error
-	// Cleanup describes, as plain paths, how to end the group without this
-	// process: for a guardian that outlives a supervisor killed with
-	// SIGKILL.
-	Cleanup() Cleanup
-}
-
-// Cleanup is what a process with no other knowledge does to end a group:
-// write "1" to KillFile (cgroup.kill) when there is one, SIGKILL every pid
-// listed in ProcsFiles until they are empty, then rmdir Dirs in order.
-type Cleanup struct {
-	KillFile   string
-	ProcsFiles []string
-	Dirs       []string
 }
 
 // Options choose where a Group goes.

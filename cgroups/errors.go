@@ -1,7 +1,6 @@
 package cgroups
 
 import (
-	"errors"
 	"strings"
 
 	"sandbox-executable/remedy"
@@ -81,21 +80,4 @@ func (a Advice) Text(w remedy.Words) string {
 		return "run the supervisor alone in its own delegated cgroup " + eg + ", or pass a parent cgroup without processes"
 	}
 	return ""
-}
-
-// errNoSwapLimit is returned by the limit writers when swap is in use but
-// the group's swap limit file does not exist (no swap accounting): the
-// memory limit would then not stop the tree from spilling into swap. New
-// turns it into an *UnavailableError.
-var errNoSwapLimit = errors.New("swap accounting (no swap limit file while swap is on): the memory limit would not cover swap")
-
-const hintSwap = "turn swap accounting on (boot with swapaccount=1 or cgroup_enable=memory swapaccount=1 on cgroup v1; a kernel with CONFIG_MEMCG_SWAP on v2), or swap off"
-
-// unavailable returns err as an *UnavailableError for mode when it is one
-// of the errors that mean the host cannot enforce a limit.
-func unavailable(err error, mode Mode) error {
-	if errors.Is(err, errNoSwapLimit) {
-		return &UnavailableError{Mode: mode, Missing: errNoSwapLimit.Error(), Hint: hintSwap}
-	}
-	return err
 }

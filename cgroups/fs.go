@@ -38,16 +38,6 @@ func writeFile(path, data string) error {
 	return nil
 }
 
-// writeIfExists is writeFile that treats a missing file as success (reported
-// as false).
-func writeIfExists(path, data string) (bool, error) {
-	err := writeFile(path, data)
-	if errors.Is(err, unix.ENOENT) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
 // procSwaps is where swapOn looks.
 var procSwaps = "/proc/swaps"
 
@@ -63,16 +53,6 @@ func swapOn() bool {
 		return true
 	}
 	return len(strings.Split(strings.TrimSpace(string(b)), "\n")) > 1
-}
-
-// writeSwapLimit writes a swap limit file, and fails with errNoSwapLimit
-// when there is none while swap is on.
-func writeSwapLimit(path, data string) error {
-	ok, err := writeIfExists(path, data)
-	if err == nil && !ok && swapOn() {
-		return errNoSwapLimit
-	}
-	return err
 }
 
 func openRetry(path string, flags int) (int, error) {

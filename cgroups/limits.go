@@ -67,23 +67,3 @@ func v1Writes(lim Limits, ctrls []string) []limitWrite {
 	}
 	return w
 }
-
-// applyWrites makes the writes in dir, in order, and stops at the first
-// failure.
-func applyWrites(dir string, ws []limitWrite) error {
-	for _, w := range ws {
-		var err error
-		switch w.missing {
-		case mustExist:
-			err = writeFile(dir+"/"+w.file, w.value)
-		case mayMiss:
-			_, err = writeIfExists(dir+"/"+w.file, w.value)
-		case swapAccount:
-			err = writeSwapLimit(dir+"/"+w.file, w.value)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}

@@ -49,11 +49,10 @@ func TestKeyValue(t *testing.T) {
 	}
 }
 
+// TestNames: the names the runner gives groups (runner.c's make_name)
+// parse back.
 func TestNames(t *testing.T) {
-	n := formatName(1234, 98765, 4026531836, 0xabc)
-	if n != NamePrefix+"1234-98765-4026531836-000000000abc" {
-		t.Fatalf("name = %q", n)
-	}
+	n := NamePrefix + "1234-98765-4026531836-000000000abc"
 	if got, ok := parseName(n); !ok || got != (groupName{pid: 1234, start: 98765, pidNS: 4026531836}) {
 		t.Fatalf("parse = %+v %v", got, ok)
 	}
@@ -70,17 +69,6 @@ func TestNames(t *testing.T) {
 	} {
 		if _, ok := parseName(bad); ok {
 			t.Errorf("parseName(%q) accepted", bad)
-		}
-	}
-	seen := map[string]bool{}
-	for i := 0; i < 1000; i++ {
-		n := newName()
-		if seen[n] {
-			t.Fatalf("duplicate name %q", n)
-		}
-		seen[n] = true
-		if p, ok := parseName(n); !ok || p.pid != os.Getpid() || p.pidNS == 0 {
-			t.Fatalf("newName %q does not parse back", n)
 		}
 	}
 }
@@ -167,17 +155,14 @@ func TestRoute(t *testing.T) {
 	}
 }
 
-func TestNewUnavailable(t *testing.T) {
-	_, err := New(&Host{Mode: Unavailable}, Limits{Pids: 1}, Options{})
+func TestReadyUnavailable(t *testing.T) {
+	_, _, err := Ready(&Host{Mode: Unavailable}, Limits{Pids: 1}, Options{})
 	var ue *UnavailableError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "cgroup filesystem") {
 		t.Fatalf("got %v", err)
 	}
-	if _, err := New(&Host{Mode: Unified}, Limits{CPUQuotaCores: math.NaN()}, Options{}); err == nil {
+	if _, _, err := Ready(&Host{Mode: Unified}, Limits{CPUQuotaCores: math.NaN()}, Options{}); err == nil {
 		t.Fatal("NaN cores accepted")
-	}
-	if _, err := New(&Host{Mode: Unified, V2: &Hierarchy{}}, Limits{}, Options{Name: "../x"}); err == nil {
-		t.Fatal("a name with a slash accepted")
 	}
 }
 
@@ -202,15 +187,6 @@ func TestSwapOnAndSwapLimit(t *testing.T) {
 		}
 		if got := swapOn(); got != c.on {
 			t.Errorf("%s: swapOn %v", c.name, got)
-		}
-		// A missing swap limit file is an error exactly when swap is on.
-		err := writeSwapLimit(filepath.Join(dir, "no-such-limit-file"), "0")
-		if c.on != errors.Is(err, errNoSwapLimit) {
-			t.Errorf("%s: writeSwapLimit: %v", c.name, err)
-		}
-		var ue *UnavailableError
-		if c.on && !errors.As(unavailable(err, Unified), &ue) {
-			t.Errorf("%s: not an UnavailableError: %v", c.name, err)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package cgroups
 
 import (
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -52,35 +51,6 @@ func pidNamespace() uint64 {
 		return 0
 	}
 	return st.Ino
-}
-
-// newName makes a fresh group name for this process.
-func newName() string {
-	pid, start, ns := selfID()
-	return formatName(pid, start, ns, rand.Uint64()&(1<<48-1))
-}
-
-// formatName writes a name; start and ns are left out when 0 (ns only
-// with a start).
-func formatName(pid int, start, ns, random uint64) string {
-	b := make([]byte, 0, 80)
-	b = append(b, NamePrefix...)
-	b = strconv.AppendInt(b, int64(pid), 10)
-	b = append(b, '-')
-	if start != 0 {
-		b = strconv.AppendUint(b, start, 10)
-		b = append(b, '-')
-		if ns != 0 {
-			b = strconv.AppendUint(b, ns, 10)
-			b = append(b, '-')
-		}
-	}
-	h := strconv.FormatUint(random, 16)
-	for i := len(h); i < 12; i++ {
-		b = append(b, '0')
-	}
-	b = append(b, h...)
-	return string(b)
 }
 
 // groupName is a parsed group name.

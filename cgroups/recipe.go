@@ -44,25 +44,6 @@ type RecipeWrite struct {
 // missing, a move of this process, a host without a usable layout).
 var ErrNoRecipe = errors.New("cgroups: this placement needs New")
 
-// Recipe lists the directories New would make for one group on h with lim
-// and opt, and their writes, without making anything. It only describes
-// the steady state of a host where New or Ready ran before: the parents
-// exist and enable what the limits need. A run made from it is attached
-// with Attach.
-func Recipe(h *Host, lim Limits, opt Options) ([]RecipeDir, error) {
-	if h == nil || h.Mode == Unavailable || opt.Parent != "" || opt.Name != "" {
-		return nil, ErrNoRecipe
-	}
-	if math.IsNaN(lim.CPUQuotaCores) || math.IsInf(lim.CPUQuotaCores, 0) || lim.CPUQuotaCores < 0 {
-		return nil, ErrNoRecipe
-	}
-	p, err := route(h, lim)
-	if err != nil {
-		return nil, err
-	}
-	return recipeDirs(h, lim, opt, p)
-}
-
 // Ready makes h ready for a run's group with lim and opt, as New would:
 // the parents exist (an explicit one is made, and stays), and the
 // controllers the limits need are enabled down to them (this process moves
@@ -213,14 +194,12 @@ func Attach(h *Host, lim Limits, opt Options, name string) (Group, error) {
 	if h.V2 != nil {
 		path := dirs[0].Parent + "/" + name
 		g.v2 = &v2Dir{path: path, fd: -1}
-		g.pending = append(g.pending, path)
 		i = 1
 	}
 	for _, n := range p.v1 {
 		d := &v1Dir{path: dirs[i].Parent + "/" + name, hier: n.hier, ctrls: n.ctrls}
 		i++
 		g.v1 = append(g.v1, d)
-		g.pending = append(g.pending, d.path)
 		g.answersFor(d)
 	}
 	return g, nil

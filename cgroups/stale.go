@@ -1,28 +1,27 @@
 package cgroups
 
 import (
-	"context"
 	"errors"
 	"os"
-	"time"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/procfs"
 )
 
-// staleWait bounds how long CleanupStale waits for killed processes to go.
-const staleWait = 2 * time.Second
-
 // CleanupStale removes the groups that supervisors which are gone left
-// behind (a supervisor killed with SIGKILL cannot remove its own). It looks
+// behind (a supervisor killed with SIGKILL cannot remove its own, and its
+// guardian was killed too). It looks
 // in the default parents New uses (the cgroup2 one, and this process's own
 // cgroup in each v1 hierarchy with a controller New uses) for directories
 // named NamePrefix<pid>-...; a group is stale when no process has that pid,
 // the process is a zombie, or (when the name records it) the process has a
-// different start time, i.e. the pid was reused. Stale groups are killed
-// (cgroup.kill; on v1 freeze, SIGKILL, thaw), waited for (about 2 s at most
-// in all) and removed; removed lists their directories.
+// different start time, i.e. the pid was reused. Stale groups are ended by
+// kill, the way the runner and its guardian end a run's (spawn.KillCgroup:
+// cgroup.kill where there is one, then SIGKILL to every pid the procs files
+// list until they list none), and removed; removed lists their
+// directories.
 //
 // Limits: it assumes supervisors share this process's pid namespace, and it
 // finds v1 groups only under this process's own v1 cgroups (a supervisor
@@ -30,13 +29,12 @@ const staleWait = 2 * time.Second
 // cgroup2 group, which holds every process, is still found and killed).
 // Groups created under Options.Parent or with Options.Name are not looked
 // for.
-func CleanupStale(h *Host) (removed []string, err error) {
+func CleanupStale(h *Host, kill func(killFile string, procs []string) bool) (removed []string, err error) {
 	if h == nil || h.Mode == Unavailable {
 		return nil, nil
 	}
 	var errs []error
 	var v2dirs, v1dirs []string
-	var freezers map[string]bool
 	if h.V2 != nil {
 		if pl, err := PlaceV2(h.V2, "", os.Geteuid()); err == nil {
 			d, err := staleIn(pl.Parent)
@@ -56,32 +54,26 @@ func CleanupStale(h *Host) (removed []string, err error) {
 		d, err := staleIn(pl.Parent)
 		errs = append(errs, err)
 		v1dirs = append(v1dirs, d...)
-		if hier.Has("freezer") {
-			if freezers == nil {
-				freezers = map[string]bool{}
-			}
-			for _, x := range d {
-				freezers[x] = true
-			}
-		}
 	}
 	if len(v2dirs)+len(v1dirs) == 0 {
 		return nil, errors.Join(errs...)
 	}
-
-	// cgroup2 first (it holds every process on a hybrid host), then the
-	// v1 freezer groups, then anything left in other v1 groups.
-	k := killSet{v2: v2dirs}
-	for _, d := range v1dirs {
-		if freezers[d] {
-			k.freezer = append(k.freezer, d)
-		} else {
-			k.listed = append(k.listed, d)
+	// Each group's cgroup2 directory first (on a hybrid host it holds
+	// every process of the group), then the v1 ones.
+	for _, d := range append(slices.Clone(v2dirs), v1dirs...) {
+		killFile := ""
+		if _, err := os.Stat(d + "/cgroup.kill"); err == nil {
+			killFile = d + "/cgroup.kill"
+		}
+		subs, _ := subdirsAll(d)
+		var procs []string
+		for _, s := range append(subs, d) {
+			procs = append(procs, s+"/cgroup.procs")
+		}
+		if !kill(killFile, procs) {
+			errs = append(errs, errors.New("cgroups: stale group "+d+" still holds processes"))
 		}
 	}
-	ctx, cancel := context.WithTimeoutCause(context.Background(), staleWait, errors.New("after "+staleWait.String()))
-	defer cancel()
-	errs = append(errs, k.kill(ctx), k.waitEmpty(ctx))
 	for _, d := range append(v1dirs, v2dirs...) {
 		if rerr := removeTree(d); rerr != nil {
 			errs = append(errs, rerr)
@@ -90,6 +82,18 @@ func CleanupStale(h *Host) (removed []string, err error) {
 		removed = append(removed, d)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// subdirsAll lists every cgroup directory beneath dir.
+func subdirsAll(dir string) ([]string, error) {
+	var out []string
+	subs, err := subdirs(dir)
+	for _, s := range subs {
+		out = append(out, s)
+		more, _ := subdirsAll(s)
+		out = append(out, more...)
+	}
+	return out, err
 }
 
 // staleIn lists the stale groups directly under parent.

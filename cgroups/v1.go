@@ -15,11 +15,6 @@ type v1Dir struct {
 	ctrls []string // the controllers whose limits were set here
 }
 
-// setV1Limits writes the limits of the controllers in ctrls (see v1Writes).
-func setV1Limits(dir string, lim Limits, ctrls []string) error {
-	return applyWrites(dir, v1Writes(lim, ctrls))
-}
-
 // v1Memory reads memory.max_usage_in_bytes and the oom_kill count of
 // memory.oom_control (4.13+) into st.
 func v1Memory(dir string, st *Stats) error {

@@ -1,7 +1,6 @@
 package cgroups
 
 import (
-	"context"
 	"errors"
 	"math"
 	"os"
@@ -41,11 +40,6 @@ func cpuQuotaUs(cores float64, periodUs uint64) uint64 {
 // cpuMax is the cpu.max line for cores CPUs.
 func cpuMax(cores float64) string {
 	return strconv.FormatUint(cpuQuotaUs(cores, cpuPeriodUs), 10) + " " + strconv.Itoa(cpuPeriodUs)
-}
-
-// setV2Limits writes the limits of the controllers in ctrls (see v2Writes).
-func setV2Limits(dir string, lim Limits, ctrls []string) error {
-	return applyWrites(dir, v2Writes(lim, ctrls))
 }
 
 // enableControllers makes ctrls available in dir's children: it enables them
@@ -162,15 +156,6 @@ func moveSelfToLeaf(dir string) error {
 	return writeFile(leaf+"/cgroup.procs", strconv.Itoa(os.Getpid()))
 }
 
-// openV2 opens the directory fd for CLONE_INTO_CGROUP.
-func openV2(path string) (int, error) {
-	fd, err := openRetry(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
-	if err != nil {
-		return -1, pathErr("open", path, err)
-	}
-	return fd, nil
-}
-
 // v2CPU reads usage_usec, user_usec and system_usec of cpu.stat into st.
 func v2CPU(dir string, st *Stats) error {
 	b, err := readFile(dir + "/cpu.stat")
@@ -213,76 +198,4 @@ func v2Pids(dir string, st *Stats) error {
 	}
 	st.PidsLimitHits, _, err = readKey(dir+"/pids.events", "max")
 	return err
-}
-
-// v2Populated reads "populated" of cgroup.events; a missing group reads as
-// empty.
-func v2Populated(dir string) (bool, error) {
-	v, ok, err := readKey(dir+"/cgroup.events", "populated")
-	if err != nil || !ok {
-		return false, err
-	}
-	return v != 0, nil
-}
-
-// v2WaitEmpty waits for "populated 0" in dir's cgroup.events, woken by
-// inotify (kernfs reports every change of the file as a modification);
-// without inotify it polls.
-func v2WaitEmpty(ctx context.Context, dir string) error {
-	empty := func() (bool, error) {
-		p, err := v2Populated(dir)
-		return !p, err
-	}
-	if done, err := empty(); done || err != nil {
-		return err
-	}
-	ifd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
-		return pollWait(ctx, empty)
-	}
-	f := os.NewFile(uintptr(ifd), "inotify")
-	defer f.Close()
-	if _, err := unix.InotifyAddWatch(ifd, dir+"/cgroup.events", unix.IN_MODIFY|unix.IN_DELETE_SELF); err != nil {
-		return pollWait(ctx, empty)
-	}
-	if f.SetReadDeadline(time.Time{}) != nil {
-		return pollWait(ctx, empty) // not in the poller: a read would ignore ctx
-	}
-	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Now()) })
-	defer stop()
-	buf := make([]byte, 4096)
-	for {
-		if done, err := empty(); done || err != nil {
-			return err
-		}
-		if _, err := f.Read(buf); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return pollWait(ctx, empty)
-		}
-	}
-}
-
-// pollWait calls done with a growing sleep (1 ms to 20 ms) until it says
-// true, fails, or ctx ends.
-func pollWait(ctx context.Context, done func() (bool, error)) error {
-	d := time.Millisecond
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		ok, err := done()
-		if ok || err != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-		if d < 20*time.Millisecond {
-			d *= 2
-		}
-		t.Reset(d)
-	}
 }

@@ -237,7 +237,7 @@ func TestScratchCachesOverlays(t *testing.T) {
 		if m, w := v.Ops[stage].String(), fmt.Sprintf("mount(\"tmpfs\", %q, \"tmpfs\", MS_NOSUID|MS_NODEV, \"size=1048576,mode=0700,uid=1000,gid=1000\")", tmp); m != w {
 			t.Errorf("staging tmpfs %s, want %s", m, w)
 		}
-		want := "lowerdir=" + npm + ",upperdir=" + tmp + "/0/upper,workdir=" + tmp + "/0/work"
+		want := "lowerdir=fd(" + npm + "),upperdir=" + tmp + "/0/upper,workdir=" + tmp + "/0/work"
 		if !priv {
 			want += ",userxattr"
 		}

@@ -85,3 +85,39 @@ func RemoveTempDir(path string, fd int, record string) error {
 	}
 	return nil
 }
+
+// KillCgroup ends the processes of a cgroup as the runner and its guardian
+// end a run's (stage.c's se_kill_tree): "1" written to killFile (cgroup.kill,
+// or "" for none), then SIGKILL to every pid the procs files list, in rounds,
+// until they list none. It reports whether they were seen empty. For the
+// sweep of groups whose helper and guardian both died.
+func KillCgroup(killFile string, procs []string) bool {
+	t := DefaultGuardianTimings
+	var g C.struct_se_guard
+	var cstrs []*C.char
+	defer func() {
+		for _, p := range cstrs {
+			C.free(unsafe.Pointer(p))
+		}
+	}()
+	str := func(s string) *C.char {
+		p := C.CString(s)
+		cstrs = append(cstrs, p)
+		return p
+	}
+	if killFile != "" {
+		g.kill_file = str(killFile)
+	}
+	list := make([]*C.char, len(procs)+1)
+	for i, p := range procs {
+		list[i] = str(p)
+	}
+	lp := (**C.char)(C.malloc(C.size_t(len(list)) * C.size_t(unsafe.Sizeof(list[0]))))
+	defer C.free(unsafe.Pointer(lp))
+	copy(unsafe.Slice(lp, len(list)), list)
+	g.procs = lp
+	g.nprocs = C.int(len(procs))
+	g.kill_rounds = C.int(t.KillRounds)
+	g.kill_interval_ms = C.int(t.KillInterval.Milliseconds())
+	return C.se_kill_tree(&g, 0) != 0
+}

@@ -243,7 +243,12 @@ func mountFlags(f uintptr) string {
 func (o Op) String() string {
 	switch o.kind {
 	case OpMount:
-		return fmt.Sprintf("mount(%q, %q, %q, %s, %q)", o.a, o.b, o.c, mountFlags(o.num), o.d)
+		d := o.d
+		if o.lowerIsTarget {
+			// The target's own descriptor, as the stage passes it.
+			d = strings.TrimSuffix("lowerdir=fd("+o.b+"),"+d, ",")
+		}
+		return fmt.Sprintf("mount(%q, %q, %q, %s, %q)", o.a, o.b, o.c, mountFlags(o.num), d)
 	case OpWrite:
 		return fmt.Sprintf("write(%q, %q)", o.a, o.b)
 	case OpChdir:
