@@ -117,6 +117,7 @@ const (
 	EndOOM      = C.SE_END_OOM
 	EndPids     = C.SE_END_PIDS
 	EndService  = C.SE_END_SERVICE
+	EndFsize    = C.SE_END_FSIZE
 	EndingsN    = C.SE_END_N
 )
 

@@ -191,10 +191,11 @@ enum se_ending {
 	SE_END_EXITED = 1,
 	SE_END_SIGNALED,
 	SE_END_TIMEOUT,   /* the wall-clock limit: the tree was ended, exit 124 */
-	SE_END_CPU,       /* the tree's CPU budget: exit 152 */
+	SE_END_CPU,       /* the tree's CPU budget, or RLIMIT_CPU where it stands for it (SIGXCPU): exit 152 */
 	SE_END_OOM,       /* an OOM kill in the group: the tree was ended, exit 137 */
 	SE_END_PIDS,      /* the program failed and the pids limit refused a fork */
 	SE_END_SERVICE,   /* Go could not serve the run (its proxy, its listener): exit 125 */
+	SE_END_FSIZE,     /* the program died of SIGXFSZ: a file reached RLIMIT_FSIZE */
 	SE_END_N
 };
 

@@ -26,6 +26,7 @@
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -1961,6 +1962,8 @@ static int exit_code(int ending, int status)
 	switch (ending) {
 	case SE_END_TIMEOUT:
 		return 124;
+	case SE_END_FSIZE:
+		return 128 + SIGXFSZ;
 	case SE_END_CPU:
 		return 128 + SIGXCPU;
 	case SE_END_OOM:
@@ -1984,6 +1987,14 @@ static int ending_of(struct se_runner *s, int status)
 		return s->ending;
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && counter(s, &s->r->oom_kills) > 0)
 		return SE_END_OOM;
+	/* RLIMIT_CPU and RLIMIT_FSIZE end a process with their own signal: a
+	 * limit the recipe set, not the program's doing. */
+	if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGXFSZ)) {
+		int res = WTERMSIG(status) == SIGXCPU ? RLIMIT_CPU : RLIMIT_FSIZE;
+		for (uint32_t i = 0; i < s->r->rlimits.n; i++)
+			if (RA(s->r, s->r->rlimits, struct se_rlimit)[i].resource == res)
+				return res == RLIMIT_CPU ? SE_END_CPU : SE_END_FSIZE;
+	}
 	if (exit_code(0, status) != 0 && counter(s, &s->r->pids_hits) > 0)
 		return SE_END_PIDS;
 	return WIFSIGNALED(status) ? SE_END_SIGNALED : SE_END_EXITED;

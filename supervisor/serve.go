@@ -190,6 +190,8 @@ func endedResult(res Result, e spawn.Ended) Result {
 		res.Ending = PidsLimitHit
 	case spawn.EndService:
 		res.Ending = SetupFailed
+	case spawn.EndFsize:
+		res.Ending, res.Signal = Signaled, unix.SIGXFSZ
 	case spawn.EndSignaled:
 		res.Ending, res.Signal = Signaled, st.Signal()
 	default:

@@ -5,6 +5,8 @@ import (
 
 	"sandbox-executable/spawn"
 	"sandbox-executable/supervisor"
+
+	"golang.org/x/sys/unix"
 )
 
 // Every run the helper ends, rather than its program, gets one line on
@@ -30,7 +32,7 @@ func (inv *invocation) says(pr *supervisor.Prepared) [spawn.EndingsN]string {
 	if !inv.wantEndings() {
 		return s
 	}
-	for _, e := range []int{spawn.EndTimeout, spawn.EndCPU, spawn.EndOOM, spawn.EndPids} {
+	for _, e := range []int{spawn.EndTimeout, spawn.EndCPU, spawn.EndOOM, spawn.EndPids, spawn.EndFsize} {
 		if line := endingLine(pr, e, inv.composed != nil && inv.composed.standalone); line != "" {
 			s[e] = prog + ": " + line
 		}
@@ -56,7 +58,11 @@ func endingLine(pr *supervisor.Prepared, ending int, standalone bool) string {
 		}
 	case spawn.EndCPU:
 		if l.CPUSeconds > 0 {
-			return fmt.Sprintf("ended by the CPU-time budget: the process tree used its %d s of CPU time (exit %d; %s)", l.CPUSeconds, supervisor.ExitCPUBudget, raise("--cpu", "cpu_time_secs"))
+			return fmt.Sprintf("ended by the CPU-time budget: the process tree (or one process, RLIMIT_CPU) used its %d s of CPU time (exit %d; %s)", l.CPUSeconds, supervisor.ExitCPUBudget, raise("--cpu", "cpu_time_secs"))
+		}
+	case spawn.EndFsize:
+		if l.FileSizeBytes > 0 {
+			return fmt.Sprintf("ended by RLIMIT_FSIZE: a file reached the largest size allowed, %d MB (exit %d; %s)", l.FileSizeBytes>>20, 128+int(unix.SIGXFSZ), "the policy's resource_limits.max_disk_mb sets it")
 		}
 	case spawn.EndOOM:
 		if l.MemoryBytes > 0 {
