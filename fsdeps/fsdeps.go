@@ -31,6 +31,7 @@ package fsdeps
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -146,6 +147,27 @@ var rec struct {
 	answers  map[string]int  // call -> index of its first answer in deps
 	taints   []string
 	procSelf []string
+	// Since Begin: each call's answer in this decision (encoded), and
+	// the calls that gave two.
+	round    map[string]string
+	unstable []string
+}
+
+// Begin starts a decision's round: Unstable then lists the lstat, stat and
+// readlink calls that gave two answers since. A decision made while the filesystem changed under it
+// may not be what it saw at any one time; the caller decides again.
+func Begin() {
+	rec.Lock()
+	defer rec.Unlock()
+	rec.round, rec.unstable = map[string]string{}, nil
+}
+
+// Unstable lists, as "lstat of /x", the calls that gave two answers since
+// Begin.
+func Unstable() []string {
+	rec.Lock()
+	defer rec.Unlock()
+	return append([]string(nil), rec.unstable...)
 }
 
 // record adds d, unless the same call gave the same answer before. The
@@ -156,6 +178,17 @@ func record(d Dep) {
 	enc := string(encodeDep(nil, &d))
 	rec.Lock()
 	defer rec.Unlock()
+	// A listing that changed only narrows what the decision grants (an
+	// entry made meanwhile gets no rule); what a path is (its identity,
+	// its type, a link's target) must be one thing.
+	if rec.round != nil && (d.Kind == KindLstat || d.Kind == KindStat || d.Kind == KindReadlink) {
+		c := d.call()
+		if prev, ok := rec.round[c]; !ok {
+			rec.round[c] = enc
+		} else if prev != enc && !slices.Contains(rec.unstable, d.Kind.String()+" of "+d.Path) {
+			rec.unstable = append(rec.unstable, d.Kind.String()+" of "+d.Path)
+		}
+	}
 	if rec.exact[enc] {
 		return
 	}

@@ -358,3 +358,37 @@ func TestKernelListingsTaint(t *testing.T) {
 	}
 	Reset()
 }
+
+// TestUnstableNamesAPathThatWasTwoThings: within a round (Begin), an
+// lstat of one path that gives two answers (a directory, then a link put
+// in its place) is named by Unstable, and a new round starts clean; a
+// listing that changed is not (it only narrows what the decision grants).
+func TestUnstableNamesAPathThatWasTwoThings(t *testing.T) {
+	t.Cleanup(Reset)
+	d := t.TempDir()
+	p := filepath.Join(d, "x")
+	if err := os.Mkdir(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	Begin()
+	_, _ = Lstat(p)
+	_, _ = ReadDir(d)
+	if u := Unstable(); len(u) != 0 {
+		t.Fatalf("one answer each: %v", u)
+	}
+	if err := os.Rename(p, p+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/", p); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = Lstat(p)
+	_, _ = ReadDir(d)
+	if u := Unstable(); len(u) != 1 || !strings.Contains(u[0], p) {
+		t.Errorf("a directory, then a link: %v", u)
+	}
+	Begin()
+	if u := Unstable(); len(u) != 0 {
+		t.Errorf("a new round: %v", u)
+	}
+}

@@ -48,49 +48,37 @@ var allowed = map[string]string{
 	"policy.hookGuard.expand": "taints: user.Lookup through NSS for a ~user value in a git config",
 
 	// hostfacts
-	"hostfacts/system.go":         "doctor only (Diagnosis.System, Status, CapLastCap)",
-	"hostfacts/cgroupaccess.go":   "doctor only (Diagnosis.CgroupAccess)",
-	"hostfacts/diagnosis.go":      "doctor only (Diagnosis)",
-	"hostfacts/cgroupadvice.go":   "advice and --explain's forecast only: doctor, a run's refusal, Foresee; no decision stored depends on it",
-	"hostfacts.CheckSharedTmpNow": "run time: supervisor's makeSharedTmp checks the mount point it made, after the decision",
-	"hostfacts.openat2InRoot":     "a kernel feature probe (openat2 RESOLVE_IN_ROOT on /), the boot's answer (boot_id is recorded)",
+	"hostfacts/system.go":       "doctor only (Diagnosis.System, Status, CapLastCap)",
+	"hostfacts/cgroupaccess.go": "doctor only (Diagnosis.CgroupAccess)",
+	"hostfacts/diagnosis.go":    "doctor only (Diagnosis)",
+	"hostfacts/cgroupadvice.go": "advice and --explain's forecast only: doctor, a run's refusal, Foresee; no decision stored depends on it",
+	"hostfacts.openat2InRoot":   "a kernel feature probe (openat2 RESOLVE_IN_ROOT on /), the boot's answer (boot_id is recorded)",
 
 	// mountns: the placeholder registry's run-time side
-	"mountns.Claim":             "run time: takes the claims and makes the placeholders (supervisor.Run)",
-	"mountns.claimGroup.claim":  "run time: opens the group's lock (Claim)",
-	"mountns.Claims.registered": "run time: the view decided again under the claims (Claim)",
-	"mountns.Claims.create":     "run time: makes a placeholder (Claim)",
-	"mountns.removeRecorded":    "run time: the last user removes placeholders (Release, SweepStale)",
-	"mountns.SweepStale":        "run time: stale sweep",
-	"mountns.hasRecords":        "run time: stale sweep",
-	"mountns.Claims.Release":    "run time: gives the claims up once the run is over",
+	"mountns.SweepStale": "run time: stale sweep",
+	"mountns.hasRecords": "run time: stale sweep",
 
 	// supervisor: run time
-	"supervisor/run.go":           "run time: Run carries out the decision",
 	"supervisor/stale.go":         "run time: stale sweeps",
 	"supervisor/denials.go":       "run time: names a denied process's executable",
 	"supervisor/userscope.go":     "run time: the user scope asked for when the run's cgroup cannot be made",
 	"supervisor/writeback.go":     "run time: --persist-cache writes the run's cache additions back after the program",
+	"supervisor/ready.go":         "after the decision: Ready readies the host once (the cgroup's parents, a private temp dir, the host proxy); a stored recipe's runner checks what it needs of it again",
+	"supervisor/serve.go":         "run time: serves the run the runner carries out",
 	"supervisor.isDir":            "run time: execError words an exec failure",
 	"supervisor.execError":        "run time: words an exec failure",
 	"supervisor.cgroupfsReadOnly": "run time: cgroupWhy and the user scope, after the cgroup could not be made",
 	"supervisor.cgroupWhy":        "run time: why the run's cgroup could not be made",
 
-	// landlock: building the ruleset from the decided Spec
-	"landlock.Spec.Build": "run time: builds the ruleset from the decided Spec",
-
 	// cgroups: everything but the host's detection is run time
 	"cgroups/fs.go":        "run time: cgroupfs reads and writes of a run's group",
-	"cgroups/oom.go":       "run time: OOM counts after the run",
 	"cgroups/name.go":      "run time: the group's name",
 	"cgroups/group.go":     "run time: the group's cleanup",
-	"cgroups/kill.go":      "run time: killing the tree",
 	"cgroups/stale.go":     "run time: stale groups",
-	"cgroups/new.go":       "run time: makes the run's group",
 	"cgroups/v1.go":        "run time: a v1 group's limits and figures",
 	"cgroups/v2.go":        "run time: a v2 group's controllers, limits and figures",
 	"cgroups/enclosing.go": "run time: the enclosing limits, read when the run's group is made",
-	"cgroups.applyWrites":  "run time: writes a group's limits",
+	"cgroups/recipe.go":    "after the decision: Ready makes the parents a run's group goes in (the runner checks them again), Attach finds a run's group for its figures",
 
 	// seccomp
 	"seccomp.Cache.load": "the compiled-filter cache: authenticated content, and the program is the same compiled or loaded",

@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -198,27 +197,6 @@ func CheckSharedTmp(dir string, uid int, missing bool) error {
 	if err == nil {
 		fi, err = fsdeps.Lstat(dir)
 		self = fileFacts{err: err, ok: err == nil, uid: fi.UID(), mode: fi.Mode()}
-	}
-	return judgeSharedTmp(dir, uid, missing, parent, self)
-}
-
-// CheckSharedTmpNow is CheckSharedTmp at run time, after the decision:
-// the supervisor checks the mount point it made (nothing recorded).
-func CheckSharedTmpNow(dir string, uid int, missing bool) error {
-	facts := func(fi os.FileInfo, err error) fileFacts {
-		if err != nil {
-			return fileFacts{err: err}
-		}
-		st, _ := fi.Sys().(*syscall.Stat_t)
-		if st == nil {
-			return fileFacts{mode: fi.Mode()}
-		}
-		return fileFacts{ok: true, uid: st.Uid, mode: fi.Mode()}
-	}
-	parent := facts(os.Stat(filepath.Dir(dir)))
-	var self fileFacts
-	if parent.err == nil {
-		self = facts(os.Lstat(dir))
 	}
 	return judgeSharedTmp(dir, uid, missing, parent, self)
 }

@@ -125,6 +125,7 @@ func (inv *invocation) run() int {
 	if _, assumed := mountns.Assume(); o.explain || !assumed {
 		go mountns.Probe()
 	}
+	fsdeps.Begin()
 	cfg, err := inv.config()
 	if err != nil {
 		return inv.refuse(supervisor.ExitSetup, err, nil)
@@ -140,6 +141,19 @@ func (inv *invocation) run() int {
 	inv.out.log.Debug("probed the host", "took", time.Since(t0))
 	t0 = time.Now()
 	pr, err := supervisor.Prepare(cfg, facts)
+	// A path that was two things while the run was decided (a directory,
+	// then a link: another run's program renaming it) is decided again,
+	// and refused when it keeps changing: no part of a decision may rest
+	// on a file the rest did not see.
+	for try := 1; err == nil && len(fsdeps.Unstable()) > 0; try++ {
+		if try == 3 {
+			return inv.refuse(supervisor.ExitSetup, fmt.Errorf("the filesystem kept changing while the run was decided (%s): refusing rather than running on a decision that saw two things at one path; run the command again",
+				strings.Join(fsdeps.Unstable(), ", ")), nil)
+		}
+		inv.out.log.Debug("a path gave two answers while deciding: deciding again", "paths", fsdeps.Unstable())
+		fsdeps.Begin()
+		pr, err = supervisor.Prepare(cfg, facts)
+	}
 	if err != nil {
 		return inv.refuse(supervisor.ExitSetup, err, nil)
 	}
