@@ -369,8 +369,9 @@ type Handover struct {
 	// and Locks what the guardian guards with them.
 	ClaimFDs []int
 	Locks    []GuardedLock
-	// FgTTY is the terminal whose foreground the program took, or -1.
-	FgTTY int
+	// Terminal is the caller's terminal as the runner found it, to put
+	// back when the run ends.
+	Terminal *Terminal
 	// Started is when the runner began; ProgramStarted when the program
 	// did.
 	Started, ProgramStarted time.Time
@@ -405,15 +406,15 @@ func RunRecipe(recipe []byte, argv []string) (*Handover, error) {
 // handoverOf turns the runner's struct into Go's.
 func handoverOf(h *C.struct_se_handover) *Handover {
 	out := &Handover{Reason: HandoverReason(h.reason), FailStep: Step(h.fail_step), FailErrno: syscall.Errno(h.fail_errno),
-		FailWhat: C.GoString(&h.fail_what[0]), ListenerFD: -1, FgTTY: -1}
+		FailWhat: C.GoString(&h.fail_what[0]), ListenerFD: -1}
 	if out.Reason == HandoverFallback {
 		return out
 	}
 	out.CgroupName = C.GoString(&h.cgroup_name[0])
-	out.Proc = &Process{Pid: int(h.pid), PidFD: int(h.pidfd), init: h.init}
+	out.Proc = &Process{Pid: int(h.pid), PidFD: int(h.pidfd), Notes: int(h.notes_fd), init: h.init}
 	out.Exited, out.Status = h.exited != 0, syscall.WaitStatus(h.status)
 	out.ListenerFD = int(h.listener_fd)
-	out.FgTTY = int(h.fg_tty)
+	out.Terminal = &Terminal{t: h.term}
 	now := time.Now()
 	mono := int64(C.se_mono_ns())
 	out.Started = now.Add(-time.Duration(mono - int64(h.started_ns)))

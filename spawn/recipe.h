@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "stage.h"
+#include "term.h"
 
 #define SE_RCP_MAGIC "SE-RCP-1"
 /* Bumped whenever the layout or meaning of a field changes. */
@@ -191,8 +192,11 @@ struct se_handover {
 	int32_t nclaims;
 	int32_t claim_fds[SE_MAX_CLAIMS];
 	struct se_guard_lock *locks;
-	/* The terminal whose foreground the program took, or -1. */
-	int32_t fg_tty;
+	/* The caller's terminal as the run found it (se_term_restore), and
+	 * the ready pipe's read end on which the init says the program's
+	 * stops (se_init.say_stops), or -1. */
+	struct se_term term;
+	int32_t notes_fd;
 	/* When the runner started, and the program (CLOCK_MONOTONIC ns). */
 	int64_t started_ns, program_ns;
 };

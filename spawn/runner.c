@@ -10,6 +10,7 @@
 #include "phases.h"
 #include "recipe.h"
 #include "sigcatch.h"
+#include "term.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -176,9 +177,10 @@ struct se_runner {
 	int oom_fd;
 	/* The ready pipe's read end, kept while the program runs under an
 	 * init that says 'D' on it when the tree is gone (se_init.say_done),
-	 * or -1. */
+	 * or the program's stops (se_init.say_stops); or -1. */
 	int done_r;
-	int fg_tty;
+	/* The caller's terminal as the run found it, put back at its end. */
+	struct se_term term;
 	int early[16];
 	int nearly;
 };
@@ -1108,33 +1110,16 @@ static void undo(struct se_runner *s)
 
 /* ---- signals ---- */
 
-static int in_foreground(void)
+/* forward passes a caught signal on to the init (or the program), but
+ * for one the terminal gave the program too. A SIGCONT (fg or bg after a
+ * stop) continues a program that took the terminal at once, giving it the
+ * terminal back where the caller's shell gave it to this process's group. */
+static void forward(struct se_runner *s, int pid, int sig)
 {
-	pid_t pgrp = getpgrp();
-	for (int fd = 0; fd < 3; fd++) {
-		pid_t fg;
-		if (ioctl(fd, TIOCGPGRP, &fg) == 0)
-			return fg == pgrp;
-	}
-	return 0;
-}
-
-static int foreground_tty(void)
-{
-	pid_t pgrp = getpgrp();
-	for (int fd = 0; fd < 3; fd++) {
-		pid_t fg;
-		if (ioctl(fd, TIOCGPGRP, &fg) == 0)
-			return fg == pgrp ? fd : -1;
-	}
-	return -1;
-}
-
-static void forward(int pid, int sig)
-{
-	if ((sig == SIGINT || sig == SIGQUIT) && in_foreground())
+	if (sig == SIGCONT && se_term_continue(&s->term))
 		return;
-	kill(pid, sig);
+	if (!se_term_shared_signal(sig))
+		kill(pid, sig);
 }
 
 static int terminating(int sig)
@@ -1349,8 +1334,11 @@ static long child_request(struct se_runner *s, char *const *argv)
 	q->clone_fallback = r->clone_fallback;
 	q->prog_clone_fallback = r->prog_clone_fallback;
 	q->drop_caps = r->drop_caps;
-	q->fg_tty = r->init ? foreground_tty() : -1;
-	s->fg_tty = q->fg_tty;
+	/* The terminal as the run found it; with an init, a program on the
+	 * caller's foreground terminal takes it (se_place_program). */
+	se_term_save(&s->term);
+	q->fg_tty = r->init && s->term.pgrp ? s->term.fd : -1;
+	q->fg_linked = s->term.linked;
 	q->ruleset_fd = s->ruleset;
 	q->ruleset_flags = r->ll_restrict_flags;
 	q->bpf = r->bpf.n ? (const char *)r + r->bpf.off : NULL;
@@ -1509,17 +1497,6 @@ static long finish_child(struct se_runner *s, char *const *argv)
 
 /* ---- waiting ---- */
 
-static void give_foreground_back(int tty)
-{
-	struct sigaction ign, old;
-	memset(&ign, 0, sizeof ign);
-	ign.sa_handler = SIG_IGN;
-	sigaction(SIGTTOU, &ign, &old);
-	pid_t pgrp = getpgrp();
-	ioctl(tty, TIOCSPGRP, &pgrp);
-	sigaction(SIGTTOU, &old, NULL);
-}
-
 static int oom_watch(struct se_runner *s)
 {
 	const struct se_recipe *r = s->r;
@@ -1587,7 +1564,9 @@ static void hand_over(struct se_runner *s, int reason)
 	h->nclaims = s->nclaims;
 	for (int i = 0; i < s->nclaims; i++)
 		h->claim_fds[i] = s->lock[i];
-	h->fg_tty = s->fg_tty;
+	h->term = s->term;
+	h->notes_fd = s->done_r; /* Go follows the program's stops from here */
+	s->done_r = -1;
 	if (s->v2_fd >= 0)
 		close(s->v2_fd);
 	if (s->procs_fd >= 0)
@@ -1596,9 +1575,6 @@ static void hand_over(struct se_runner *s, int reason)
 		close(s->join[i]);
 	if (s->oom_fd >= 0)
 		close(s->oom_fd);
-	if (s->done_r >= 0)
-		close(s->done_r);
-	s->done_r = -1;
 	for (int i = 0; i < s->ncg; i++)
 		free(s->cg[i]);
 	drop_holds(s);
@@ -1671,6 +1647,11 @@ static int wait_quietly(struct se_runner *s, int pid, int listener, int *status)
 				*status = prog;
 				return 1;
 			}
+			if (got == 1 && c > 0 && c < 32) {
+				/* The program stopped (se_init.say_stops). */
+				se_term_follow_stop(&s->term, c);
+				continue;
+			}
 			if (got != -1 || errno != EINTR) { /* EOF: the init exited without the word */
 				close(s->done_r);
 				s->done_r = -1;
@@ -1685,7 +1666,7 @@ static int wait_quietly(struct se_runner *s, int pid, int listener, int *status)
 					if (buf[i] == SIGCHLD)
 						child = 1;
 					else
-						forward(pid, buf[i]);
+						forward(s, pid, buf[i]);
 				}
 			}
 			if (child) {
@@ -1713,11 +1694,12 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 	s.r = r;
 	s.h = h;
 	s.v2_fd = s.procs_fd = s.ruleset = s.notify_parent = s.notify_child = -1;
-	s.sig_r = s.sig_w = s.guard_w = s.oom_fd = s.fg_tty = s.done_r = -1;
+	s.sig_r = s.sig_w = s.guard_w = s.oom_fd = s.done_r = -1;
 	s.v2_index = -1;
 	for (int i = 0; i < SE_MAX_CLAIMS; i++)
 		s.lock[i] = -1;
-	h->pid = h->pidfd = h->listener_fd = h->sig_r = h->sig_w = h->guard_w = h->fg_tty = -1;
+	h->pid = h->pidfd = h->listener_fd = h->sig_r = h->sig_w = h->guard_w = h->notes_fd = -1;
+	h->term.fd = -1;
 	h->started_ns = se_now_ns();
 	int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 
@@ -1799,6 +1781,7 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 		goto fallback;
 	h->pid = (int)pid;
 	h->program_ns = se_now_ns();
+	se_term_started(&s.term);
 	se_phase("start");
 	close(s.ruleset);
 	s.ruleset = -1;
@@ -1815,7 +1798,7 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 			return hand_over(&s, SE_HO_NOTIFY);
 	}
 	for (int i = 0; i < s.nearly; i++)
-		forward((int)pid, s.early[i]);
+		forward(&s, (int)pid, s.early[i]);
 	if (oom_watch(&s) != 0)
 		return hand_over(&s, SE_HO_OOM);
 	int status = 0;
@@ -1862,8 +1845,7 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 		close(listener);
 	if (h->pidfd >= 0)
 		close(h->pidfd);
-	if (s.fg_tty >= 0)
-		give_foreground_back(s.fg_tty);
+	se_term_restore(&s.term);
 	if (s.oom_fd >= 0)
 		close(s.oom_fd);
 	s.oom_fd = -1;

@@ -124,7 +124,11 @@ type Request struct {
 	// program as its own child (PID 2), forwards to it the signals sent to
 	// the init from outside, reaps orphans, and exits when the program
 	// does, which ends everything left in the namespace. Process.Status
-	// then tells the program's own wait status.
+	// then tells the program's own wait status. The program stays in the
+	// caller's session and process group when one of its standard
+	// descriptors is the caller's controlling terminal, and leads a session
+	// of its own, with no controlling terminal, otherwise (se_own_session
+	// in stage.c); the init leaves the caller's session.
 	Init bool
 	// DropCapabilities empties every capability set of the program and
 	// its bounding set, and sets and locks the securebits that stop a
@@ -132,15 +136,20 @@ type Request struct {
 	// SECBIT_NO_SETUID_FIXUP, SECBIT_KEEP_CAPS off,
 	// SECBIT_NO_CAP_AMBIENT_RAISE).
 	DropCapabilities bool
-	// TakeForeground, with Init, says that TTY is a terminal whose
-	// foreground process group is the caller's: the program then leads a
-	// process group of its own and takes the terminal's foreground (a
-	// job-control shell in a PID namespace cannot name the caller's group,
-	// and fails when it restores it), and the init passes signals on to
-	// that group. Otherwise the program stays in the caller's process
-	// group. The caller gives the foreground back when the run ends.
+	// TakeForeground, with Init, says that TTY (one of fds 0-2) is the
+	// caller's controlling terminal and the caller's group its foreground
+	// group: the program then leads a group of its own and takes the
+	// terminal's foreground (a job-control shell it runs can name that
+	// group and give the terminal back to it), and the init says its stops
+	// (Process.Notes), which the caller follows (Terminal.FollowStop).
 	TakeForeground bool
 	TTY            int
+	// Linked, with TakeForeground, says the caller's group is not
+	// orphaned (a job-control shell's job): the init then keeps the
+	// program's group from being orphaned too, so that its stops are
+	// delivered and followed. Otherwise the kernel discards them as it
+	// would a plain exec's.
+	Linked bool
 	// Ops run in order after the cgroup joins.
 	Ops []Op
 	// Trial makes the child exit with status 0 right after Ops (and the
@@ -191,6 +200,10 @@ type Process struct {
 	// PidFD is a pidfd for the child (close-on-exec), or -1 when the kernel
 	// could not give one. The caller owns it.
 	PidFD int
+	// Notes is where the init says each stop of a program that took the
+	// terminal (Request.TakeForeground): the stopping signal, one byte. -1
+	// otherwise. The caller owns it.
+	Notes int
 
 	init *C.struct_se_init
 }
@@ -315,7 +328,7 @@ func Start(req *Request) (*Process, error) {
 	if pid < 0 {
 		return nil, &Error{Step: StepClone, Errno: syscall.Errno(-pid)}
 	}
-	p := &Process{Pid: int(pid), PidFD: int(r.pidfd), init: init}
+	p := &Process{Pid: int(pid), PidFD: int(r.pidfd), Notes: int(r.ready_r), init: init}
 	if r.used_clone3 == 0 {
 		p.PidFD = -1
 	}
@@ -412,6 +425,7 @@ func fillProgram(a *arena, r *C.struct_se_req, req *Request) {
 	r.fg_tty = -1
 	if req.Init && req.TakeForeground {
 		r.fg_tty = C.int(req.TTY)
+		r.fg_linked = cbool(req.Linked)
 	}
 	r.drop_caps = cbool(req.DropCapabilities)
 	r.pdeathsig = C.int(req.Pdeathsig)

@@ -80,13 +80,12 @@ func (s *session) adopt(h *spawn.Handover) Result {
 		s.mediator = sockmed.New(s.mediatorConfig(s.tmp))
 	}
 
-	r := running{proc: h.Proc}
+	r := running{proc: h.Proc, stops: followStops(h.Proc)}
 	if h.Proc.PidFD >= 0 {
 		defer unix.Close(h.Proc.PidFD)
 	}
-	if h.FgTTY >= 0 {
-		defer giveForegroundBack(h.FgTTY)
-	}
+	s.term = h.Terminal
+	defer s.term.Restore()
 	r.reaper = newReaper(h.Proc.Pid)
 	go r.reaper.loop(s.sig.Child, s.sig.Stopped)
 	r.tree = &tree{self: os.Getpid(), group: s.group, reaped: r.reaper.done}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
@@ -89,7 +88,7 @@ type CgroupResult struct {
 }
 
 // forwarded are the signals passed on to the program.
-var forwarded = []syscall.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
+var forwarded = []syscall.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT}
 
 // CaughtSignals are the signals the caller of Run catches for it (see
 // Signals): the ones passed on to the program, and SIGCHLD.
@@ -166,6 +165,9 @@ type session struct {
 	mediator *sockmed.Mediator
 
 	degradations []string
+
+	// The caller's terminal as the run found it (terminal.go).
+	term *spawn.Terminal
 }
 
 // log is the run's logger (silent unless one was given).
@@ -490,10 +492,11 @@ func (s *session) supervise() Result {
 	if refused != nil {
 		return *refused
 	}
+	// The terminal the program may change while it runs goes back as it
+	// was once the tree is gone.
+	s.term = spawn.SaveTerminal()
+	defer s.term.Restore()
 	req := s.request()
-	if req.TakeForeground {
-		defer giveForegroundBack(req.TTY)
-	}
 	r, failed := s.start(req)
 	if failed != nil {
 		return *failed
@@ -585,8 +588,8 @@ func (s *session) request() *spawn.Request {
 		req.Init = s.view.Init
 		req.Ops = append(slices.Clip(s.view.Ops), s.pr.freshRules...)
 		req.ProxySock = s.proxyChild
-		if tty, ok := foregroundTTY(); ok && req.Init {
-			req.TakeForeground, req.TTY = true, tty
+		if tty, linked, ok := s.term.Foreground(); ok && req.Init {
+			req.TakeForeground, req.TTY, req.Linked = true, tty, linked
 		}
 	}
 	for _, l := range s.rlimits {
@@ -601,6 +604,7 @@ type running struct {
 	proc   *spawn.Process
 	reaper *reaper
 	tree   *tree
+	stops  <-chan syscall.Signal // the program's stops to follow (followStops), or nil
 }
 
 // start starts the child and, once its program runs, what observes it;
@@ -614,6 +618,10 @@ func (s *session) start(req *spawn.Request) (r running, failed *Result) {
 		return r, &res
 	}
 	s.log().Info("started", "pid", r.proc.Pid, "program", s.pr.Argv)
+	if err == nil {
+		s.term.Started()
+		r.stops = followStops(r.proc)
+	}
 	r.reaper = newReaper(r.proc.Pid)
 	go r.reaper.loop(s.sig.Child, s.sig.Stopped)
 	r.tree = &tree{self: os.Getpid(), group: s.group, reaped: r.reaper.done}
@@ -669,15 +677,22 @@ func (s *session) watch(r running, early []syscall.Signal, started time.Time, cp
 	var killTimer <-chan time.Time
 	var ending Ending
 	for _, sg := range early {
-		s.log().Info("signal", "signal", sg.String(), "forwarded", forward(pid, sg))
+		s.log().Info("signal", "signal", sg.String(), "forwarded", s.forward(pid, sg))
 	}
 	canceled := s.ctx.Done()
+	stops := r.stops
 	for {
 		select {
 		case status := <-r.reaper.main:
 			return ending, status
 		case sig := <-s.sig.C:
-			s.log().Info("signal", "signal", sig.String(), "forwarded", forward(pid, sig))
+			s.log().Info("signal", "signal", sig.String(), "forwarded", s.forward(pid, sig))
+		case sig, ok := <-stops:
+			if !ok {
+				stops = nil
+			} else if s.term.FollowStop(sig) {
+				s.log().Info("followed the program's stop", "signal", sig.String())
+			}
 		case <-timeout.C:
 			if ending == "" {
 				s.log().Warn("timeout", "seconds", p.Limits.TimeoutSeconds)
@@ -819,45 +834,6 @@ func makeSharedTmp(dir string) error {
 		return fmt.Errorf("private temp dir: %w", err)
 	}
 	return nil
-}
-
-// forward passes a signal the supervisor received on to the program, and
-// says whether it did. SIGINT and SIGQUIT typed at a terminal reach the
-// whole foreground process group, the program included: passing them on
-// again would deliver them twice.
-func forward(pid int, sig syscall.Signal) bool {
-	if (sig == unix.SIGINT || sig == unix.SIGQUIT) && inForeground() {
-		return false
-	}
-	return unix.Kill(pid, sig) == nil
-}
-
-// inForeground reports whether this process's group is the foreground group
-// of the terminal on one of its standard fds.
-func inForeground() bool {
-	_, ok := foregroundTTY()
-	return ok
-}
-
-// foregroundTTY returns the first standard fd that is a terminal, and
-// whether this process's group is that terminal's foreground group.
-func foregroundTTY() (int, bool) {
-	pgrp := unix.Getpgrp()
-	for fd := 0; fd < 3; fd++ {
-		if fg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil {
-			return fd, fg == pgrp
-		}
-	}
-	return -1, false
-}
-
-// giveForegroundBack makes this process's group the foreground group of
-// tty again, after a program that took it ended. SIGTTOU, which a
-// background group gets for that, is ignored for the call.
-func giveForegroundBack(tty int) {
-	signal.Ignore(unix.SIGTTOU)
-	defer signal.Reset(unix.SIGTTOU)
-	_ = unix.IoctlSetPointerInt(tty, unix.TIOCSPGRP, unix.Getpgrp())
 }
 
 // reaper waits for every child of the supervisor: the program, and the
