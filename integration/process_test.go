@@ -82,16 +82,24 @@ func tag(t *testing.T) string {
 // exit may take a moment longer to go on a loaded machine.
 func processesTagged(tag string) []string {
 	var out []string
+	for _, pid := range taggedPIDs(tag) {
+		if exe, err := os.Readlink("/proc/" + pid + "/exe"); err == nil && filepath.Base(exe) == filepath.Base(binary) {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// taggedPIDs lists the pids whose command line holds tag, the helper's
+// own processes included.
+func taggedPIDs(tag string) []string {
+	var out []string
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !bytes.Contains(b, []byte(tag)) {
-			continue
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(b, []byte(tag)) {
+			out = append(out, e.Name())
 		}
-		if exe, err := os.Readlink("/proc/" + e.Name() + "/exe"); err == nil && filepath.Base(exe) == filepath.Base(binary) {
-			continue
-		}
-		out = append(out, e.Name())
 	}
 	return out
 }

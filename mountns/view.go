@@ -70,6 +70,13 @@ type Options struct {
 	// and cgroup namespaces, an init as PID 1, a fresh /proc that shows
 	// only the namespace's processes, and a minimal /dev.
 	Isolate bool
+	// Terminal says a standard descriptor of the program is a pty of the
+	// host's devpts: the private /dev binds that devpts, so that the
+	// terminal keeps its name. Without one, the program's /dev/pts is a
+	// devpts instance of its own, and the caller's terminal (which a
+	// program in a session of its own could otherwise open by its name
+	// and read) is not in its /dev.
+	Terminal bool
 }
 
 // ProxyListener is where the proxy's listener is made.
@@ -117,7 +124,7 @@ type View struct {
 	roots   []string     // the Plan's writable roots
 	masks   []spawn.Op   // the mounts that deny, decided once by Build
 	devices []string     // the device nodes of the private /dev, as found on the host
-	hostPts bool         // the host has a /dev/pts to bind
+	hostPts bool         // the host's /dev/pts is bound (Options.Terminal, and the host has one)
 }
 
 // Devices are the nodes of the program's /dev, bound from the host's when
@@ -229,8 +236,10 @@ func (v *View) findDevices() {
 			v.devices = append(v.devices, d)
 		}
 	}
-	_, err := fsdeps.Stat("/dev/pts/ptmx")
-	v.hostPts = err == nil
+	if v.opts.Terminal {
+		_, err := fsdeps.Stat("/dev/pts/ptmx")
+		v.hostPts = err == nil
+	}
 }
 
 // assemble writes the view's operations from its options and decisions:
@@ -356,9 +365,10 @@ func (v *View) scratchCaches() {
 
 // privateDevAndProc adds the operations that replace /dev with a tmpfs
 // holding only the host's Devices (bound, so that they stay the same
-// devices with the same Landlock rules), the host's devpts (the caller's
-// terminal keeps its name, so tty, ttyname and job control work as
-// outside; without it, a new devpts instance), a /dev/shm of its own and
+// devices with the same Landlock rules), the host's devpts where the
+// program's stdio is one of its ptys (the caller's terminal keeps its
+// name, so tty, ttyname and job control work as outside; otherwise a new
+// devpts instance: Options.Terminal), a /dev/shm of its own and
 // the usual links, read-only; and /proc with a procfs of the child's PID
 // namespace, read-only as the rest of the view. Device mounts are cloned
 // into slots from slot on.

@@ -173,7 +173,7 @@ func TestSeccompStrictProfile(t *testing.T) {
 		"clone3/errnoENOSYS",
 		"pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "chroot",
 		"io_uring_setup", "io_uring_enter", "io_uring_register",
-		"ioctl(args)", "ioctl(args)", "ioctl(args)", "ioctl(args)", "ioctl(args)", "open_by_handle_at",
+		"ioctl(args)", "ioctl(args)", "ioctl(args)", "ioctl(args)", "ioctl(args)", "ioctl(args)", "ioctl(args)", "open_by_handle_at",
 		"fanotify_init", "syslog", "clock_adjtime", "sethostname", "setdomainname", "vhangup", "pidfd_getfd", "quotactl_fd",
 		"socket(args)", "socket(args)",
 	}
@@ -265,7 +265,7 @@ func TestSeccompHostCalls(t *testing.T) {
 					t.Errorf("%+v %s: %s allowed", prof, mode, s)
 				}
 			}
-			for _, req := range []uint64{unix.TIOCCONS, unix.TIOCVHANGUP, userfaultfdIocNew, 1<<32 | unix.TIOCCONS, 0xdead<<48 | unix.TIOCVHANGUP, 1<<63 | userfaultfdIocNew} {
+			for _, req := range []uint64{unix.TIOCCONS, unix.TIOCVHANGUP, unix.TIOCSETD, unix.TIOCEXCL, userfaultfdIocNew, 1<<32 | unix.TIOCCONS, 0xdead<<48 | unix.TIOCVHANGUP, 1<<40 | unix.TIOCSETD, 1<<63 | unix.TIOCEXCL, 1<<63 | userfaultfdIocNew} {
 				if !denies(sc.Rules, "ioctl", 1, req) {
 					t.Errorf("%+v: ioctl %#x allowed", prof, req)
 				}
@@ -307,7 +307,8 @@ func TestSeccompOrdinaryCallsAllowed(t *testing.T) {
 		}
 		for _, a := range [][]uint64{
 			{0, unix.TIOCSCTTY, 0}, {0, unix.TIOCSCTTY, 1}, {0, unix.TIOCGWINSZ}, {0, unix.TIOCSWINSZ}, {0, unix.TCGETS}, {0, unix.TCSETS},
-			{0, unix.TIOCGPGRP}, {0, unix.TIOCSPGRP}, {0, unix.TIOCOUTQ}, {0, unix.TIOCGSID}, {0, unix.TIOCEXCL}, {unix.TIOCCONS, 0}, {0, 0xaa01},
+			{0, unix.TIOCGPGRP}, {0, unix.TIOCSPGRP}, {0, unix.TIOCOUTQ}, {0, unix.TIOCGSID}, {0, unix.TIOCNXCL}, {0, unix.TIOCGEXCL},
+			{0, unix.TIOCGETD}, {0, unix.TCXONC}, {unix.TIOCCONS, 0}, {unix.TIOCSETD, 0}, {0, 0xaa01},
 		} {
 			if denies(rules, "ioctl", a...) {
 				t.Errorf("ioctl %#x denied", a)

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "stage.h"
+#include "term.h"
 
 #define SE_RCP_MAGIC "SE-RCP-1"
 /* Bumped whenever the layout or meaning of a field changes. */

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "phases.h"
 #include "recipe.h"
+#include "term.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -199,9 +200,10 @@ struct se_runner {
 	int oom_fd;
 	/* The ready pipe's read end, kept while the program runs under an
 	 * init that says 'D' on it when the tree is gone (se_init.say_done),
-	 * or -1. */
+	 * or the program's stops (se_init.say_stops); or -1. */
 	int done_r;
-	int fg_tty;
+	/* The caller's terminal as the run found it, put back at its end. */
+	struct se_term term;
 	int early[16];
 	int nearly;
 
@@ -1270,33 +1272,16 @@ static void undo(struct se_runner *s)
 
 /* ---- signals ---- */
 
-static int in_foreground(void)
+/* forward passes a caught signal on to the init (or the program), but
+ * for one the terminal gave the program too. A SIGCONT (fg or bg after a
+ * stop) continues a program that took the terminal at once, giving it the
+ * terminal back where the caller's shell gave it to this process's group. */
+static void forward(struct se_runner *s, int pid, int sig)
 {
-	pid_t pgrp = getpgrp();
-	for (int fd = 0; fd < 3; fd++) {
-		pid_t fg;
-		if (ioctl(fd, TIOCGPGRP, &fg) == 0)
-			return fg == pgrp;
-	}
-	return 0;
-}
-
-static int foreground_tty(void)
-{
-	pid_t pgrp = getpgrp();
-	for (int fd = 0; fd < 3; fd++) {
-		pid_t fg;
-		if (ioctl(fd, TIOCGPGRP, &fg) == 0)
-			return fg == pgrp ? fd : -1;
-	}
-	return -1;
-}
-
-static void forward(int pid, int sig)
-{
-	if ((sig == SIGINT || sig == SIGQUIT) && in_foreground())
+	if (sig == SIGCONT && se_term_continue(&s->term))
 		return;
-	kill(pid, sig);
+	if (!se_term_shared_signal(sig))
+		kill(pid, sig);
 }
 
 static int terminating(int sig)
@@ -1313,7 +1298,7 @@ static int terminating(int sig)
  * passes each on to the runner, one byte on the service's sig pipe
  * (spawn/signals.go). Either way the runner alone decides what to do with
  * them. */
-static const int se_forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+static const int se_forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
 #define SE_NFORWARDED ((int)(sizeof se_forwarded / sizeof se_forwarded[0]))
 
 static void forwarded_set(sigset_t *set)
@@ -1556,8 +1541,11 @@ static long child_request(struct se_runner *s, char *const *argv)
 	q->clone_fallback = r->clone_fallback;
 	q->prog_clone_fallback = r->prog_clone_fallback;
 	q->drop_caps = r->drop_caps;
-	q->fg_tty = r->init ? foreground_tty() : -1;
-	s->fg_tty = q->fg_tty;
+	/* The terminal as the run found it; with an init, a program on the
+	 * caller's foreground terminal takes it (se_place_program). */
+	se_term_save(&s->term);
+	q->fg_tty = r->init && s->term.pgrp ? s->term.fd : -1;
+	q->fg_linked = s->term.linked;
 	q->ruleset_fd = s->ruleset;
 	q->ruleset_flags = r->ll_restrict_flags;
 	q->bpf = r->bpf.n ? (const char *)r + r->bpf.off : NULL;
@@ -1741,17 +1729,6 @@ static long finish_child(struct se_runner *s, char *const *argv)
 }
 
 /* ---- waiting ---- */
-
-static void give_foreground_back(int tty)
-{
-	struct sigaction ign, old;
-	memset(&ign, 0, sizeof ign);
-	ign.sa_handler = SIG_IGN;
-	sigaction(SIGTTOU, &ign, &old);
-	pid_t pgrp = getpgrp();
-	ioctl(tty, TIOCSPGRP, &pgrp);
-	sigaction(SIGTTOU, &old, NULL);
-}
 
 static int oom_watch(struct se_runner *s)
 {
@@ -2229,6 +2206,11 @@ static int wait_end(struct se_runner *s, int *status)
 				*status = prog;
 				return 1;
 			}
+			if (got == 1 && c > 0 && c < 32) {
+				/* The program stopped (se_init.say_stops). */
+				se_term_follow_stop(&s->term, c);
+				continue;
+			}
 			if (got != -1 || errno != EINTR) { /* EOF: the init exited without the word */
 				close(s->done_r);
 				s->done_r = -1;
@@ -2237,7 +2219,7 @@ static int wait_end(struct se_runner *s, int *status)
 		if ((si >= 0 && (p[si].revents & POLLIN)) || (gi >= 0 && (p[gi].revents & POLLIN))) {
 			int sig;
 			while ((sig = next_signal(s)) != 0)
-				forward(s->pid, sig);
+				forward(s, s->pid, sig);
 		}
 		if (p[ci].revents & POLLIN) {
 			siginfo_t info;
@@ -2294,8 +2276,7 @@ static __attribute__((noreturn)) void finish(struct se_runner *s, int waited, in
 	if (s->oom_fd >= 0)
 		close(s->oom_fd);
 	s->oom_fd = -1;
-	if (s->fg_tty >= 0)
-		give_foreground_back(s->fg_tty);
+	se_term_restore(&s->term);
 	int ending = ending_of(s, status);
 	int code = exit_code(ending, status);
 	if (s->serving) {
@@ -2357,7 +2338,7 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 	s->svc = svc;
 	s->v2_fd = s->procs_fd = s->ruleset = s->notify_parent = s->notify_child = -1;
 	s->proxy_parent = s->proxy_child = s->sigfd = -1;
-	s->guard_w = s->oom_fd = s->fg_tty = s->done_r = s->pidfd = s->listener = s->proxy_l = s->layers = -1;
+	s->guard_w = s->oom_fd = s->done_r = s->pidfd = s->listener = s->proxy_l = s->layers = -1;
 	s->v2_index = -1;
 	for (int i = 0; i < SE_MAX_CLAIMS; i++)
 		s->lock[i] = -1;
@@ -2471,6 +2452,7 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 	s->program_ns = se_now_ns();
 	if (s->pidfd < 0)
 		s->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	se_term_started(&s->term);
 	se_phase("start");
 	close(s->ruleset);
 	s->ruleset = -1;
@@ -2481,7 +2463,7 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 		close(s->proxy_child);
 	s->proxy_child = -1;
 	for (int i = 0; i < s->nearly; i++)
-		forward(s->pid, s->early[i]);
+		forward(s, s->pid, s->early[i]);
 	if (s->pidfd < 0) {
 		/* Without a pidfd (before 5.3) nothing here can wait for the
 		 * child without SIGCHLD: end it. */

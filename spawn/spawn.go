@@ -125,7 +125,11 @@ type Request struct {
 	// program as its own child (PID 2), forwards to it the signals sent to
 	// the init from outside, reaps orphans, and exits when the program
 	// does, which ends everything left in the namespace. Process.Status
-	// then tells the program's own wait status.
+	// then tells the program's own wait status. The program stays in the
+	// caller's session and process group when one of its standard
+	// descriptors is the caller's controlling terminal, and leads a session
+	// of its own, with no controlling terminal, otherwise (se_own_session
+	// in stage.c); the init leaves the caller's session.
 	Init bool
 	// DropCapabilities empties every capability set of the program and
 	// its bounding set, and sets and locks the securebits that stop a
@@ -133,15 +137,6 @@ type Request struct {
 	// SECBIT_NO_SETUID_FIXUP, SECBIT_KEEP_CAPS off,
 	// SECBIT_NO_CAP_AMBIENT_RAISE).
 	DropCapabilities bool
-	// TakeForeground, with Init, says that TTY is a terminal whose
-	// foreground process group is the caller's: the program then leads a
-	// process group of its own and takes the terminal's foreground (a
-	// job-control shell in a PID namespace cannot name the caller's group,
-	// and fails when it restores it), and the init passes signals on to
-	// that group. Otherwise the program stays in the caller's process
-	// group. The caller gives the foreground back when the run ends.
-	TakeForeground bool
-	TTY            int
 	// Ops run in order after the cgroup joins.
 	Ops []Op
 	// Trial makes the child exit with status 0 right after Ops (and the
@@ -407,10 +402,7 @@ func fillProgram(a *arena, r *C.struct_se_req, req *Request) {
 	r.njoin = C.int(len(req.JoinFDs))
 	r.ns_flags = C.ulong(req.NamespaceFlags)
 	r.unshare_flags = C.ulong(req.UnshareFlags)
-	r.fg_tty = -1
-	if req.Init && req.TakeForeground {
-		r.fg_tty = C.int(req.TTY)
-	}
+	r.fg_tty = -1 // the runner's runs take the terminal (child_request in runner.c)
 	r.drop_caps = cbool(req.DropCapabilities)
 	r.pdeathsig = C.int(req.Pdeathsig)
 	if req.Init {

@@ -810,7 +810,14 @@ static long se_clone(struct se_clone_args *args, int fallback, int (*fn)(void *)
 		return pid;
 	*clone3 = 0;
 	long flags = (long)(args->flags & 0xffffffffULL & ~SE_CLONE_PIDFD) | (long)args->exit_signal;
-	return se_clone_call(SYS_clone, flags, (long)(args->stack + args->stack_size), (long)args->parent_tid, 0, 0, fn, arg);
+	long stack = (long)(args->stack + args->stack_size);
+	/* The legacy clone's last two arguments differ: x86_64 takes the
+	 * child's tid address before tls, aarch64 after it. */
+#if defined(__x86_64__)
+	return se_clone_call(SYS_clone, flags, stack, (long)args->parent_tid, (long)args->child_tid, 0, fn, arg);
+#else
+	return se_clone_call(SYS_clone, flags, stack, (long)args->parent_tid, 0, (long)args->child_tid, fn, arg);
+#endif
 }
 
 /*
@@ -903,16 +910,54 @@ static void se_undumpable(struct se_req *r)
 	SYS2(SYS_prctl, SE_PR_SET_DUMPABLE, 0);
 }
 
-static void se_take_foreground(struct se_req *r)
+/* Where the program goes among the caller's process groups and sessions.
+ * Where the caller's group has the terminal on the program's stdio (fg_tty),
+ * the program leads a group of its own and takes the terminal's foreground,
+ * as a job-control shell gives each job a group: a shell the program runs
+ * can then name the group it found and give the terminal back to it when
+ * it is done (the caller's group has no number in the program's PID
+ * namespace: dash, for one, fails its exit on that). Its stops are the
+ * supervisor's to follow (se_init.say_stops). Otherwise, when one of its
+ * standard descriptors is the caller's controlling terminal (TIOCGPGRP
+ * answers only on that one), it stays in the caller's group, whose job
+ * control is then the kernel's, as a plain exec's. Otherwise it leads a
+ * session of its own, which has no controlling terminal: /dev/tty cannot
+ * reach the caller's (ENXIO). In its own group the init signals the whole
+ * group (prog_group), the processes the caller's group would have held. */
+static void se_place_program(struct se_req *r)
 {
-	if (r->fg_tty < 0)
-		return;
-	int pgrp = (int)SYS0(SYS_getpid);
-	long ret = SYS2(SYS_setpgid, 0, 0);
-	if (ret >= 0)
-		ret = SYS3(SYS_ioctl, r->fg_tty, TIOCSPGRP, &pgrp);
+	int pgrp;
+	long ret;
+	if (r->fg_tty >= 0) {
+		pgrp = (int)SYS0(SYS_getpid);
+		ret = SYS2(SYS_setpgid, 0, 0);
+		if (ret >= 0)
+			ret = SYS3(SYS_ioctl, r->fg_tty, TIOCSPGRP, &pgrp);
+	} else {
+		for (int fd = 0; fd < 3; fd++)
+			if (SYS3(SYS_ioctl, fd, TIOCGPGRP, &pgrp) == 0)
+				return;
+		ret = SYS0(SYS_setsid);
+	}
 	if (ret < 0)
 		se_fail(r, SE_STEP_SIGNALS, -2, ret);
+	r->init->prog_group = 1;
+}
+
+/* Where the caller's group is orphaned and the program took the terminal
+ * in a group of its own, it runs nothing of its own until the init has
+ * left the caller's session (se_start_program): in the meantime the init
+ * there would keep the program's group from being orphaned, and a Ctrl-Z
+ * typed then would stop what the kernel discards for a plain exec. Every
+ * signal is still blocked here (the init's mask, until se_restore_signals):
+ * one sent meanwhile is taken, or discarded, after the wait. */
+static void se_wait_init(struct se_req *r)
+{
+	struct se_init *g = r->init;
+	if (r->fg_tty < 0 || r->fg_linked)
+		return;
+	while (!g->left)
+		SYS4(SYS_futex, &g->left, SE_FUTEX_WAIT, 0, 0);
 }
 
 /* Every fd above 2 closes at exec, except the ones kept on purpose: an fd
@@ -1032,7 +1077,7 @@ static se_step_fn *const se_direct[] = {
  * one where clone3 could do that), makes the late namespaces, drops every
  * capability, and goes on as any program. */
 static se_step_fn *const se_under_init[] = {
-	se_join_cgroups, se_unshare_late, se_drop_capabilities, se_take_foreground, se_close_fds,
+	se_join_cgroups, se_unshare_late, se_drop_capabilities, se_place_program, se_wait_init, se_close_fds,
 	se_no_new_privs, se_restrict_landlock, se_load_seccomp, se_restore_signals, se_exec_program,
 };
 
@@ -1047,20 +1092,51 @@ static int se_program_main(void *arg)
  * se_init).
  */
 
+/* Out of the caller's process group, which the program may stay in: a
+ * signal sent to the group (a terminal's Ctrl-C, the caller's killpg)
+ * reaches the program once, not again through this process. Where the
+ * program took the terminal in a group of its own (fg_tty) and the
+ * caller's group is a job-control shell's job (fg_linked), this process
+ * leads another group of the caller's session, so that the program's group
+ * is not orphaned either: its stops are delivered, and the supervisor
+ * follows them (the job stops, the shell takes its terminal back). Where
+ * the caller's group is orphaned (VT Code's PTY session leader's is), or
+ * the program stays in it, this process leaves the caller's session: in
+ * another session it does not count for the orphaned-group rule, and the
+ * kernel discards the program's tty stops exactly where it would a plain
+ * exec's. */
+static void se_leave_group(struct se_req *r)
+{
+	if (r->fg_tty >= 0 && r->fg_linked)
+		SYS2(SYS_setpgid, 0, 0);
+	else
+		SYS0(SYS_setsid);
+}
+
 /* The program, as PID 2, on the request's stack, born into the run's
  * cgroup: the init stays in the supervisor's, so that an OOM kill in the
  * run's group never picks it (the kernel kills every process sharing a
- * victim's memory, and this one shares the supervisor's). The init waits
- * (CLONE_VFORK) until the program has execed or failed. With a seccomp
- * listener to pass on, the program shares the init's file table until its
- * exec (which unshares it), so that the listener it makes stays here. */
+ * victim's memory, and this one shares the supervisor's). The init leaves
+ * the caller's group (se_leave_group) while the program's steps run, then
+ * waits until the program has execed or failed: the kernel clears and
+ * wakes prog_tid when the program's memory is released, at its exec or its
+ * exit (CLONE_CHILD_CLEARTID, the wait of vfork without the suspension,
+ * which would keep the init in the caller's group until the exec). With a
+ * seccomp listener to pass on, the program shares the init's file table
+ * until its exec (which unshares it), so that the listener it makes stays
+ * here. */
 static void se_start_program(struct se_req *r)
 {
 	uintptr_t top = ((uintptr_t)r->stack + r->stack_size) & ~(uintptr_t)15;
 	struct se_clone_args args;
+	struct se_init *g = r->init;
 	memset(&args, 0, sizeof args);
 	r->listener_fd = -1;
-	args.flags = CLONE_VM | CLONE_VFORK | SE_CLONE_CLEAR_SIGHAND | (r->notify_sock >= 0 ? CLONE_FILES : 0);
+	g->prog_group = 0; /* set by the program's se_place_program */
+	g->left = 0;
+	g->prog_tid = -1;
+	args.flags = CLONE_VM | CLONE_CHILD_CLEARTID | SE_CLONE_CLEAR_SIGHAND | (r->notify_sock >= 0 ? CLONE_FILES : 0);
+	args.child_tid = (uint64_t)(uintptr_t)&g->prog_tid;
 	args.exit_signal = SIGCHLD;
 	args.stack = (uint64_t)(uintptr_t)r->stack;
 	args.stack_size = (uint64_t)(top - (uintptr_t)r->stack);
@@ -1071,10 +1147,14 @@ static void se_start_program(struct se_req *r)
 	long pid = se_clone(&args, r->prog_clone_fallback, se_program_main, r, &r->prog_clone3);
 	if (pid < 0)
 		se_fail(r, SE_STEP_INIT, 0, pid);
+	se_leave_group(r);
+	g->left = 1;
+	SYS3(SYS_futex, &g->left, SE_FUTEX_WAKE, 1);
+	for (int tid; (tid = g->prog_tid) != 0;)
+		SYS4(SYS_futex, &g->prog_tid, SE_FUTEX_WAIT, tid, 0);
 	if (r->fail_step != SE_STEP_NONE) /* the program's steps failed; it has exited */
 		se_exit(se_exit_code(r, SE_STEP_INIT, 0));
-	r->init->prog_pid = (int)pid;
-	r->init->prog_group = r->fg_tty >= 0;
+	g->prog_pid = (int)pid;
 }
 
 /* The namespaces of ns_flags the clone did not make (SE_INIT_CLONE_NS):
@@ -1203,19 +1283,10 @@ static void se_pass_listener(struct se_req *r)
 		se_send_fd(r->notify_sock, r->listener_fd);
 }
 
-/* Out of the caller's process group, which the program stays in: a signal
- * sent to the group (a terminal's Ctrl-C, the caller's killpg) reaches the
- * program once, not again through this process. */
-static void se_leave_group(struct se_req *r)
-{
-	(void)r;
-	SYS2(SYS_setpgid, 0, 0);
-}
-
 /* The ready byte, written once the program runs. From here on the request
  * is freed: only the init's struct and its stack remain, and nothing of the
- * supervisor's stays open here but, with say_done, the ready pipe's write
- * end. */
+ * supervisor's stays open here but, with say_done or say_stops, the ready
+ * pipe's write end. */
 static void se_say_ready(struct se_req *r)
 {
 	struct se_init *g = r->init;
@@ -1223,7 +1294,7 @@ static void se_say_ready(struct se_req *r)
 	if (SYS3(SYS_write, g->ready_fd, &c, 1) != 1)
 		se_exit(se_exit_code(r, SE_STEP_INIT, 0)); /* the supervisor is gone */
 	unsigned int keep = (unsigned int)g->ready_fd;
-	if (!g->say_done) {
+	if (!g->say_done && !g->say_stops) {
 		SYS3(SE_NR_close_range, 0, ~0U, 0);
 		return;
 	}
@@ -1257,14 +1328,22 @@ static void se_say_done(struct se_init *g)
 }
 
 /* se_reap reaps every child that has exited; when the program is one of
- * them the init records its status and exits as it did. */
+ * them the init records its status and exits as it did. With say_stops, a
+ * stop of the program is said on the ready pipe: the signal's number, one
+ * byte (below 32: never 'R' or 'D'). */
 static void se_reap(struct se_init *g)
 {
 	for (;;) {
 		int st = 0;
-		long w = SYS4(SYS_wait4, -1, &st, WNOHANG | __WALL, 0);
+		long w = SYS4(SYS_wait4, -1, &st, WNOHANG | __WALL | (g->say_stops ? WUNTRACED : 0), 0);
 		if (w <= 0)
 			return;
+		if (WIFSTOPPED(st)) {
+			char c = (char)WSTOPSIG(st);
+			if (w == g->prog_pid)
+				SYS3(SYS_write, g->ready_fd, &c, 1); /* EPIPE (no SIGPIPE here): nobody follows */
+			continue;
+		}
 		if (w == g->prog_pid) {
 			g->prog_status = st;
 			g->done = 1;
@@ -1275,8 +1354,11 @@ static void se_reap(struct se_init *g)
 }
 
 /* se_forward_until_done is the init's life once the program runs: it
- * passes on what the supervisor (outside the namespace, so si_pid 0) sends
- * and reaps orphans until the program is gone. */
+ * passes on what the supervisor (outside the namespace, so si_pid 0; sent
+ * with kill, so si_code SI_USER) sends and reaps orphans until the program
+ * is gone. A terminal's signals (SI_KERNEL), which reach this process only
+ * while it is still in the caller's process group, reached the program
+ * themselves. */
 static __attribute__((noreturn)) void se_forward_until_done(struct se_init *g)
 {
 	uint64_t all = ~0ULL;
@@ -1285,7 +1367,7 @@ static __attribute__((noreturn)) void se_forward_until_done(struct se_init *g)
 		long sig = SYS4(SYS_rt_sigtimedwait, &all, &si, 0, 8);
 		if (sig == SIGCHLD)
 			se_reap(g);
-		else if (sig > 0 && si.si_pid == 0)
+		else if (sig > 0 && si.si_pid == 0 && si.si_code <= 0)
 			SYS2(SYS_kill, g->prog_group ? -g->prog_pid : g->prog_pid, sig);
 	}
 }
@@ -1296,7 +1378,7 @@ static __attribute__((noreturn)) void se_forward_until_done(struct se_init *g)
  * written), it prepares the namespace and starts the program. */
 static se_step_fn *const se_init_steps[] = {
 	se_set_pdeathsig, se_close_go_w, se_init_unshare, se_wait_ops, se_run_ops, se_set_rlimits,
-	se_hold, se_undumpable, se_start_program, se_init_drop_caps, se_pass_listener, se_leave_group,
+	se_hold, se_undumpable, se_start_program, se_init_drop_caps, se_pass_listener,
 	se_say_ready,
 };
 
@@ -1486,6 +1568,7 @@ long se_spawn_start(struct se_req *r)
 			return -e;
 		}
 		r->init->ready_fd = ready[1];
+		r->init->say_stops = r->fg_tty >= 0;
 		r->go_r = go[0];
 		r->go_w = go[1];
 	}
@@ -1564,9 +1647,9 @@ void se_spawn_finish(struct se_req *r, long pid, int go)
 		if (pid > 0)
 			while ((n = read(r->ready_r, &c, 1)) < 0 && errno == EINTR)
 				;
-		/* The program runs under an init that says when it is done:
-		 * the read end stays open, the caller's to close. */
-		if (n == 1 && c == 'R' && r->init && r->init->say_done)
+		/* The program runs under an init that says when it is done or
+		 * stopped: the read end stays open, the caller's to close. */
+		if (n == 1 && c == 'R' && r->init && (r->init->say_done || r->init->say_stops))
 			return;
 		close(r->ready_r);
 		r->ready_r = -1;

@@ -184,12 +184,15 @@ struct se_req {
 	/* Set: the program keeps no capability (every set and the bounding
 	 * set empty, securebits set and locked). */
 	int drop_caps;
-	/* With an init: a terminal whose foreground process group the
-	 * program takes, leading a group of its own in its PID namespace
-	 * (the caller's group has no number there, and job-control shells
-	 * restore the foreground group they found); or -1. */
+	/* With an init: the terminal on the program's stdio whose foreground
+	 * group is the caller's, or -1. The program then leads a group of its
+	 * own and takes the terminal's foreground, and the init says its
+	 * stops (se_init.say_stops): see se_place_program. */
 	int fg_tty;
-
+	/* With fg_tty: the caller's group is not orphaned (a job-control
+	 * shell's job): the init keeps the program's group from being
+	 * orphaned too (se_leave_group). */
+	int fg_linked;
 	int ruleset_fd; /* Landlock ruleset, or -1 */
 	uint32_t ruleset_flags;
 
@@ -250,8 +253,17 @@ struct se_init {
 	 * to know the tree is gone; the caller keeps the read end (see
 	 * se_spawn_finish). */
 	int say_done;
+	/* Set by se_spawn_start when the program takes the terminal
+	 * (fg_tty): the init keeps ready_fd once the program runs, and writes
+	 * on it the signal that stopped the program, one byte, each time it
+	 * stops; the caller follows the stop (term.h) and continues it. */
+	int say_stops;
 	volatile int prog_pid;     /* the program's pid in the namespace */
-	int prog_group;            /* it leads its own process group: signals go to the group */
+	/* Cleared and woken by the kernel at the program's exec or exit
+	 * (CLONE_CHILD_CLEARTID): the init waits on it. */
+	volatile int prog_tid;
+	volatile int left;         /* the init has left the caller's group (se_leave_group) */
+	int prog_group;            /* it leads a group of its own (se_place_program): signals go to the group */
 	volatile int prog_status;  /* its wait status, once done */
 	volatile int done;
 	/* An early init's copies of the caller's cgroup fds (early_init). */

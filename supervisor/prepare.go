@@ -13,6 +13,7 @@ import (
 
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -700,11 +701,18 @@ func withStateProtected(p *policy.Plan, dirs []string) *policy.Plan {
 	return &c
 }
 
+// onHostPty reports whether a standard descriptor of the helper, and so of
+// the program, is a pty of the host's devpts: the Plan's writable devices
+// hold the terminals on descriptors 0-2 (policy.Inputs.TerminalDevices).
+func onHostPty(p *policy.Plan) bool {
+	return slices.ContainsFunc(p.Filesystem.WritableDevices, func(d string) bool { return strings.HasPrefix(d, "/dev/pts/") })
+}
+
 // viewOptions are the mount namespace's options for this run, the private
 // temp dir and the proxy's listener included.
 func (pr *Prepared) viewOptions() mountns.Options {
 	o := mountns.Options{Privileged: pr.fs.namespaces.Privileged, UID: pr.facts.UID, GID: pr.facts.GID, Cwd: pr.cfg.Cwd,
-		Network: pr.net.netns, Isolate: pr.fs.namespaces.OK, PrivateTmp: pr.tmpDir}
+		Network: pr.net.netns, Isolate: pr.fs.namespaces.OK, PrivateTmp: pr.tmpDir, Terminal: onHostPty(pr.Plan)}
 	o.PrivateTmpBytes, _ = privateTmpSize(pr.Plan.Limits, pr.tmpfsMounts())
 	if pr.net.proxy && !pr.net.hostProxy {
 		o.Proxy = &mountns.ProxyListener{Port: ProxyPort}

@@ -66,6 +66,8 @@ static const char *errname(int e)
 	case ESRCH: return "ESRCH";
 	case EAGAIN: return "EAGAIN";
 	case ENOTTY: return "ENOTTY";
+	case ENXIO: return "ENXIO";
+	case EIO: return "EIO";
 	}
 	static char buf[32];
 	snprintf(buf, sizeof buf, "errno%d", e);
@@ -315,6 +317,19 @@ int main(int argc, char **argv)
 		char c = 'x';
 		return result(ioctl(0, TIOCSTI, &c));
 	}
+	/* The terminal on stdin: what a program may not do to the caller's. */
+	if (!strcmp(op, "tiocsetd") && a) {
+		int ldisc = atoi(a);
+		return result(ioctl(0, TIOCSETD, &ldisc));
+	}
+	if (!strcmp(op, "tiocexcl"))
+		return result(ioctl(0, TIOCEXCL));
+	if (!strcmp(op, "nonblock"))
+		return result(fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK));
+	/* Opens a terminal to read it (what stealing keystrokes takes),
+	 * without making it the controlling one or waiting on a modem line. */
+	if (!strcmp(op, "ttyopen") && a)
+		return result(open(a, O_RDONLY | O_NOCTTY | O_NONBLOCK));
 	if (!strcmp(op, "tiocsti-high")) {
 		/* Same request with garbage in the upper 32 bits. */
 		char c = 'x';
