@@ -97,5 +97,12 @@ type Options struct {
 }
 
 // NamePrefix starts the name of every cgroup this package creates, so stale
-// ones can be found (and removed) after a supervisor was killed.
+// ones can be found (and removed) after a supervisor was killed (the runner
+// names them: spawn.CgroupStale reads them).
 const NamePrefix = "sandbox-executable-"
+
+// SupervisorLeaf is the name of the cgroup a delegated supervisor moves
+// itself into so that its own cgroup may enable controllers (see New). It
+// carries the prefix but no pid, so CleanupStale never takes it for a
+// sandbox.
+const SupervisorLeaf = NamePrefix + "supervisor"

@@ -49,46 +49,6 @@ func TestKeyValue(t *testing.T) {
 	}
 }
 
-// TestNames: the names the runner gives groups (runner.c's make_name)
-// parse back.
-func TestNames(t *testing.T) {
-	n := NamePrefix + "1234-98765-4026531836-000000000abc"
-	if got, ok := parseName(n); !ok || got != (groupName{pid: 1234, start: 98765, pidNS: 4026531836}) {
-		t.Fatalf("parse = %+v %v", got, ok)
-	}
-	if got, ok := parseName(NamePrefix + "1234-98765-000000000abc"); !ok || got != (groupName{pid: 1234, start: 98765}) {
-		t.Fatalf("without a namespace = %+v %v", got, ok)
-	}
-	if got, ok := parseName(NamePrefix + "77-deadbeef"); !ok || got != (groupName{pid: 77}) {
-		t.Fatalf("short form = %+v %v", got, ok)
-	}
-	for _, bad := range []string{
-		"sandbox-executable", NamePrefix, NamePrefix + "supervisor", NamePrefix + "12", NamePrefix + "x-ab",
-		NamePrefix + "12-zz", NamePrefix + "12-1-2-3-4", NamePrefix + "12-1-x-3", NamePrefix + "12-1-0-3", NamePrefix + "-1-ab", NamePrefix + "+1-ab", NamePrefix + "12-",
-		NamePrefix + "0-ab", NamePrefix + "12-0-ab", "other-12-ab",
-	} {
-		if _, ok := parseName(bad); ok {
-			t.Errorf("parseName(%q) accepted", bad)
-		}
-	}
-}
-
-func TestSupervisorAlive(t *testing.T) {
-	pid, start, _ := selfID()
-	if start == 0 {
-		t.Fatal("no start time for this process")
-	}
-	if !supervisorAlive(pid, start) || !supervisorAlive(pid, 0) {
-		t.Fatal("this process is taken for dead")
-	}
-	if supervisorAlive(pid, start+1) {
-		t.Fatal("a reused pid (other start time) is taken for the supervisor")
-	}
-	if dead := deadPid(t); supervisorAlive(dead, 0) {
-		t.Fatalf("exited pid %d is taken for alive", dead)
-	}
-}
-
 // deadPid returns the pid of a process that has exited and been reaped.
 func deadPid(t *testing.T) int {
 	t.Helper()

@@ -3,6 +3,8 @@ package cgroups
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -24,7 +26,7 @@ func leftovers() []string {
 	if err != nil {
 		return nil
 	}
-	pid, _, _ := selfID()
+	prefix := NamePrefix + strconv.Itoa(os.Getpid()) + "-"
 	var parents []string
 	if h.V2 != nil {
 		if p, err := PlaceV2(h.V2, "", os.Geteuid()); err == nil {
@@ -40,7 +42,7 @@ func leftovers() []string {
 	for _, p := range parents {
 		ents, _ := os.ReadDir(p)
 		for _, e := range ents {
-			if n, ok := parseName(e.Name()); ok && n.pid == pid {
+			if strings.HasPrefix(e.Name(), prefix) {
 				left = append(left, p+"/"+e.Name())
 			}
 		}

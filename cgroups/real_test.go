@@ -10,6 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/procfs"
+	"sandbox-executable/spawn"
 )
 
 // These tests touch real cgroups, only below the default parents, and move
@@ -116,7 +121,7 @@ func TestCleanupStale(t *testing.T) {
 	}
 	parent := dirs[0].Parent
 	rnd := func() string { return strconv.FormatUint(rand.Uint64()&(1<<48-1), 16) }
-	_, start, ns := selfID()
+	start, ns := selfStartAndNS(t)
 	dead := deadPid(t)
 	names := map[string]bool{ // name: stale
 		NamePrefix + strconv.Itoa(dead) + "-" + rnd():                                                                                 true,
@@ -162,7 +167,7 @@ func TestCleanupStale(t *testing.T) {
 		}
 		return false
 	}
-	removed, err := CleanupStale(h, kill)
+	removed, err := CleanupStale(h, Sweeper{Stale: spawn.CgroupStale, Kill: kill})
 	if err != nil {
 		t.Logf("CleanupStale error (may concern groups of others): %v", err)
 	}
@@ -175,6 +180,20 @@ func TestCleanupStale(t *testing.T) {
 	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Errorf("the process in the stale group was not killed: %v", err)
 	}
+}
+
+// selfStartAndNS are this process's start time and pid namespace, as the
+// runner records them in a group's name.
+func selfStartAndNS(t *testing.T) (start, ns uint64) {
+	st, err := procfs.ReadStat(os.Getpid())
+	if err != nil || st.StartTime == 0 {
+		t.Fatalf("no start time for this process: %v", err)
+	}
+	var s unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &s); err != nil {
+		t.Fatal(err)
+	}
+	return st.StartTime, s.Ino
 }
 
 func BenchmarkDetect(b *testing.B) {

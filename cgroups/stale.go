@@ -4,11 +4,15 @@ import (
 	"errors"
 	"os"
 	"slices"
-
-	"golang.org/x/sys/unix"
-
-	"sandbox-executable/procfs"
 )
+
+// Sweeper is what CleanupStale asks of the runner, which names and ends a
+// run's groups: whether the group name is a run's whose supervisor is gone,
+// and how a group's processes are ended.
+type Sweeper struct {
+	Stale func(name string) bool
+	Kill  func(killFile string, procs []string) bool
+}
 
 // CleanupStale removes the groups that supervisors which are gone left
 // behind (a supervisor killed with SIGKILL cannot remove its own, and its
@@ -17,11 +21,12 @@ import (
 // cgroup in each v1 hierarchy with a controller New uses) for directories
 // named NamePrefix<pid>-...; a group is stale when no process has that pid,
 // the process is a zombie, or (when the name records it) the process has a
-// different start time, i.e. the pid was reused. Stale groups are ended by
-// kill, the way the runner and its guardian end a run's (spawn.KillCgroup:
-// cgroup.kill where there is one, then SIGKILL to every pid the procs files
-// list until they list none), and removed; removed lists their
-// directories.
+// different start time, i.e. the pid was reused. The runner names the
+// groups, and says which are stale (s.Stale, spawn.CgroupStale); stale
+// groups are ended by s.Kill, the way the runner and its guardian end a
+// run's (spawn.KillCgroup: cgroup.kill where there is one, then SIGKILL to
+// every pid the procs files list until they list none), and removed;
+// removed lists their directories.
 //
 // Limits: it assumes supervisors share this process's pid namespace, and it
 // finds v1 groups only under this process's own v1 cgroups (a supervisor
@@ -29,7 +34,7 @@ import (
 // cgroup2 group, which holds every process, is still found and killed).
 // Groups created under Options.Parent or with Options.Name are not looked
 // for.
-func CleanupStale(h *Host, kill func(killFile string, procs []string) bool) (removed []string, err error) {
+func CleanupStale(h *Host, s Sweeper) (removed []string, err error) {
 	if h == nil || h.Mode == Unavailable {
 		return nil, nil
 	}
@@ -37,7 +42,7 @@ func CleanupStale(h *Host, kill func(killFile string, procs []string) bool) (rem
 	var v2dirs, v1dirs []string
 	if h.V2 != nil {
 		if pl, err := PlaceV2(h.V2, "", os.Geteuid()); err == nil {
-			d, err := staleIn(pl.Parent)
+			d, err := staleIn(pl.Parent, s.Stale)
 			errs = append(errs, err)
 			v2dirs = d
 		}
@@ -51,7 +56,7 @@ func CleanupStale(h *Host, kill func(killFile string, procs []string) bool) (rem
 		if err != nil {
 			continue
 		}
-		d, err := staleIn(pl.Parent)
+		d, err := staleIn(pl.Parent, s.Stale)
 		errs = append(errs, err)
 		v1dirs = append(v1dirs, d...)
 	}
@@ -70,7 +75,7 @@ func CleanupStale(h *Host, kill func(killFile string, procs []string) bool) (rem
 		for _, s := range append(subs, d) {
 			procs = append(procs, s+"/cgroup.procs")
 		}
-		if !kill(killFile, procs) {
+		if !s.Kill(killFile, procs) {
 			errs = append(errs, errors.New("cgroups: stale group "+d+" still holds processes"))
 		}
 	}
@@ -97,7 +102,7 @@ func subdirsAll(dir string) ([]string, error) {
 }
 
 // staleIn lists the stale groups directly under parent.
-func staleIn(parent string) ([]string, error) {
+func staleIn(parent string, stale func(name string) bool) ([]string, error) {
 	ents, err := os.ReadDir(parent)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -107,33 +112,9 @@ func staleIn(parent string) ([]string, error) {
 	}
 	var out []string
 	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		n, ok := parseName(e.Name())
-		if !ok {
-			continue
-		}
-		if _, _, ns := selfID(); n.pidNS != 0 && ns != 0 && n.pidNS != ns {
-			continue // another pid namespace's: its pid means nothing in our /proc
-		}
-		if !supervisorAlive(n.pid, n.start) {
+		if e.IsDir() && stale(e.Name()) {
 			out = append(out, parent+"/"+e.Name())
 		}
 	}
 	return out, nil
-}
-
-// supervisorAlive reports whether the supervisor named in a group's name
-// still runs: its pid exists, is not a zombie, and (when recorded) started
-// at the recorded time. Unreadable /proc entries count as alive.
-func supervisorAlive(pid int, start uint64) bool {
-	st, err := procfs.ReadStat(pid)
-	if err != nil {
-		return !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ESRCH)
-	}
-	if st.State == 'Z' || st.State == 'X' {
-		return false
-	}
-	return start == 0 || st.StartTime == start
 }

@@ -29,7 +29,6 @@
 #include <stdint.h>
 
 #include "stage.h"
-#include "term.h"
 
 #define SE_RCP_MAGIC "SE-RCP-1"
 /* Bumped whenever the layout or meaning of a field changes. */
@@ -272,6 +271,21 @@ typedef int se_holds_fn(void *arg);
  * the init is cloned (it makes its namespaces meanwhile, and nothing
  * else until the runner's first go, which comes after the answer); on 0
  * the init is ended and the run falls back with h->stale set. */
+/* se_exec_paths lists the paths the child tries for the program name, in
+ * order, as execvp(3) searches: name alone when it has a slash; otherwise
+ * for each of the n PATH entries dirs (cleaned, "." for an empty one)
+ * dir/name, name alone for ".", /name for "/". NULL-terminated, each entry
+ * and the list malloc'd; NULL when out of memory. The one implementation:
+ * Go's report names the same paths through it (spawn.ExecPaths). */
+char **se_exec_paths(const char *const *dirs, size_t n, const char *name);
+
+/* se_cgroup_stale reports whether name is a run's group (the runner's
+ * make_name) whose supervisor is gone: no process has its pid, or a zombie
+ * does, or one that started at another time (the pid was reused). A name of
+ * another form, and a group of another pid namespace's supervisor, are not
+ * stale; nor is one whose supervisor's /proc entry cannot be read. */
+int se_cgroup_stale(const char *name);
+
 void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, void *holds_arg,
 	    struct se_service *svc, struct se_handover *h);
 

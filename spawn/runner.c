@@ -720,35 +720,127 @@ static void name_placeholders(struct se_runner *s)
 
 /* ---- the cgroup ---- */
 
-/* The group's name, as cgroups.formatName makes it: the supervisor's pid,
- * its start time, its pid namespace and 48 random bits. */
+/* A run's groups are named SE_CG_PREFIX "<pid>-<start>-<pidns>-<random>":
+ * the supervisor's pid, its start time (field 22 of /proc/<pid>/stat, clock
+ * ticks since boot, so that a reused pid is not taken for it), the inode of
+ * its pid namespace (a pid means something only there) and 48 random bits
+ * in hex, so that the groups of one supervisor differ. Without a start time
+ * or a namespace the name has fewer fields. */
+#define SE_CG_PREFIX "sandbox-executable-"
+
+/* proc_start reads field 22 (the start time) and the state of the stat
+ * text of a process; 0 when it cannot. */
+static unsigned long long proc_start(char *stat_text, char *state)
+{
+	char *p = strrchr(stat_text, ')');
+	if (!p || p[1] != ' ')
+		return 0;
+	if (state)
+		*state = p[2];
+	for (int field = 2; *p; p++)
+		if (*p == ' ' && ++field == 22)
+			return strtoull(p + 1, NULL, 10);
+	return 0;
+}
+
+static unsigned long long own_pidns(void)
+{
+	struct stat st;
+	return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
 static int make_name(struct se_runner *s)
 {
 	char stat_text[1024];
-	unsigned long long start = 0, ns = 0, rnd = 0;
-	if (read_small("/proc/self/stat", stat_text, sizeof stat_text) > 0) {
-		char *p = strrchr(stat_text, ')');
-		for (int field = 2; p && *p; p++) {
-			if (*p == ' ' && ++field == 22) {
-				start = strtoull(p + 1, NULL, 10);
-				break;
-			}
-		}
-	}
-	struct stat st;
-	if (stat("/proc/self/ns/pid", &st) == 0)
-		ns = st.st_ino;
+	unsigned long long start = 0, ns = own_pidns(), rnd = 0;
+	if (read_small("/proc/self/stat", stat_text, sizeof stat_text) > 0)
+		start = proc_start(stat_text, NULL);
 	if (getrandom(&rnd, 6, 0) != 6)
 		return -1;
 	rnd &= (1ULL << 48) - 1;
 	int pid = getpid();
 	if (start && ns)
-		snprintf(s->name, sizeof s->name, "sandbox-executable-%d-%llu-%llu-%012llx", pid, start, ns, rnd);
+		snprintf(s->name, sizeof s->name, SE_CG_PREFIX "%d-%llu-%llu-%012llx", pid, start, ns, rnd);
 	else if (start)
-		snprintf(s->name, sizeof s->name, "sandbox-executable-%d-%llu-%012llx", pid, start, rnd);
+		snprintf(s->name, sizeof s->name, SE_CG_PREFIX "%d-%llu-%012llx", pid, start, rnd);
 	else
-		snprintf(s->name, sizeof s->name, "sandbox-executable-%d-%012llx", pid, rnd);
+		snprintf(s->name, sizeof s->name, SE_CG_PREFIX "%d-%012llx", pid, rnd);
 	return 0;
+}
+
+/* name_number parses the digits from p to end (decimal or hex) into *v:
+ * 0 when the span is empty, too long or holds anything else. */
+static int name_number(const char *p, const char *end, int base, unsigned long long *v)
+{
+	if (p == end || end - p > 20)
+		return 0;
+	*v = 0;
+	for (; p < end; p++) {
+		int d;
+		if (*p >= '0' && *p <= '9')
+			d = *p - '0';
+		else if (base == 16 && *p >= 'a' && *p <= 'f')
+			d = *p - 'a' + 10;
+		else
+			return 0;
+		if (*v > (~0ULL - (unsigned long long)d) / (unsigned long long)base)
+			return 0;
+		*v = *v * (unsigned long long)base + (unsigned long long)d;
+	}
+	return 1;
+}
+
+int se_cgroup_stale(const char *name)
+{
+	size_t lp = strlen(SE_CG_PREFIX);
+	if (strncmp(name, SE_CG_PREFIX, lp) != 0)
+		return 0;
+	/* Two to four fields: pid [start [pidns]] random. */
+	const char *f[5];
+	int nf = 0;
+	f[nf++] = name + lp;
+	for (const char *p = name + lp; *p; p++) {
+		if (*p == '-') {
+			if (nf == 4)
+				return 0;
+			f[nf++] = p + 1;
+		}
+	}
+	if (nf < 2)
+		return 0;
+	const char *end_of[4];
+	for (int i = 0; i < nf; i++)
+		end_of[i] = i + 1 < nf ? f[i + 1] - 1 : f[i] + strlen(f[i]);
+	unsigned long long pid, start = 0, ns = 0, rnd;
+	if (!name_number(f[0], end_of[0], 10, &pid) || pid == 0 || pid > 0x7fffffff)
+		return 0;
+	if (nf >= 3 && (!name_number(f[1], end_of[1], 10, &start) || start == 0))
+		return 0;
+	if (nf == 4 && (!name_number(f[2], end_of[2], 10, &ns) || ns == 0))
+		return 0;
+	if (!name_number(f[nf - 1], end_of[nf - 1], 16, &rnd) || end_of[nf - 1] - f[nf - 1] > 16)
+		return 0;
+	/* Another pid namespace's supervisor: its pid means nothing in this
+	 * /proc. */
+	unsigned long long own = own_pidns();
+	if (ns && own && ns != own)
+		return 0;
+	char path[64], stat_text[1024];
+	snprintf(path, sizeof path, "/proc/%llu/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH;
+	ssize_t n = read(fd, stat_text, sizeof stat_text - 1);
+	int err = errno;
+	close(fd);
+	if (n <= 0)
+		return n < 0 && err == ESRCH; /* unreadable: taken for alive */
+	stat_text[n] = 0;
+	char state = 0;
+	unsigned long long now = proc_start(stat_text, &state);
+	if (state == 'Z' || state == 'X')
+		return 1;
+	return start != 0 && now != start;
 }
 
 static int has_words(const char *list, const char *want)
@@ -1367,28 +1459,41 @@ static int next_signal(struct se_runner *s)
 
 /* ---- the child ---- */
 
-static char **candidates(const struct se_recipe *r, const char *name)
+char **se_exec_paths(const char *const *dirs, size_t n, const char *name)
 {
-	if (strchr(name, '/')) {
-		char **c = calloc(2, sizeof *c);
-		if (c)
-			c[0] = strdup(name);
-		return c;
-	}
-	char **c = calloc(r->path_dirs.n + 1, sizeof *c);
+	size_t count = strchr(name, '/') ? 1 : n;
+	char **c = calloc(count + 1, sizeof *c);
 	if (!c)
 		return NULL;
-	for (uint32_t i = 0; i < r->path_dirs.n; i++) {
-		const char *d = rs(r, RA(r, r->path_dirs, struct se_rref)[i]);
-		if (strcmp(d, ".") == 0)
+	for (size_t i = 0; i < count; i++) {
+		const char *d = strchr(name, '/') ? NULL : dirs[i];
+		if (!d || strcmp(d, ".") == 0)
 			c[i] = strdup(name);
 		else if (strcmp(d, "/") == 0)
 			c[i] = join2("", name);
 		else
 			c[i] = join2(d, name);
-		if (!c[i])
+		if (!c[i]) {
+			for (size_t j = 0; j < i; j++)
+				free(c[j]);
+			free(c);
 			return NULL;
+		}
 	}
+	return c;
+}
+
+/* candidates are the paths the child tries for name (se_exec_paths over
+ * the recipe's PATH entries). */
+static char **candidates(const struct se_recipe *r, const char *name)
+{
+	const char **dirs = calloc(r->path_dirs.n + 1, sizeof *dirs);
+	if (!dirs)
+		return NULL;
+	for (uint32_t i = 0; i < r->path_dirs.n; i++)
+		dirs[i] = rs(r, RA(r, r->path_dirs, struct se_rref)[i]);
+	char **c = se_exec_paths(dirs, r->path_dirs.n, name);
+	free(dirs);
 	return c;
 }
 

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -89,19 +88,8 @@ func (r Return) Error(recipe *Recipe, argv0 string) *Error {
 func (r *Recipe) detail(step Step, i int, argv0 string) string {
 	switch step {
 	case StepExec:
-		// The candidate the runner tried (runner.c's candidates).
-		if strings.Contains(argv0, "/") {
-			return argv0
-		}
-		if i >= 0 && i < len(r.PathDirs) {
-			switch d := r.PathDirs[i]; d {
-			case ".":
-				return argv0
-			case "/":
-				return "/" + argv0
-			default:
-				return d + "/" + argv0
-			}
+		if paths := ExecPaths(r.PathDirs, argv0); i >= 0 && i < len(paths) {
+			return paths[i]
 		}
 	case StepOp:
 		if i >= 0 && i < len(r.Ops) {

@@ -16,28 +16,25 @@ import (
 const defaultPath = "/bin:/usr/bin"
 
 // execCandidates lists the paths the child tries, in order, the way execvp
-// searches: a name with a slash is used as it is; otherwise every entry of
-// the program's PATH (an empty entry meaning the working directory), or
-// defaultPath when the program gets no PATH. The search happens in the child,
-// so the sandbox's own view of the filesystem decides which one runs.
+// searches (spawn.ExecPaths over pathDirs). The search happens in the
+// child, so the sandbox's own view of the filesystem decides which one runs.
 func execCandidates(name string, env []string) []string {
-	if name == "" {
-		return nil
-	}
-	if strings.Contains(name, "/") {
-		return []string{name}
-	}
+	return spawn.ExecPaths(pathDirs(env), name)
+}
+
+// pathDirs are the program's PATH entries, or defaultPath's when it gets
+// no PATH: cleaned, "." for an empty entry.
+func pathDirs(env []string) []string {
 	path, ok := lookupEnv(env, "PATH")
 	if !ok {
 		path = defaultPath
 	}
-	dirs := strings.Split(path, ":")
-	out := make([]string, 0, len(dirs))
-	for _, d := range dirs {
+	var out []string
+	for _, d := range strings.Split(path, ":") {
 		if d == "" {
 			d = "."
 		}
-		out = append(out, filepath.Join(d, name))
+		out = append(out, filepath.Clean(d))
 	}
 	return out
 }

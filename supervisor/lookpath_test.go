@@ -13,6 +13,7 @@ func TestExecCandidates(t *testing.T) {
 	}{
 		{"ls", []string{"PATH=/usr/bin:/bin"}, []string{"/usr/bin/ls", "/bin/ls"}},
 		{"ls", []string{"PATH=/a::/b"}, []string{"/a/ls", "ls", "/b/ls"}},
+		{"ls", []string{"PATH=/:/usr/bin/:./x"}, []string{"/ls", "/usr/bin/ls", "x/ls"}},
 		{"ls", nil, []string{"/bin/ls", "/usr/bin/ls"}},
 		{"ls", []string{"PATH=/first", "PATH=/second"}, []string{"/first/ls"}},
 		{"./x", []string{"PATH=/usr/bin"}, []string{"./x"}},

@@ -13,7 +13,6 @@ import (
 
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -140,22 +139,4 @@ func recipeSweep(r *spawn.Recipe, cgroup bool) {
 	if cgroup {
 		r.SweepStamps = append(r.SweepStamps, spawn.SweepStamp{Path: stateFile(cgroupSweptStamp), Every: cgroupSweepEvery})
 	}
-}
-
-// pathDirs are the directories execCandidates searches a name without a
-// slash in, cleaned, so that dir+"/"+name (name alone for ".", "/"+name for
-// "/") is filepath.Join(dir, name) for any such name but "." and "..".
-func pathDirs(env []string) []string {
-	path, ok := lookupEnv(env, "PATH")
-	if !ok {
-		path = defaultPath
-	}
-	var out []string
-	for _, d := range strings.Split(path, ":") {
-		if d == "" {
-			d = "."
-		}
-		out = append(out, filepath.Clean(d))
-	}
-	return out
 }

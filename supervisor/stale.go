@@ -99,7 +99,7 @@ func sweepStale(h *cgroups.Host) (sweep func()) {
 		if h == nil {
 			return func() {}
 		}
-		return func() { _, _ = cgroups.CleanupStale(h, spawn.KillCgroup) }
+		return func() { _, _ = cgroups.CleanupStale(h, cgroups.Sweeper{Stale: spawn.CgroupStale, Kill: spawn.KillCgroup}) }
 	}
 	asked := unix.Access(wanted, unix.F_OK) == nil
 	cgroupsDue := false
@@ -124,7 +124,7 @@ func sweepStale(h *cgroups.Host) (sweep func()) {
 	}
 	return func() {
 		if cgroupsDue {
-			_, _ = cgroups.CleanupStale(h, spawn.KillCgroup)
+			_, _ = cgroups.CleanupStale(h, cgroups.Sweeper{Stale: spawn.CgroupStale, Kill: spawn.KillCgroup})
 		}
 		if fullDue {
 			sweepFull()
