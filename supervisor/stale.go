@@ -99,7 +99,9 @@ func sweepStale(h *cgroups.Host) (sweep func()) {
 		if h == nil {
 			return func() {}
 		}
-		return func() { _, _ = cgroups.CleanupStale(h, cgroups.Sweeper{Stale: spawn.CgroupStale, Kill: spawn.KillCgroup}) }
+		return func() {
+			_, _ = cgroups.CleanupStale(h, cgroups.Sweeper{Stale: spawn.CgroupStale, Kill: spawn.KillCgroup})
+		}
 	}
 	asked := unix.Access(wanted, unix.F_OK) == nil
 	cgroupsDue := false
