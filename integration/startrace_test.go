@@ -89,3 +89,30 @@ func TestStartupNeverFollowsASwappedRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestHomeInsideTheWorkspace: with HOME inside a writable root and none of
+// the secret directories there yet (~/.config/vtcode/auth beneath the
+// denied ~/.config/vtcode, and so on), every run starts, cold and warm: the
+// directories on the way to a placeholder that does not exist are no
+// reason to refuse. The secrets' places stay denied.
+func TestHomeInsideTheWorkspace(t *testing.T) {
+	for _, warm := range []string{"off", "on"} {
+		t.Run("warm-"+warm, func(t *testing.T) {
+			w := newWorkspace(t)
+			w.home = filepath.Join(w.root, "home")
+			mustMkdir(t, w.home)
+			pol := wsPolicy(t, w.root)
+			opts := []string{"SANDBOX_EXECUTABLE_WARM=" + warm}
+			for i := 0; i < 2; i++ { // the second run warm when it may be
+				r := run(t, runOpts{env: append(w.env(), opts...), dir: w.root}, "--sandbox-policy-cwd", w.root, "--sandbox-policy", pol, "--",
+					"/bin/sh", "-c", `mkdir -p "$HOME/.config/gh" && echo token > "$HOME/.config/gh/hosts.yml"; echo ran`)
+				if r.code != 0 || !strings.Contains(r.stdout, "ran") {
+					t.Fatalf("run %d: %v", i, r)
+				}
+				if _, err := os.Stat(filepath.Join(w.home, ".config", "gh", "hosts.yml")); err == nil {
+					t.Fatalf("run %d wrote ~/.config/gh/hosts.yml", i)
+				}
+			}
+		})
+	}
+}

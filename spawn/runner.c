@@ -569,6 +569,7 @@ static int claim(struct se_runner *s)
 	const struct se_recipe *r = s->r;
 	int decide[SE_MAX_CLAIMS];
 	int ndecide = 0, ok = 0;
+	const char *at = "placeholder registry";
 	for (uint32_t i = 0; i < r->claims.n; i++) {
 		const struct se_rclaim *c = &RA(r, r->claims, struct se_rclaim)[i];
 		const char *dir = rs(r, c->dir);
@@ -604,20 +605,25 @@ static int claim(struct se_runner *s)
 	}
 	for (uint32_t i = 0; i < r->claims.n; i++) {
 		const struct se_rclaim *c = &RA(r, r->claims, struct se_rclaim)[i];
+		/* A group with nothing to make here (a directory on the way to
+		 * a placeholder's, which may not exist) is only locked. */
+		if (c->placeholders.n == 0)
+			continue;
 		/* The parent is the directory the decision saw, taken once. */
-		int pfd = open_dir(rs(r, c->parent));
+		at = rs(r, c->parent);
+		int pfd = open_dir(at);
 		struct stat pst;
 		if (pfd < 0 || fstat(pfd, &pst) != 0 || (c->parent_id.kind == SE_ID_FILE &&
 							 ((uint64_t)pst.st_dev != c->parent_id.dev ||
 							  (uint64_t)pst.st_ino != c->parent_id.ino))) {
 			if (pfd >= 0)
 				close(pfd);
-			errno = ESTALE;
-			fail(s, 0, ESTALE, rs(r, c->parent));
+			errno = ESTALE; /* not the directory the decision saw */
 			goto out;
 		}
 		for (uint32_t j = 0; j < c->placeholders.n; j++) {
 			const char *p = rs(r, RA(r, c->placeholders, struct se_rref)[j]);
+			at = p;
 			const char *name = strrchr(p, '/');
 			struct stat st;
 			struct se_ph d;
@@ -635,7 +641,7 @@ static int claim(struct se_runner *s)
 			}
 			if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 				if (!read_record(d.record, &d) || !matches(&d, &st)) {
-					fail(s, 0, EEXIST, p); /* not a placeholder: the view changed */
+					errno = EEXIST; /* not a placeholder: the view changed */
 					free(d.record);
 					free(d.path);
 					close(pfd);
@@ -687,7 +693,7 @@ static int claim(struct se_runner *s)
 	ok = 1;
 out:
 	if (!ok)
-		fail(s, 0, errno, "placeholders");
+		fail(s, 0, errno, at);
 	for (int i = 0; i < ndecide; i++)
 		close(decide[i]);
 	return ok ? 0 : -1;
