@@ -121,7 +121,7 @@ func (m *Mediator) mediate(c *seccomp.Call) answer {
 	m.mu.Lock()
 	if m.st == nil && !m.failed {
 		st, err := m.setUp(c)
-		if err != nil {
+		if err != nil && err != unix.ESRCH { // a caller gone: the next one tries again
 			m.failed, m.err = true, err
 		}
 		m.st = st
