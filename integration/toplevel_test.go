@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // topLevelScript works at the top level of the writable root it runs in,
@@ -66,6 +67,13 @@ func TestLandlockOnlyTopLevel(t *testing.T) {
 				for _, p := range []string{".git", ".git/hooks", ".git/config", "tmp"} {
 					_ = os.Lchown(filepath.Join(w.root, p), int(u.cred.Uid), int(u.cred.Gid))
 				}
+			}
+			// Listed by the decision: an hour old, so that the warm
+			// path trusts the listing (a directory changed moments ago
+			// could change again with the same time stamp).
+			past := time.Now().Add(-time.Hour)
+			if err := os.Chtimes(w.root, past, past); err != nil {
+				t.Fatal(err)
 			}
 			outside := filepath.Join(w.out, "written")
 			r := isoRun(t, w, u, "landlock", runOpts{env: []string{"TMPDIR=" + filepath.Join(w.root, "tmp")}},
