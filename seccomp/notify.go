@@ -82,13 +82,15 @@ func (c *Call) SendFD(fd int, cloexec bool) unix.Errno {
 	if cloexec {
 		a.NewFDFlags = unix.O_CLOEXEC
 	}
-	n, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(c.w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ADDFD), uintptr(unsafe.Pointer(&a)))
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(c.w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ADDFD), uintptr(unsafe.Pointer(&a)))
 	if e == unix.EINVAL {
+		// Before 5.14: add it, then answer with its number.
 		a.Flags = 0
-		n, _, e = unix.Syscall(unix.SYS_IOCTL, uintptr(c.w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ADDFD), uintptr(unsafe.Pointer(&a)))
-		if e == 0 {
+		n, _, e2 := unix.Syscall(unix.SYS_IOCTL, uintptr(c.w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ADDFD), uintptr(unsafe.Pointer(&a)))
+		if e2 == 0 {
 			c.w.respond(c.ID, int64(n), 0)
 		}
+		e = e2
 	}
 	if e != 0 {
 		return e
