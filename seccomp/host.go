@@ -41,7 +41,7 @@ func fileRules(plan []policy.SyscallRule) (rules []policy.SyscallRule, dropped [
 			calls = append(calls, name)
 		}
 	}
-	const why = "sent to the supervisor: in a directory Landlock-only mode splits (a root's top level), it makes, removes or renames the entry itself, never a protected name"
+	const why = "sent to the supervisor: in a directory Landlock-only mode splits (a root's top level) it carries the call out itself, never for a protected name; elsewhere the kernel does, in the program"
 	return mediated(plan, calls, func(name string) []policy.SyscallRule {
 		// Where the open's flags are (open: argument 1, openat: 2): it
 		// goes to the supervisor when it may create (O_CREAT, O_TMPFILE
@@ -105,11 +105,11 @@ func mediationRules(plan []policy.SyscallRule, calls []string) (rules []policy.S
 	})
 }
 
-// mediated gives each of calls the rules of make, given the Plan's rules:
+// mediated gives each of calls the rules rulesFor makes, given the Plan's rules:
 // a call the Plan already denies without condition stays denied (no rule);
 // a call the Plan only logs (log_only) is mediated instead, and its log
 // rule is returned in dropped.
-func mediated(plan []policy.SyscallRule, calls []string, make func(string) []policy.SyscallRule) (rules []policy.SyscallRule, dropped []int) {
+func mediated(plan []policy.SyscallRule, calls []string, rulesFor func(string) []policy.SyscallRule) (rules []policy.SyscallRule, dropped []int) {
 	for _, name := range calls {
 		denied := false
 		for i, r := range plan {
@@ -125,7 +125,7 @@ func mediated(plan []policy.SyscallRule, calls []string, make func(string) []pol
 		if denied {
 			continue
 		}
-		rules = append(rules, make(name)...)
+		rules = append(rules, rulesFor(name)...)
 	}
 	return rules, dropped
 }
