@@ -200,8 +200,8 @@ func TestContainerMatrix(t *testing.T) {
 			w := isoWorkspace(t, u)
 			via, env := ctrVia(t, c.cond, c.uid)
 			outside := filepath.Join(w.out, "written")
-			// Not at the root's top level: in Landlock-only mode it
-			// gains no entries (they could be .git).
+			// In a subdirectory: the cell checks the boundary; what
+			// Landlock-only mode's top level does is TestLandlockOnlyTopLevel's.
 			sub := filepath.Join(w.root, "sub")
 			mustMkdir(t, sub)
 			if u.cred != nil {
