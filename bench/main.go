@@ -31,11 +31,12 @@ var (
 	n          = flag.Int("n", 100, "start-up rounds; the work items take fewer (see -work)")
 	probe      = flag.String("probe", "", "the static probe (built from integration/probes/probe.c when empty)")
 	extra      = flag.String("args", "", "extra helper options, space separated (e.g. \"--fs-mode landlock\")")
-	work       = flag.String("work", "open,stat,gobuild,gitstatus,npmci,compileall", "work items, comma separated (\"\" for none)")
+	work       = flag.String("work", "open,stat,gobuild,gitstatus,npmci,npmtop,compileall", "work items, comma separated (\"\" for none)")
 	scale      = flag.Float64("scale", 1, "multiplies every work item's rounds")
 	noBw       = flag.Bool("no-bwrap", false, "leave bubblewrap out (where it cannot run)")
 	staticTrue = flag.Bool("static-true", false, "start the static probe doing nothing instead of /bin/true (where a dynamic exec is slow: the VM guest's 9p root)")
 	vsBin      = flag.String("vs", "", "another sandbox-executable binary (an earlier build) as one more contender, \"before\"")
+	landlockC  = flag.Bool("landlock", true, "one more contender, \"landlock\": the helper in Landlock-only mode (--fs-mode landlock), whose writable root's top level the supervisor mediates")
 	cold       = flag.Bool("cold", false, "one more contender, \"cold\": the helper with the warm path off ("+warmOff+"=off), every run decided by Go")
 )
 
@@ -121,6 +122,9 @@ func contenders(ws string) []contender {
 		cs = append(cs, contender{name: "bubblewrap", wrap: func(a []string) []string { return bwrap(ws, a...) }})
 	}
 	cs = append(cs, contender{name: "sandbox-executable", wrap: func(a []string) []string { return ours(ws, a...) }})
+	if *landlockC {
+		cs = append(cs, contender{name: "landlock", wrap: func(a []string) []string { return oursWith(ws, "", []string{"--fs-mode", "landlock"}, a...) }})
+	}
 	if *cold {
 		cs = append(cs, contender{name: "cold", wrap: func(a []string) []string { return ours(ws, a...) }, env: []string{warmOff + "=off"}})
 	}
@@ -150,6 +154,9 @@ func oursWith(ws, sensitive string, opts []string, argv ...string) []string {
 	if sensitive == "" {
 		sensitive = "null"
 	}
+	if itemRoot != "" {
+		ws = itemRoot
+	}
 	pol := fmt.Sprintf(`{"type":"workspace_write","writable_roots":[{"root":%q}],"sensitive_paths":%s,"exclude_slash_tmp":true,"exclude_tmpdir_env_var":true}`, ws, sensitive)
 	args := []string{*bin, "--sandbox-policy-cwd", ws, "--sandbox-policy", pol}
 	if readOnlyLaunch {
@@ -169,6 +176,11 @@ func oursWith(ws, sensitive string, opts []string, argv ...string) []string {
 // give both. Set by measure for an item's rounds.
 var readOnlyLaunch bool
 
+// itemRoot, when set, is the writable root of the helper's launch instead
+// of the workspace (an item whose work is at its root's top level). Set by
+// measure for an item's rounds.
+var itemRoot string
+
 var readOnlyArgs = []string{"--sandbox-policy", `{"type":"read_only","network_access":false,"network_allowlist":[]}`,
 	"--seccomp-profile", `{"blocked_syscalls":["ptrace","mount","umount","umount2","init_module","finit_module","delete_module","kexec_load","kexec_file_load","bpf","perf_event_open","userfaultfd","process_vm_readv","process_vm_writev","reboot","swapon","swapoff","settimeofday","clock_settime","adjtimex","add_key","request_key","keyctl","ioperm","iopl","iopl","acct","quotactl","unshare","setns","personality"],"allow_namespaces":false,"allow_network_sockets":false,"log_only":false}`,
 	"--resource-limits", `{"max_memory_mb":512,"max_pids":64,"max_disk_mb":1024,"cpu_time_secs":60,"timeout_secs":120}`}
@@ -183,6 +195,9 @@ type item struct {
 	// readOnly runs the helper with VT Code's read_only launch instead of
 	// its workspace_write one (see readOnlyLaunch).
 	readOnly bool
+	// root is the helper's writable root instead of the workspace (see
+	// itemRoot).
+	root string
 	// net: the start-up (/bin/true under the same contender, in the same
 	// round) is taken away, so the ratio is the work's own.
 	net bool
@@ -226,8 +241,8 @@ func measure(cs []contender, it item) ([]sample, error) {
 	if it.rounds >= 50 {
 		warm = 5
 	}
-	readOnlyLaunch = it.readOnly
-	defer func() { readOnlyLaunch = false }()
+	readOnlyLaunch, itemRoot = it.readOnly, it.root
+	defer func() { readOnlyLaunch, itemRoot = false, "" }()
 	var out []sample
 	order := rand.New(rand.NewPCG(1, uint64(it.rounds)))
 	for r := 0; r < warm+it.rounds; r++ {
@@ -339,7 +354,7 @@ func table(ws string) {
 					rs = append(rs, a/b)
 				}
 			}
-			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "cold": "cold", "before": "before"}[cs[j].name]
+			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "landlock": "landlock", "cold": "cold", "before": "before"}[cs[j].name]
 			if i < startupRows {
 				st := summarize(rs)
 				parts = append(parts, fmt.Sprintf("%s +%s ms", short, num(st.med)))
@@ -354,10 +369,25 @@ func table(ws string) {
 					alone = fmt.Sprintf("; work alone %.3fx", summarize(ra).med)
 				}
 				parts = append(parts, fmt.Sprintf("%s %.3fx (p90 %.3fx%s)", short, st.med, st.p90, alone))
+				if cs[j].name == "landlock" {
+					parts = append(parts, fmt.Sprintf("landlock/ours %.3fx", pairRatio(ss, j, slices.IndexFunc(cs, func(c contender) bool { return c.name == "sandbox-executable" }))))
+				}
 			}
 		}
 		fmt.Printf("%s\n", strings.Join(parts, ", "))
 	}
+}
+
+// pairRatio is the median, round by round, of contender j's wall time over
+// contender k's.
+func pairRatio(ss []sample, j, k int) float64 {
+	var rs []float64
+	for _, s := range ss {
+		if k >= 0 && s.work[k] > 0 {
+			rs = append(rs, float64(s.work[j])/float64(s.work[k]))
+		}
+	}
+	return summarize(rs).med
 }
 
 // trueArgv is the program that does nothing, whose start-up is measured.

@@ -77,6 +77,23 @@ func workItem(ws, name string) (item, bool) {
 			return skip(err.Error())
 		}
 		return item{name: "npm ci, local tarballs", argv: argv, dir: dir, env: env, rounds: 8, alone: true}, true
+	case "npmtop":
+		// The same install with the project as the writable root: its
+		// node_modules is made at the root's top level, which Landlock-only
+		// mode splits (no .git in it), so every file of it is made by the
+		// supervisor for the program.
+		if _, err := exec.LookPath("npm"); err != nil {
+			return skip("no npm on PATH")
+		}
+		dir, env, err := genNpm(ws)
+		if err != nil {
+			return skip(err.Error())
+		}
+		argv := []string{"npm", "ci", "--offline", "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error"}
+		if err := warm(argv, dir, env); err != nil {
+			return skip(err.Error())
+		}
+		return item{name: "npm ci, at the root's top", argv: argv, dir: dir, env: env, rounds: 8, alone: true, root: dir}, true
 	case "compileall":
 		py, err := exec.LookPath("/usr/bin/python3")
 		if err != nil {
@@ -100,7 +117,7 @@ func workItem(ws, name string) (item, bool) {
 		argv := []string{py, "-m", "compileall", "-q", "-f", "-j", "1", tree}
 		return item{name: "python3 -m compileall -f", argv: argv, rounds: 10, env: []string{"PYTHONDONTWRITEBYTECODE="}, alone: true}, true
 	}
-	return skip("unknown work item (open, stat, gobuild, gitstatus, npmci, compileall)")
+	return skip("unknown work item (open, stat, gobuild, gitstatus, npmci, npmtop, compileall)")
 }
 
 func mkdir(parent, name string) string {

@@ -19,6 +19,11 @@ const colorReset = "\x1b[0m"
 // line per item with its notes below it, an indented "fix:" line under
 // every item that is not ok, and the verdict. It uses ANSI colours only
 // when Options.Color was set.
+// wslNote is what WSL 2 gives the helper, as Microsoft's kernel
+// configuration (config-wsl of microsoft/WSL2-Linux-Kernel, 6.18) has it;
+// the checks below say what this kernel really does.
+const wslNote = "WSL 2 runs Microsoft's kernel: its configuration builds Landlock in, first in its LSM list, with user, PID, network and mount namespaces and cgroup v2's memory, pids and cpu controllers; enable systemd (/etc/wsl.conf: [boot] systemd=true) for a delegated cgroup, and for Landlock on an older WSL kernel run wsl --update"
+
 func (r Report) Text() string {
 	var b strings.Builder
 	h := r.Host
@@ -52,7 +57,13 @@ func (r Report) Text() string {
 		if h.WSL.Distro != "" {
 			b.WriteString(" (" + h.WSL.Distro + ")")
 		}
+		if len(h.WSL.Signs) > 0 {
+			b.WriteString(": " + strings.Join(h.WSL.Signs, "; "))
+		}
 		b.WriteString("\n")
+		if h.WSL.Version != 1 {
+			b.WriteString(pad + wslNote + "\n")
+		}
 	}
 	b.WriteString("\n")
 

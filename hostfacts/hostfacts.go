@@ -65,6 +65,10 @@ type Facts struct {
 	// SocketMediation says whether the supervisor can carry out a
 	// sandboxed process's socket calls (see MediationWorks).
 	SocketMediation bool
+	// FileMediation says whether the supervisor can carry out the file
+	// calls of Landlock-only mode's split directories (see
+	// FileMediationWorks).
+	FileMediation bool
 	// Nofile is the RLIMIT_NOFILE the helper was started with (the Go
 	// runtime raises its own soft limit).
 	Nofile spawn.Rlimit
@@ -158,6 +162,7 @@ func Probe(o Options) *Facts {
 		f.Cgroups = host
 	}
 	f.SocketMediation = MediationWorks()
+	f.FileMediation = FileMediationWorks()
 	_, _, f.Nofile = spawn.InitialState()
 	if o.TempDir != "" {
 		f.SharedTmp = SharedTmpPath(o.TempDir, f.EUID)
@@ -300,6 +305,45 @@ func openat2InRoot() bool {
 	}
 	unix.Close(fd)
 	return true
+}
+
+// FileMediationWorks reports whether the supervisor can read a sandboxed
+// process's memory (process_vm_readv) and look its paths up in its root
+// (openat2 RESOLVE_IN_ROOT, 5.6): what the filesystem mediation needs
+// (package fsmed), besides the seccomp listener. Unlike the socket
+// mediation it takes no descriptor out of the program (pidfd_getfd, which
+// Docker's default profile refuses): it opens the program's directories
+// through /proc.
+func FileMediationWorks() bool {
+	fileMediationOnce.Do(func() {
+		if b, err := fsdeps.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
+			if v := strings.TrimSpace(string(b)); v == "3" || (v == "2" && !effectiveCap(unix.CAP_SYS_PTRACE)) {
+				return
+			}
+		}
+		if !openat2InRoot() {
+			return
+		}
+		src, dst := [1]byte{1}, [1]byte{}
+		_, err := unix.ProcessVMReadv(os.Getpid(), []unix.Iovec{{Base: &dst[0], Len: 1}}, []unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&src[0])), Len: 1}}, 0)
+		fileMediationOK = err == nil && dst[0] == 1
+	})
+	return fileMediationOK
+}
+
+var (
+	fileMediationOnce sync.Once
+	fileMediationOK   bool
+)
+
+// effectiveCap reports whether this thread holds capability c.
+func effectiveCap(c int) bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var d [2]unix.CapUserData
+	if unix.Capget(&hdr, &d[0]) != nil {
+		return false
+	}
+	return d[c/32].Effective&(1<<(c%32)) != 0
 }
 
 // MediationWorks reports whether this kernel (and whatever filter the

@@ -59,6 +59,11 @@ type WSL struct {
 	Version int `json:"version,omitempty"`
 	// Distro is WSL_DISTRO_NAME.
 	Distro string `json:"distro,omitempty"`
+	// Signs are what told it: the kernel's release or version string
+	// (Microsoft's kernels name themselves "microsoft"), WSL's interop
+	// (its binfmt_misc entry, which runs Windows programs), the
+	// distribution's name in the environment.
+	Signs []string `json:"signs,omitempty"`
 }
 
 // env is where the probes read: root prefixes every absolute path, so tests
@@ -100,11 +105,7 @@ func (e env) system() System {
 		h.Kernel = strings.TrimSpace(s)
 	}
 	h.Container = e.container()
-	if v, err := e.read("/proc/version"); err == nil {
-		h.WSL = parseWSL(v, e.getenv("WSL_DISTRO_NAME"))
-	} else if d := e.getenv("WSL_DISTRO_NAME"); d != "" {
-		h.WSL = WSL{Detected: true, Distro: d}
-	}
+	h.WSL = e.wsl(h.Kernel)
 	if fi, err := os.Stat(e.path("/run/systemd/system")); err == nil && fi.IsDir() {
 		h.Systemd = true
 	}
@@ -134,6 +135,29 @@ func fillSystemLive(h *System) {
 		h.Arch = unix.ByteSliceToString(u.Machine[:])
 	}
 	h.GoArch = runtime.GOARCH
+}
+
+// wsl looks for the signs of WSL: the kernel's release (osrelease) and
+// version, WSL's interop entry in binfmt_misc, WSL_DISTRO_NAME.
+func (e env) wsl(release string) WSL {
+	v, _ := e.read("/proc/version")
+	w := parseWSL(release+" "+v, e.getenv("WSL_DISTRO_NAME"))
+	if strings.Contains(strings.ToLower(release), "microsoft") {
+		w.Signs = append(w.Signs, "kernel release "+release)
+	} else if w.Detected && v != "" && strings.Contains(strings.ToLower(v), "microsoft") {
+		w.Signs = append(w.Signs, "/proc/version")
+	}
+	for _, f := range []string{"/proc/sys/fs/binfmt_misc/WSLInterop", "/proc/sys/fs/binfmt_misc/WSLInterop-late"} {
+		if _, err := os.Stat(e.path(f)); err == nil {
+			w.Detected = true
+			w.Signs = append(w.Signs, "WSL interop ("+f+")")
+			break
+		}
+	}
+	if w.Distro != "" {
+		w.Signs = append(w.Signs, "WSL_DISTRO_NAME="+w.Distro)
+	}
+	return w
 }
 
 // parseWSL reads /proc/version: WSL 1 reports "...-Microsoft", WSL 2

@@ -3,6 +3,7 @@ package hostfacts
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ func TestParseWSL(t *testing.T) {
 		{"Linux version 6.18.44 (builder@sandboxing) (gcc (GCC) 15.3.0)", "", WSL{}},
 		{"Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)", "Debian", WSL{Detected: true, Distro: "Debian"}},
 	} {
-		if got := parseWSL(c.version, c.distro); got != c.want {
+		if got := parseWSL(c.version, c.distro); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("parseWSL(%q, %q) = %+v, want %+v", c.version, c.distro, got, c.want)
 		}
 	}
@@ -126,6 +127,26 @@ func TestContainerMarkers(t *testing.T) {
 	}
 }
 
+// TestWSLSigns: WSL is told by the kernel's release (osrelease) and by
+// WSL's interop entry, without /proc/version or the distribution's name.
+func TestWSLSigns(t *testing.T) {
+	e := fakeRoot(t, map[string]string{
+		"/proc/sys/kernel/osrelease":          "6.6.87.2-microsoft-standard-WSL2\n",
+		"/proc/sys/fs/binfmt_misc/WSLInterop": "enabled\n",
+	})
+	e.getenv = func(string) string { return "" }
+	h := e.system()
+	want := WSL{Detected: true, Version: 2, Signs: []string{"kernel release 6.6.87.2-microsoft-standard-WSL2", "WSL interop (/proc/sys/fs/binfmt_misc/WSLInterop)"}}
+	if !reflect.DeepEqual(h.WSL, want) {
+		t.Errorf("wsl = %+v, want %+v", h.WSL, want)
+	}
+	e = fakeRoot(t, map[string]string{"/proc/sys/fs/binfmt_misc/WSLInterop-late": "enabled\n", "/proc/sys/kernel/osrelease": "6.18.44\n"})
+	e.getenv = func(string) string { return "" }
+	if h := e.system(); !h.WSL.Detected || len(h.WSL.Signs) != 1 {
+		t.Errorf("interop alone: %+v", h.WSL)
+	}
+}
+
 func TestHostFilesLSMAndWSL(t *testing.T) {
 	e := fakeRoot(t, map[string]string{
 		"/proc/version":            "Linux version 5.15.153.1-microsoft-standard-WSL2 (root@x)\n",
@@ -139,8 +160,8 @@ func TestHostFilesLSMAndWSL(t *testing.T) {
 		return ""
 	}
 	h := e.system()
-	if h.WSL != (WSL{Detected: true, Version: 2, Distro: "Debian"}) {
-		t.Errorf("wsl = %+v", h.WSL)
+	if want := (WSL{Detected: true, Version: 2, Distro: "Debian", Signs: []string{"/proc/version", "WSL_DISTRO_NAME=Debian"}}); !reflect.DeepEqual(h.WSL, want) {
+		t.Errorf("wsl = %+v, want %+v", h.WSL, want)
 	}
 	if !slices.Equal(h.LSMs, []string{"lockdown", "capability", "landlock", "yama", "apparmor"}) || h.BootLSM != "landlock,yama" {
 		t.Errorf("lsms %v, boot lsm %q", h.LSMs, h.BootLSM)

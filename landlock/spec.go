@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 
 	"sandbox-executable/fsdeps"
@@ -127,6 +128,22 @@ type Spec struct {
 	RestrictFlags uint32
 	Narrowed      []Narrowing
 	Gaps          []Gap
+	// WriteSplits are the directories of the writable roots that
+	// Landlock-only mode splits for a denied path beneath them (see
+	// Narrowing): their entries are granted one by one, so the program
+	// alone cannot make, remove or rename an entry directly in them.
+	WriteSplits []Split
+}
+
+// WriteSplitEffect is what a directory split on the write side loses.
+const WriteSplitEffect = "entries directly in it cannot be created, removed or renamed"
+
+// Split is a directory split on the write side, and the names in it that
+// lead to a denied path: the denied entries themselves and the directories
+// above denied paths. Whatever else is made in it, nothing of those may be.
+type Split struct {
+	Dir   string
+	Names []string
 }
 
 // ReadWrite is every right the sandbox ever grants on a directory: for a
@@ -209,7 +226,8 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		write.grant(r.Path, true, 0)
 	}
 	for _, d := range write.split {
-		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: "entries directly in it cannot be created, removed or renamed"})
+		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: WriteSplitEffect})
+		s.WriteSplits = append(s.WriteSplits, Split{Dir: d, Names: write.namesBelow(d)})
 	}
 	if read.err != nil {
 		return nil, read.err
@@ -328,6 +346,24 @@ func (w *walker) grant(p string, required bool, listed Listed) {
 		}
 		w.grant(filepath.Join(p, e.Name()), false, listed)
 	}
+}
+
+// namesBelow are the names of the entries of dir on the way to a denied
+// path (the first component of each denied path beneath it), sorted.
+func (w *walker) namesBelow(dir string) []string {
+	var names []string
+	for _, d := range w.denied {
+		if !policy.Beneath(d, dir) {
+			continue
+		}
+		rel := strings.TrimPrefix(d, dir)
+		rel = strings.TrimPrefix(rel, "/")
+		name, _, _ := strings.Cut(rel, "/")
+		if name != "" && (len(names) == 0 || names[len(names)-1] != name) {
+			names = append(names, name)
+		}
+	}
+	return sortedUnique(names)
 }
 
 func sortedUnique(in []string) []string {

@@ -265,6 +265,40 @@ func ContainerFix(root bool) string {
 	return containerFixUser
 }
 
+// apparmorFix names what gives a binary at exe, whose AppArmor label is
+// label, its user namespaces where AppArmor restricts them (Ubuntu 23.10
+// and later): the shipped profile (packaging/apparmor), attached to the
+// binary's own path; a profile that already confines it needs userns.
+func apparmorFix(label, exe string) string {
+	if label != "" && label != "unconfined" {
+		return "the AppArmor profile " + label + " does not allow userns: add `userns,` to it (packaging/apparmor/sandbox-executable has it), or run as root"
+	}
+	return "install the AppArmor profile shipped with sandbox-executable (packaging/apparmor/sandbox-executable) with this binary's path, " + exe +
+		", in its attachment (sudo apparmor_parser -r it), or run as root"
+}
+
+// appArmorLabel is this process's AppArmor label ("unconfined", or a
+// profile's name and mode), "" where AppArmor says nothing.
+func appArmorLabel() string {
+	for _, f := range []string{"/proc/self/attr/apparmor/current", "/proc/self/attr/current"} {
+		if b, err := os.ReadFile(f); err == nil {
+			l := strings.TrimSpace(strings.TrimRight(string(b), "\x00"))
+			if l != "" {
+				return l
+			}
+		}
+	}
+	return ""
+}
+
+// executable is this binary's path ("sandbox-executable" when unknown).
+func executable() string {
+	if p, err := os.Executable(); err == nil {
+		return p
+	}
+	return "sandbox-executable"
+}
+
 // diagnose explains a failed attempt and names what unlocks it.
 func diagnose(priv bool, a Attempt) (why, fix string) {
 	why = "no namespaces: " + a.Failure()
@@ -275,7 +309,7 @@ func diagnose(priv bool, a Attempt) (why, fix string) {
 	case !priv && sysctl("kernel/unprivileged_userns_clone", 0):
 		return why + " (kernel.unprivileged_userns_clone is 0)", "set kernel.unprivileged_userns_clone to 1, or run as root"
 	case !priv && sysctl("kernel/apparmor_restrict_unprivileged_userns", 1):
-		return why + " (AppArmor restricts unprivileged user namespaces)", "install the AppArmor profile shipped with sandbox-executable, or run as root"
+		return why + " (AppArmor restricts unprivileged user namespaces)", apparmorFix(appArmorLabel(), executable())
 	case a.Errno != unix.EPERM && a.Errno != unix.ENOSYS && a.Errno != unix.EACCES:
 		return why, "see sandbox-executable doctor"
 	case seccompFiltered() && os.Geteuid() == 0:

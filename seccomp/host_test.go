@@ -38,3 +38,32 @@ func TestMediationRules(t *testing.T) {
 		t.Errorf("kept %+v", kept)
 	}
 }
+
+// TestFileRules: every file call this architecture has goes to the
+// supervisor, the opens only with a flag that may create, truncate or
+// write; a call the Plan denies stays denied; and the filter compiles.
+func TestFileRules(t *testing.T) {
+	plan := []policy.SyscallRule{{Syscall: "symlinkat", Action: policy.ActionErrno, Errno: "EPERM"}}
+	all, host := Assemble(plan, Host{MediateFiles: true})
+	conds := map[string][]policy.ArgCondition{}
+	for _, r := range host {
+		if r.Action != ActionMediate {
+			t.Errorf("%s: action %s", r.Syscall, r.Action)
+		}
+		conds[r.Syscall] = append(conds[r.Syscall], r.Args...)
+	}
+	if _, ok := conds["symlinkat"]; ok {
+		t.Error("symlinkat, which the Plan denies, is mediated")
+	}
+	for _, name := range []string{"mkdirat", "unlinkat", "renameat2", "linkat", "openat2", "truncate"} {
+		if c, ok := conds[name]; !ok || len(c) != 0 {
+			t.Errorf("%s: %v %v, want an unconditional rule", name, ok, c)
+		}
+	}
+	if c := conds["openat"]; len(c) != 4 || c[0].Index != 2 || c[0].Op != opMaskedEq {
+		t.Errorf("openat's conditions: %+v", c)
+	}
+	if _, err := Compile(&policy.Seccomp{Rules: all}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+}

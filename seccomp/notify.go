@@ -50,6 +50,68 @@ type Call struct {
 	Notif
 	w        *Watcher
 	detached bool
+	// answer says how the call was answered already, if it was: by
+	// Continue or SendFD (the Mediator's own return is then not sent).
+	answer answerKind
+}
+
+type answerKind uint8
+
+const (
+	answerValue answerKind = iota
+	answerContinue
+	answerSent
+)
+
+// Continue lets the kernel carry the call out in the program, as if the
+// filter had allowed it (SECCOMP_USER_NOTIF_FLAG_CONTINUE); the Mediator's
+// return is then ignored. The kernel reads the arguments again, so the
+// program may have changed them since they were looked at: this is only
+// for calls whose every effect the kernel still checks in the program
+// (its Landlock domain, its capabilities), never to let through what was
+// decided by the arguments.
+func (c *Call) Continue() { c.answer = answerContinue }
+
+// SendFD installs fd (the supervisor's, left open) in the calling process
+// and answers the call with the new descriptor's number, atomically
+// (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND, Linux 5.14; on
+// 5.9 to 5.13 the descriptor is added, then the answer sent). cloexec sets
+// FD_CLOEXEC on it. The Mediator's return is then ignored.
+func (c *Call) SendFD(fd int, cloexec bool) unix.Errno {
+	a := notifAddFD{ID: c.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, SrcFD: uint32(fd)}
+	if cloexec {
+		a.NewFDFlags = unix.O_CLOEXEC
+	}
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(c.w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ADDFD), uintptr(unsafe.Pointer(&a)))
+	if e == unix.EINVAL {
+		// Before 5.14: add it, then answer with its number.
+		a.Flags = 0
+		n, _, e2 := unix.Syscall(unix.SYS_IOCTL, uintptr(c.w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ADDFD), uintptr(unsafe.Pointer(&a)))
+		if e2 == 0 {
+			c.w.respond(c.ID, int64(n), 0)
+		}
+		e = e2
+	}
+	if e != 0 {
+		return e
+	}
+	c.answer = answerSent
+	return 0
+}
+
+// notifAddFD is struct seccomp_notif_addfd.
+type notifAddFD struct {
+	ID         uint64
+	Flags      uint32
+	SrcFD      uint32
+	NewFD      uint32
+	NewFDFlags uint32
+}
+
+// respondContinue answers notification id with "carry on".
+func (w *Watcher) respondContinue(id uint64) {
+	r := notifResp{ID: id, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
+	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_SEND), uintptr(unsafe.Pointer(&r)))
 }
 
 // Background tells the watcher that the rest of this call may block (a
@@ -174,7 +236,12 @@ func (w *Watcher) loop() {
 		if p.Mediated[n.Nr] && mediate != nil {
 			c := &Call{Notif: n, w: w}
 			val, errno := mediate(c)
-			w.respond(n.ID, val, errno)
+			switch c.answer {
+			case answerContinue:
+				w.respondContinue(n.ID)
+			case answerValue:
+				w.respond(n.ID, val, errno)
+			}
 			if c.detached {
 				// Another goroutine receives now (and Stop waits for it).
 				receiving = false

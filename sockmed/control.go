@@ -17,7 +17,7 @@ import (
 // capability such data needs (SO_MARK, a priority above 6, IPv6 extension
 // headers), recorded; data at a level the socket's family ignores is
 // dropped, as the kernel would ignore it. The call itself is made without
-// capabilities (asProgram) too, but a capability check is made against the
+// capabilities (deputy.AsProgram) too, but a capability check is made against the
 // socket's network namespace, where the supervisor may have capabilities
 // the program lacks (it owns the user namespace of a run's own network
 // namespace): the list, not the thread, is what keeps them out.

@@ -24,7 +24,7 @@
 // The supervisor makes such a call with no more authority than the
 // program has (the deputy rule). It looks the pathname up and makes the
 // call on a thread whose effective capabilities are emptied for it
-// (deputy.go), so the kernel checks the socket file's permissions, a
+// (package deputy), so the kernel checks the socket file's permissions, a
 // privileged socket option or a netlink destination as it would for the
 // capability-less program; it forwards only the ancillary data it decided
 // to (control.go); and where the host's network namespace is shared, the
@@ -42,6 +42,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/deputy"
 	"sandbox-executable/policy"
 	"sandbox-executable/seccomp"
 )
@@ -173,7 +174,7 @@ const (
 )
 
 // dest is where a call goes. Its address is final once settled, on the
-// thread that makes the call (deputy.go): a pathname is looked up there,
+// thread that makes the call (package deputy): a pathname is looked up there,
 // without the supervisor's capabilities, and replaced by /proc/self/fd/N
 // of an O_PATH descriptor of the socket file checked.
 type dest struct {
@@ -181,7 +182,7 @@ type dest struct {
 	// A pathname still to look up: the name as the program gave it, and
 	// where to look (lookup).
 	given string
-	look  *lookup
+	look  *deputy.Lookup
 	// pathFD is the O_PATH descriptor addr names, or -1.
 	pathFD int
 	// abstract is an abstract name as the program gave it ("@name"), for
@@ -201,10 +202,10 @@ func (d *dest) close() {
 	if d.held >= 0 {
 		unix.Close(d.held)
 	}
-	d.look.close()
+	d.look.Close()
 }
 
-// run makes the call f as the program would (asProgram: no effective
+// run makes the call f as the program would (deputy.AsProgram: no effective
 // capability), once the destination d is settled (nil: none). wait says f
 // may block (a blocking socket): the watcher then receives on another
 // goroutine.
@@ -214,7 +215,7 @@ func (m *Mediator) run(c *seccomp.Call, d *dest, wait bool, f func() (int64, uni
 	}
 	var n int64
 	errno := unix.EACCES
-	ok := asProgram(func() {
+	ok := deputy.AsProgram(func() {
 		if errno = m.settle(c, d); errno == 0 {
 			n, errno = f()
 		}
@@ -255,7 +256,7 @@ func (m *Mediator) destination(c *seccomp.Call, t *task, addr []byte, connects b
 		if i := bytes.IndexByte(path, 0); i >= 0 {
 			path = path[:i]
 		}
-		look, errno := prepareLookup(c, t.pid, string(path))
+		look, errno := deputy.NewLookup(c.Valid, t.pid, unix.AT_FDCWD, string(path))
 		if errno != 0 {
 			return nil, errno
 		}
@@ -288,7 +289,7 @@ func (m *Mediator) settle(c *seccomp.Call, d *dest) unix.Errno {
 	if d == nil || d.look == nil || d.pathFD >= 0 {
 		return 0
 	}
-	fd, where, errno := d.look.open()
+	fd, where, errno := openLookup(d.look)
 	if errno != 0 {
 		return errno
 	}

@@ -121,27 +121,3 @@ func TestDiagAbstract(t *testing.T) {
 		t.Errorf("a longer name: %+v %v, want nothing", b, err)
 	}
 }
-
-// TestAsProgram: the call runs without an effective capability, and the
-// thread has them back after.
-func TestAsProgram(t *testing.T) {
-	effective := func() uint32 {
-		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-		var d [2]unix.CapUserData
-		if err := unix.Capget(&hdr, &d[0]); err != nil {
-			t.Fatal(err)
-		}
-		return d[0].Effective | d[1].Effective
-	}
-	before := effective()
-	var during uint32
-	if !asProgram(func() { during = effective() }) {
-		t.Fatal("asProgram refused")
-	}
-	if during != 0 {
-		t.Errorf("effective capabilities during the call: %#x", during)
-	}
-	if after := effective(); after != before {
-		t.Errorf("after: %#x, before: %#x", after, before)
-	}
-}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/deputy"
 	"sandbox-executable/seccomp"
 )
 
@@ -92,28 +93,10 @@ func (t *task) udp() bool {
 }
 
 // read copies n bytes at addr out of the thread's memory (nil for none).
-func (t *task) read(addr uint64, n int) ([]byte, unix.Errno) {
-	if n == 0 {
-		return nil, 0
-	}
-	buf := make([]byte, n)
-	got, err := unix.ProcessVMReadv(t.pid, []unix.Iovec{{Base: &buf[0], Len: uint64(n)}},
-		[]unix.RemoteIovec{{Base: uintptr(addr), Len: n}}, 0)
-	if err != nil || got != n {
-		return nil, unix.EFAULT
-	}
-	return buf, 0
-}
+func (t *task) read(addr uint64, n int) ([]byte, unix.Errno) { return deputy.Read(t.pid, addr, n) }
 
 // write copies b into the thread's memory at addr.
-func (t *task) write(addr uint64, b []byte) unix.Errno {
-	n, err := unix.ProcessVMWritev(t.pid, []unix.Iovec{{Base: &b[0], Len: uint64(len(b))}},
-		[]unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}, 0)
-	if err != nil || n != len(b) {
-		return unix.EFAULT
-	}
-	return 0
-}
+func (t *task) write(addr uint64, b []byte) unix.Errno { return deputy.Write(t.pid, addr, b) }
 
 // sigpipe sends SIGPIPE to the thread, as the kernel does to a sender on a
 // broken stream without MSG_NOSIGNAL (the supervisor sends with it).
@@ -198,63 +181,12 @@ func readStatus(tid int) (*status, error) {
 	return st, nil
 }
 
-// lookup is a pathname to resolve as a thread of the program would: the
-// path, made absolute with the thread's working directory, and an O_PATH
-// descriptor of the thread's root.
-type lookup struct {
-	root int
-	path string
-}
-
-// prepareLookup takes what resolving path needs from thread pid (its root
-// and its working directory: the supervisor's own access to the program,
-// before the call) once c is known to be the caller's. Magic links
-// (/proc/self/...) are not followed: they would name the supervisor.
-func prepareLookup(c *seccomp.Call, pid int, path string) (*lookup, unix.Errno) {
-	proc := "/proc/" + strconv.Itoa(pid)
-	if !strings.HasPrefix(path, "/") {
-		cwd, err := os.Readlink(proc + "/cwd")
-		if err != nil {
-			return nil, unix.ENOENT
-		}
-		if !strings.HasPrefix(cwd, "/") || strings.HasSuffix(cwd, " (deleted)") {
-			return nil, unix.ENOENT // a removed working directory has no entries
-		}
-		path = cwd + "/" + path
-	}
-	root, err := unix.Open(proc+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, unix.ENOENT
-	}
-	// The root (and the working directory read above) are the caller's
-	// only if it still waits.
-	if !c.Valid() {
-		unix.Close(root)
-		return nil, unix.ESRCH
-	}
-	return &lookup{root: root, path: path}, 0
-}
-
-func (l *lookup) close() {
-	if l != nil && l.root >= 0 {
-		unix.Close(l.root)
-		l.root = -1
-	}
-}
-
-// open opens the path in the thread's root (openat2 RESOLVE_IN_ROOT) as an
-// O_PATH descriptor, and says where that is, in the program's view. It is
-// the program's own lookup when made as the program (asProgram): each
-// directory's search permission is checked for it.
-func (l *lookup) open() (int, string, unix.Errno) {
-	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
-	fd, err := unix.Openat2(l.root, l.path, how)
-	for i := 0; err == unix.EAGAIN && i < 8; i++ {
-		// A rename or mount ran while ".." was being resolved: again.
-		fd, err = unix.Openat2(l.root, l.path, how)
-	}
-	if err != nil {
-		return -1, "", errnoOf(err)
+// openLookup opens l's path as an O_PATH descriptor and says where that
+// is, in the program's view.
+func openLookup(l *deputy.Lookup) (int, string, unix.Errno) {
+	fd, errno := l.Open(0)
+	if errno != 0 {
+		return -1, "", errno
 	}
 	where, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 	if err != nil || !strings.HasPrefix(where, "/") {

@@ -286,6 +286,14 @@ char **se_exec_paths(const char *const *dirs, size_t n, const char *name);
  * stale; nor is one whose supervisor's /proc entry cannot be read. */
 int se_cgroup_stale(const char *name);
 
+/* se_landlock_restrict_thread confines the calling thread alone (no
+ * TSYNC) with a Landlock domain that handles rights and grants them beneath
+ * each of the n directories dirs (O_PATH descriptors): the Go service's
+ * mediating thread, which may change files beneath the writable roots and
+ * nowhere else. The thread needs no_new_privs or CAP_SYS_ADMIN. 0, or
+ * -errno. */
+int se_landlock_restrict_thread(uint64_t rights, const int *dirs, int n);
+
 void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, void *holds_arg,
 	    struct se_service *svc, struct se_handover *h);
 

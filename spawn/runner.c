@@ -1283,6 +1283,25 @@ static int add_path_rule(struct se_runner *s, int rs_fd, const struct se_rll *ru
 	return 1;
 }
 
+int se_landlock_restrict_thread(uint64_t rights, const int *dirs, int n)
+{
+	uint64_t attr[1] = {rights};
+	int rs_fd = (int)syscall(SYS_landlock_create_ruleset, attr, sizeof attr, 0);
+	if (rs_fd < 0)
+		return -errno;
+	for (int i = 0; i < n; i++) {
+		if (add_beneath(rs_fd, rights, dirs[i]) != 0) {
+			int err = errno;
+			close(rs_fd);
+			return -err;
+		}
+	}
+	long r = syscall(SYS_landlock_restrict_self, rs_fd, 0);
+	int err = errno;
+	close(rs_fd);
+	return r == 0 ? 0 : -err;
+}
+
 /* create_ruleset makes the (empty) Landlock ruleset, s->ruleset. */
 static int create_ruleset(struct se_runner *s)
 {

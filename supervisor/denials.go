@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sandbox-executable/fsmed"
 	"sandbox-executable/seccomp"
 	"sandbox-executable/sockmed"
 )
@@ -19,6 +20,10 @@ const (
 	// DenialUnixSocket is a socket call the supervisor refused to carry
 	// out (a unix socket outside the writable roots).
 	DenialUnixSocket = "unix_socket"
+	// DenialProtectedName is a call that would have made, removed,
+	// renamed or replaced a protected name (.git, ...) of a writable root
+	// in Landlock-only mode, refused by the supervisor.
+	DenialProtectedName = "protected_name"
 )
 
 // Denial is one operation the sandbox refused, as the supervisor saw it.
@@ -42,6 +47,8 @@ type Denial struct {
 	// abstract one), and where a path led in the program's view.
 	Address  string `json:"address,omitempty"`
 	Resolved string `json:"resolved,omitempty"`
+	// protected_name: the path as the program gave it.
+	Path string `json:"path,omitempty"`
 }
 
 // DenialCounts are the denials of a run, by kind.
@@ -86,6 +93,12 @@ func (d *denials) fromSockets(s sockmed.Denial) {
 	exe, _ := os.Readlink("/proc/" + strconv.Itoa(s.Pid) + "/exe")
 	d.record(Denial{Time: s.Time, Kind: DenialUnixSocket, Pid: s.Pid, Exe: exe, Syscall: s.Syscall, Errno: s.Errno,
 		Address: s.Address, Resolved: s.Resolved, Reason: s.Reason})
+}
+
+func (d *denials) fromFiles(f fsmed.Denial) {
+	exe, _ := os.Readlink("/proc/" + strconv.Itoa(f.Pid) + "/exe")
+	d.record(Denial{Time: f.Time, Kind: DenialProtectedName, Pid: f.Pid, Exe: exe, Syscall: f.Syscall, Errno: f.Errno,
+		Path: f.Path, Resolved: f.Dir, Reason: f.Reason})
 }
 
 func (d *denials) counts() DenialCounts {

@@ -7,12 +7,11 @@ package supervisor
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
-	"slices"
-
-	"log/slog"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +20,7 @@ import (
 
 	"sandbox-executable/cgroups"
 	"sandbox-executable/fsdeps"
+	"sandbox-executable/fsmed"
 	"sandbox-executable/hostfacts"
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
@@ -139,8 +139,11 @@ type Prepared struct {
 	// host's mode added to the Plan's (decideSeccomp).
 	proc         ProcessReport
 	procDegraded string
-	hostRules    []policy.SyscallRule
-	nofile       spawn.Rlimit
+	// files is the filesystem mediation of Landlock-only mode's split
+	// directories (decideLandlock), or nil.
+	files     *fsmed.Config
+	hostRules []policy.SyscallRule
+	nofile    spawn.Rlimit
 
 	// What Ready made: the cgroup's directories (cgroupReady), a private
 	// temp dir of the run's own with its record and lock, the host
@@ -506,7 +509,44 @@ func (pr *Prepared) decideLandlock() error {
 	}
 	pr.Landlock = spec
 	pr.freshRules = freshRules(spec, pr.View, pr.tmpDir)
+	pr.decideFiles()
 	return nil
+}
+
+// decideFiles has the supervisor make, remove and rename the entries of the
+// directories Landlock-only mode splits for the program (package fsmed),
+// where this host lets it: a root's top level then works as it would
+// without the sandbox, but for its protected names.
+func (pr *Prepared) decideFiles() {
+	spec := pr.Landlock
+	if pr.exact() || len(spec.WriteSplits) == 0 || spec.ABI < 1 || !pr.facts.FileMediation {
+		return
+	}
+	c := &fsmed.Config{ABI: spec.ABI}
+	for _, r := range pr.Plan.Filesystem.WritableRoots {
+		c.Roots = append(c.Roots, r.Path)
+	}
+	if pr.tmpDir != "" {
+		c.Roots = append(c.Roots, pr.tmpDir)
+	}
+	effect := map[string]string{}
+	for _, sp := range spec.WriteSplits {
+		d := fsmed.Dir{Path: sp.Dir, Names: sp.Names}
+		if fi, err := fsdeps.Lstat(sp.Dir); err == nil {
+			d.Dev, d.Ino = fi.Dev(), fi.Ino()
+		}
+		c.Dirs = append(c.Dirs, d)
+		effect[sp.Dir] = "the supervisor makes, removes and renames entries directly in it for the program, never " + strings.Join(sp.Names, ", ")
+	}
+	narrowed := slices.Clone(spec.Narrowed)
+	for i, n := range narrowed {
+		if e, ok := effect[n.Dir]; ok && n.Effect == landlock.WriteSplitEffect {
+			narrowed[i].Effect = e
+		}
+	}
+	s := *spec
+	s.Narrowed = narrowed
+	pr.Landlock, pr.files = &s, c
 }
 
 // decideBoundary gathers what of the write boundary and the process world
@@ -552,7 +592,7 @@ func (pr *Prepared) decideSeccomp() error {
 	if err := seccomp.StrictModel(&p.Seccomp, p.Network.Mode, seccomp.Table{}); err != nil {
 		return err
 	}
-	host := seccomp.Host{DenyUnixSockets: pr.net.denyUnix}
+	host := seccomp.Host{DenyUnixSockets: pr.net.denyUnix, MediateFiles: pr.files != nil}
 	if pr.net.sockets.how == socketsMediated {
 		host.Mediate = sockmed.Syscalls
 	}

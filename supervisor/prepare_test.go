@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"sandbox-executable/fsmed"
 	"sandbox-executable/hostfacts"
 	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
@@ -219,5 +220,68 @@ func TestPrepareProtectsTheStateDirectories(t *testing.T) {
 	}
 	if slices.ContainsFunc(cfg.Plan.Filesystem.ReadDenied, func(p policy.DeniedPath) bool { return p.Path == state }) {
 		t.Errorf("the caller's Plan was changed")
+	}
+}
+
+// TestPrepareMediatesTheTopLevel: in Landlock-only mode, where the host
+// lets the supervisor read the program, a workspace without .git (split
+// around the names it lacks) gets the file calls sent to the service, with
+// its protected names, its identity and the roots the mediating thread may
+// write beneath; without that fact, or in exact mode, nothing is mediated.
+func TestPrepareMediatesTheTopLevel(t *testing.T) {
+	ws := `{"type":"workspace_write","writable_roots":[]}`
+	for _, c := range []struct {
+		name  string
+		mode  string
+		files bool
+		want  bool
+	}{
+		{"landlock mode", FSLandlock, true, true},
+		{"landlock mode, no mediation here", FSLandlock, false, false},
+		{"exact mode", FSExact, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := rootHost
+			f.FileMediation = c.files
+			plan := planFor(t, ws)
+			cfg := Config{Plan: plan, Argv: []string{"/bin/true"}, Cwd: plan.PolicyCwd, TempDir: t.TempDir(), RunID: "x", FSMode: c.mode}
+			pr, err := Prepare(cfg, &f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := pr.Service()
+			if got := rec.Files != nil; got != c.want {
+				t.Fatalf("mediated: %v, want %v", got, c.want)
+			}
+			mediated := slices.ContainsFunc(pr.hostRules, func(r policy.SyscallRule) bool { return r.Syscall == "mkdirat" })
+			if mediated != c.want {
+				t.Errorf("mkdirat sent to the supervisor: %v, want %v", mediated, c.want)
+			}
+			if !c.want {
+				return
+			}
+			root := plan.PolicyCwd
+			i := slices.IndexFunc(rec.Files.Dirs, func(d fsmed.Dir) bool { return d.Path == root })
+			if i < 0 {
+				t.Fatalf("the root %s is not mediated: %+v", root, rec.Files.Dirs)
+			}
+			d := rec.Files.Dirs[i]
+			if d.Ino == 0 || !slices.Contains(d.Names, ".git") || !slices.Contains(d.Names, ".vtcode") {
+				t.Errorf("the root's entry: %+v", d)
+			}
+			if !slices.Contains(rec.Files.Roots, root) {
+				t.Errorf("the thread's roots %v lack %s", rec.Files.Roots, root)
+			}
+			said := false
+			for _, n := range pr.Landlock.Narrowed {
+				if n.Dir == root && n.Effect == landlock.WriteSplitEffect {
+					t.Errorf("the root's narrowing says its top level gains no entries")
+				}
+				said = said || n.Dir == root && strings.Contains(n.Effect, "supervisor makes")
+			}
+			if !said {
+				t.Errorf("the root's narrowing does not say it is mediated: %+v", pr.Landlock.Narrowed)
+			}
+		})
 	}
 }

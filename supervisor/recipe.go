@@ -28,7 +28,7 @@ func (pr *Prepared) Recipe(says [spawn.EndingsN]string) (*spawn.Recipe, error) {
 		Pdeathsig:        unix.SIGKILL,
 		BPF:              pr.Seccomp.BPF,
 		Notify:           pr.Seccomp.NeedsListener(),
-		NotifyKillable:   pr.sockets.how == socketsMediated,
+		NotifyKillable:   pr.sockets.how == socketsMediated || pr.files != nil,
 		KeepFDs:          cfg.KeepFDs,
 		Timeout:          time.Duration(p.Limits.TimeoutSeconds) * time.Second,
 		Grace:            grace(cfg),

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/cgroups"
+	"sandbox-executable/fsmed"
 	"sandbox-executable/policy"
 	"sandbox-executable/procfs"
 	"sandbox-executable/seccomp"
@@ -27,6 +28,9 @@ type ServiceRecord struct {
 	Seccomp ServiceSeccomp `json:"seccomp"`
 	// Mediator is the socket mediation's policy, when calls are mediated.
 	Mediator *sockmed.Config `json:"mediator,omitempty"`
+	// Files is the filesystem mediation's (Landlock-only mode's split
+	// directories), when file calls are mediated.
+	Files *fsmed.Config `json:"files,omitempty"`
 	// Allowlist is the proxy's, in the allowlist network mode.
 	Allowlist []policy.HostPort `json:"allowlist,omitempty"`
 	// Cgroup names the run's cgroup (whose directories the runner made
@@ -72,6 +76,7 @@ func (pr *Prepared) Service() *ServiceRecord {
 		c := pr.mediatorConfig()
 		rec.Mediator = &c
 	}
+	rec.Files = pr.files
 	if pr.net.proxy {
 		rec.Allowlist = pr.Plan.Network.Allowlist
 	}
@@ -107,6 +112,7 @@ func Serve(svc *spawn.Service, rec *ServiceRecord, o ServeOptions) Result {
 	var d denials
 	d.out = o.OnDenial
 	var watcher *seccomp.Watcher
+	var files *fsmed.Mediator
 	var proxy *proxyRun
 	if o.HostProxy != nil {
 		proxy = startProxy(rec.Allowlist, o.HostProxy, d.record)
@@ -115,13 +121,25 @@ func Serve(svc *spawn.Service, rec *ServiceRecord, o ServeOptions) Result {
 	for ev := range svc.Events {
 		switch ev {
 		case spawn.EventListener:
-			var mediate seccomp.Mediator
+			var mediate, sockets seccomp.Mediator
 			if rec.Mediator != nil {
 				c := *rec.Mediator
 				self := os.Getpid()
 				c.Members = func() []int { return procfs.Descendants(self) }
 				c.OnDenial = d.fromSockets
-				mediate = sockmed.New(c).Mediate
+				sockets = sockmed.New(c).Mediate
+				mediate = sockets
+			}
+			if rec.Files != nil {
+				c := *rec.Files
+				c.OnDenial = d.fromFiles
+				files = fsmed.New(c)
+				mediate = func(c *seccomp.Call) (int64, unix.Errno) {
+					if sockets == nil || fsmed.Handles(c.Nr) {
+						return files.Mediate(c)
+					}
+					return sockets(c)
+				}
 			}
 			prog := &seccomp.Program{Notify: rec.Seccomp.Notify, Errnos: rec.Seccomp.Errnos, Mediated: rec.Seccomp.Mediated}
 			w, err := seccomp.Watch(svc.Listener(), prog, d.fromSeccomp, mediate)
@@ -145,6 +163,9 @@ func Serve(svc *spawn.Service, rec *ServiceRecord, o ServeOptions) Result {
 		case spawn.EventEnded:
 			if watcher != nil {
 				watcher.Stop()
+			}
+			if files != nil && files.Err() != nil {
+				log.Warn("the file calls of the split directories were left to the kernel", "error", files.Err())
 			}
 			if proxy != nil {
 				st := proxy.stop()

@@ -1,0 +1,157 @@
+package fsmed
+
+import (
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/seccomp"
+)
+
+// writes reports whether an open with flags may create, truncate or write
+// (what the filter sends here; openat2 comes whatever its flags).
+func writes(flags uint64) bool {
+	acc := flags & unix.O_ACCMODE
+	return flags&(unix.O_CREAT|unix.O_TRUNC) != 0 || acc == unix.O_WRONLY || acc == unix.O_RDWR
+}
+
+// open carries out an open that may create, truncate or write, where the
+// parent is a split directory or beneath an entry made during the run: the
+// thread opens the file, and the program gets the descriptor.
+func (m *Mediator) open(c *seccomp.Call, st *state, tid int, cl call) answer {
+	flags, mode := cl.flags, cl.mode
+	var resolve uint64
+	if cl.name == "openat2" {
+		how, errno := readHow(tid, cl.how, cl.howSize)
+		if errno != 0 {
+			return carryOn // the kernel reads it again, and answers
+		}
+		flags, mode, resolve = how.flags, uint32(how.mode), how.resolve
+	}
+	if !writes(flags) || flags&unix.O_PATH != 0 {
+		return carryOn
+	}
+	tmpfile := flags&unix.O_TMPFILE == unix.O_TMPFILE
+	s, a, done := m.lookUp(c, st, tid, cl.dirfd[0], cl.path[0], tmpfile)
+	if done {
+		return a
+	}
+	defer s.close()
+	if resolve != 0 && (tmpfile || strings.Contains(strings.TrimRight(s.given, "/"), "/")) {
+		// openat2's resolve rules over more than one name: the kernel
+		// applies them, as the program (refused in a split directory).
+		return carryOn
+	}
+	switch s.place {
+	case top:
+		if !tmpfile && s.dir.protects(s.bare) {
+			return m.refuse(c, cl, s)
+		}
+	case managed:
+	default:
+		return carryOn
+	}
+	create := flags&unix.O_CREAT != 0 || tmpfile
+	var umask uint32
+	if create {
+		umask = umaskOf(tid)
+	}
+	if !c.Valid() {
+		return fail(unix.ESRCH)
+	}
+	want := mode & 0o7777 &^ umask
+	fd := -1
+	var err error
+	st.thread.Do(func() {
+		// Never blocking the supervisor on a FIFO (or a device): such a
+		// file is the kernel's to open, below.
+		oflags := flags | unix.O_NONBLOCK | unix.O_CLOEXEC
+		if tmpfile {
+			fd, err = unix.Openat(s.parent, ".", int(oflags), want)
+			return
+		}
+		var pre unix.Stat_t
+		missing := unix.Fstatat(s.parent, s.bare, &pre, unix.AT_SYMLINK_NOFOLLOW) == unix.ENOENT
+		fd, err = unix.Openat2(s.parent, s.name, &unix.OpenHow{Flags: oflags, Mode: uint64(want),
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		if err == nil && create && missing && want&^st.umask != want {
+			_ = unix.Fchmod(fd, want)
+		}
+	})
+	switch {
+	case err == unix.ELOOP && flags&unix.O_NOFOLLOW == 0 && resolve&unix.RESOLVE_NO_SYMLINKS == 0:
+		// The last name is a symbolic link: the kernel follows it, as
+		// the program, and its rules decide where it leads.
+		return carryOn
+	case err == unix.ENXIO:
+		return carryOn // a FIFO without a reader: the program's open waits for one
+	case err != nil:
+		return fail(errnoOf(err))
+	}
+	defer unix.Close(fd)
+	var fst unix.Stat_t
+	if unix.Fstat(fd, &fst) != nil {
+		return fail(unix.EIO)
+	}
+	if t := fst.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
+		return carryOn
+	}
+	if flags&unix.O_NONBLOCK == 0 {
+		if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err == nil {
+			_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
+		}
+	}
+	if errno := c.SendFD(fd, flags&unix.O_CLOEXEC != 0); errno != 0 {
+		return fail(errno)
+	}
+	return answer{}
+}
+
+// truncate carries out truncate(2) where the file lies in a split
+// directory or beneath an entry made during the run.
+func (m *Mediator) truncate(c *seccomp.Call, st *state, tid int, cl call) answer {
+	s, a, done := m.lookUp(c, st, tid, cl.dirfd[0], cl.path[0], false)
+	if done {
+		return a
+	}
+	defer s.close()
+	switch s.place {
+	case top:
+		if s.dir.protects(s.bare) {
+			return m.refuse(c, cl, s)
+		}
+	case managed:
+	default:
+		return carryOn
+	}
+	if !c.Valid() {
+		return fail(unix.ESRCH)
+	}
+	var err error
+	follow := false
+	st.thread.Do(func() {
+		fd, e := unix.Openat2(s.parent, s.name, &unix.OpenHow{Flags: unix.O_WRONLY | unix.O_NONBLOCK | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		if e != nil {
+			err, follow = e, e == unix.ELOOP || e == unix.ENXIO
+			return
+		}
+		defer unix.Close(fd)
+		var fst unix.Stat_t
+		if err = unix.Fstat(fd, &fst); err != nil {
+			return
+		}
+		if fst.Mode&unix.S_IFMT != unix.S_IFREG {
+			err = unix.EINVAL
+			return
+		}
+		err = unix.Ftruncate(fd, cl.length)
+	})
+	if follow {
+		return carryOn
+	}
+	if err != nil {
+		return fail(errnoOf(err))
+	}
+	return answer{}
+}
