@@ -195,7 +195,10 @@ static void fail(struct se_runner *s, int step, int err, const char *what)
 	if (s->h->fail_step == 0) {
 		s->h->fail_step = step;
 		s->h->fail_errno = err;
-		snprintf(s->h->fail_what, sizeof s->h->fail_what, "%s", what);
+		/* Cut to fit, on purpose (snprintf would warn of it). */
+		size_t n = strnlen(what, sizeof s->h->fail_what - 1);
+		memcpy(s->h->fail_what, what, n);
+		s->h->fail_what[n] = 0;
 	}
 }
 
@@ -1834,7 +1837,7 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 		release_claims(&s);
 		se_phase("placeholders removed");
 		int st;
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		while (waitpid((pid_t)pid, &st, 0) < 0 && errno == EINTR)
 			;
 		close(s.done_r);
 		s.done_r = -1;
