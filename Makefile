@@ -27,17 +27,20 @@ build:
 
 # The probe the integration tests run inside the sandbox: static, so it runs
 # the same on the host and in the VM guest.
+# Every C file is built with the warnings of CWARN and no warning passes
+# (spawn's through its #cgo CFLAGS, which say the same).
+CWARN := -Wall -Wextra -Wconversion -Werror
 probe: $(PROBE)
 $(PROBE): integration/probes/probe.c
 	@mkdir -p bin
-	gcc -static -O2 -Wall -o $@ $<
+	gcc -static -O2 $(CWARN) -o $@ $<
 
 # The same probe for the arm64 guest (make vm-test-arm64), cross-compiled.
 PROBE_ARM64 := bin/probe-arm64
 probe-arm64: $(PROBE_ARM64)
 $(PROBE_ARM64): integration/probes/probe.c
 	@mkdir -p bin
-	aarch64-linux-gnu-gcc -static -O2 -Wall -o $@ $<
+	aarch64-linux-gnu-gcc -static -O2 $(CWARN) -o $@ $<
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
