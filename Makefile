@@ -18,7 +18,7 @@ DIST     ?= dist
 # The architectures make release builds (packaging/release.sh).
 RELEASE_ARCHES ?= amd64 arm64
 
-.PHONY: all build build-arm64 probe probe-arm64 test lint lint-packaging unit integration integration-warm fuzz-short vm-test vm-test-kernels vm-test-arm64 vm-test-systemd vm-selfcheck host-kinds bench vm-bench release test-release manpage clean
+.PHONY: all build build-arm64 probe probe-arm64 test lint lint-packaging unit integration integration-warm fuzz-short fuzz-c vm-test vm-test-kernels vm-test-arm64 vm-test-systemd vm-selfcheck host-kinds bench vm-bench release test-release manpage clean
 
 all: build
 
@@ -64,6 +64,31 @@ integration-warm: build probe
 FUZZTIME ?= 15s
 fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodePolicy$$' -fuzztime $(FUZZTIME) ./policy/
+
+# The C parsers of data that crosses a trust or process boundary (a stored
+# recipe, its dependency records, the store's entries, /proc/self/status
+# for the recipe key), fuzzed by libFuzzer under AddressSanitizer and
+# UndefinedBehaviorSanitizer (spawn/fuzz/README.md): FUZZ_C_TIME seconds
+# each from the committed corpus; new inputs go to bin/fuzz/new, findings
+# to bin/fuzz/crash-*. The harnesses link spawn's C but warm.c, whose
+# constructor carries out stored recipes.
+FUZZ_CC     ?= clang-14
+FUZZ_C_TIME ?= 30
+FUZZ_C      := recipe deps store status
+FUZZ_SAN    := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_SPAWN  := $(filter-out spawn/warm.c,$(wildcard spawn/*.c))
+FUZZ_ENV    := ASAN_SYMBOLIZER_PATH=$$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer) \
+	ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+bin/fuzz/%: spawn/fuzz/fuzz_%.c spawn/fuzz/confine.c spawn/fuzz/*.h spawn/fuzz/coverage-ignore.txt $(FUZZ_SPAWN) spawn/*.h
+	@mkdir -p bin/fuzz
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -fsanitize-coverage-ignorelist=spawn/fuzz/coverage-ignore.txt \
+		$(CWARN) -Ispawn -o $@ $< spawn/fuzz/confine.c $(FUZZ_SPAWN)
+fuzz-c: $(FUZZ_C:%=bin/fuzz/%)
+	@set -e; for h in $(FUZZ_C); do \
+		echo "== fuzz-c: $$h"; mkdir -p bin/fuzz/new/$$h; \
+		$(FUZZ_ENV) bin/fuzz/$$h -max_total_time=$(FUZZ_C_TIME) -print_final_stats=1 \
+			-artifact_prefix=bin/fuzz/crash-$$h- bin/fuzz/new/$$h spawn/fuzz/corpus/$$h </dev/null; \
+	done
 
 # The same suites in a throwaway QEMU guest with a real unified cgroup v2 and
 # another kernel (Debian 12's 6.1, Landlock ABI 2): integration/vm/README.md.
@@ -127,7 +152,7 @@ host-kinds: build probe build-arm64 probe-arm64
 vm-test-systemd: build probe
 	integration/vm/systemd/run.sh $(CURDIR)/$(BIN) $(BASE)
 
-test: lint lint-packaging unit integration integration-warm fuzz-short vm-test vm-test-kernels vm-test-arm64 vm-test-systemd
+test: lint lint-packaging unit integration integration-warm fuzz-short fuzz-c vm-test vm-test-kernels vm-test-arm64 vm-test-systemd
 
 # The static "install anywhere" binaries (linux-amd64, linux-arm64) and their
 # .sha256 in $(DIST), checked by the script (statically linked, no dynamic

@@ -296,23 +296,59 @@ func TestDepsMalformed(t *testing.T) {
 	}
 }
 
-func FuzzDepsCheck(f *testing.F) {
-	d := f.TempDir()
-	os.Symlink("target", filepath.Join(d, "l"))
-	fsdeps.Reset()
-	fsdeps.Lstat(d)
-	fsdeps.Readlink(filepath.Join(d, "l"))
-	fsdeps.ReadFile("/proc/sys/kernel/osrelease")
-	fsdeps.Statfs(d)
-	b, _ := fsdeps.Encode(fsdeps.Deps())
-	fsdeps.Reset()
-	f.Add(b)
-	f.Fuzz(func(t *testing.T, b []byte) {
-		ok, _, _ := CheckDeps(b)
-		if _, err := fsdeps.Decode(b); err != nil && ok {
-			t.Fatalf("C accepts what Decode refuses")
+// fuzzCorpus reads the inputs of the C fuzzer's corpus for harness
+// (spawn/fuzz/corpus/<harness>: real stored recipes' parts and what
+// libFuzzer found from them).
+func fuzzCorpus(t *testing.T, harness string) [][]byte {
+	t.Helper()
+	dir := filepath.Join("fuzz", "corpus", harness)
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) == 0 {
+		t.Fatalf("the fuzz corpus %s: %v (%d inputs)", dir, err, len(ents))
+	}
+	var out [][]byte
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
+		out = append(out, b)
+	}
+	return out
+}
+
+// TestDepsCorpusAgreesWithDecode: on every input of the C fuzzer's
+// corpus, the C check and fsdeps.Decode agree on what is malformed (the
+// format has two readers, and libFuzzer only sees the C one). The C check
+// reads the whole encoding before it makes any call, so a malformed input
+// makes none; a well-formed one is checked with its paths replaced by one
+// that does not exist, so that the test stats nothing of the host's.
+func TestDepsCorpusAgreesWithDecode(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	wellFormed := 0
+	for i, b := range fuzzCorpus(t, "deps") {
+		deps, err := fsdeps.Decode(b)
+		if err != nil {
+			if ok, idx, why := CheckDeps(b); ok || why != DepsMalformed {
+				t.Errorf("input %d: Decode refuses it (%v), C says %v %d %v", i, err, ok, idx, why)
+			}
+			continue
+		}
+		wellFormed++
+		for j := range deps {
+			deps[j].Path = missing
+		}
+		enc, err := fsdeps.Encode(deps)
+		if err != nil {
+			t.Fatalf("input %d: re-encode: %v", i, err)
+		}
+		if _, idx, why := CheckDeps(enc); why == DepsMalformed {
+			t.Errorf("input %d: Decode accepts it, C calls record %d malformed", i, idx)
+		}
+	}
+	if wellFormed == 0 {
+		t.Error("no well-formed input in the corpus: reseed it (spawn/fuzz/seed.sh)")
+	}
 }
 
 func BenchmarkDepsCheck(b *testing.B) {
