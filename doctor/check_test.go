@@ -132,11 +132,9 @@ func checkConsistent(t *testing.T, r Report) {
 func TestCheckThisHost(t *testing.T) {
 	start := time.Now()
 	r := check()
-	took := time.Since(start)
-	t.Logf("Check took %v\n%s", took, r.Text())
-	if took > time.Second {
-		t.Errorf("Check took %v", took)
-	}
+	// How long it takes is measured (BenchmarkCheck), not asserted: a
+	// busy host makes it slower.
+	t.Logf("Check took %v\n%s", time.Since(start), r.Text())
 	checkConsistent(t, r)
 	if r.Host.EUID != os.Geteuid() || r.Host.Kernel == "" || r.Host.Arch == "" {
 		t.Errorf("host facts: %+v", r.Host)
@@ -256,5 +254,13 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := out.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkCheck: what one doctor run costs on this host (its probes
+// included).
+func BenchmarkCheck(b *testing.B) {
+	for b.Loop() {
+		check()
 	}
 }
