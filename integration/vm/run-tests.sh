@@ -29,6 +29,11 @@ field() { sed -n "s/.*\\b$1=\\(\"[^\"]*\"\\|[^ ]*\\).*/\\1/p" <<<"$info" | tr -d
 [[ $(field cgroup) == unified ]] || vm_die "guest cgroup mode is $(field cgroup), want unified"
 
 ((${#@} > 0)) || set -- ./...
+# go test's own limit on each package (its default, 10m, is less than the
+# integration package takes in a guest on a busy machine) is only a backstop
+# for a test that spins forever: a stuck guest or payload is ended by the
+# progress watchdogs (exec, guest/init). A -timeout among the arguments wins.
+set -- -timeout "${SE_VM_GO_TIMEOUT:-60m}" "$@"
 timings=$(mktemp "$VM_CACHE/timings.XXXXXX")
 log=$(mktemp "$VM_CACHE/gotest.XXXXXX")
 trap 'rm -f "$timings" "$log"' EXIT
