@@ -1,8 +1,10 @@
 # sandbox-executable: build, test and release entry points.
 #   make build         the binary, bin/sandbox-executable
-#   make test          what CI runs: lint, unit tests (race), integration
-#                      tests on this kernel (and again through the warm path), a short fuzz run, the VM suites
-#                      (6.1; 5.10, 6.12, 7.3; arm64; a systemd guest)
+#   make test          what CI runs: lint, unit tests (race; spawn's C under
+#                      ASan), integration tests on this kernel (and again
+#                      through the warm path), short fuzz runs (Go; C under
+#                      libFuzzer), the VM suites (6.1; 5.10, 6.12, 7.3;
+#                      arm64; a systemd guest)
 #   make host-kinds    the README's table of host kinds, from the tests
 #   make bench         one table: start-up and real work under bare,
 #                      bubblewrap and the helper (make vm-bench: in the VM)
@@ -18,7 +20,7 @@ DIST     ?= dist
 # The architectures make release builds (packaging/release.sh).
 RELEASE_ARCHES ?= amd64 arm64
 
-.PHONY: all build build-arm64 probe probe-arm64 test lint lint-packaging unit integration integration-warm fuzz-short fuzz-c vm-test vm-test-kernels vm-test-arm64 vm-test-systemd vm-selfcheck host-kinds bench vm-bench release test-release manpage clean
+.PHONY: all build build-arm64 probe probe-arm64 test lint lint-packaging unit unit-asan integration integration-warm fuzz-short fuzz-c vm-test vm-test-kernels vm-test-arm64 vm-test-systemd vm-selfcheck host-kinds bench vm-bench release test-release manpage clean
 
 all: build
 
@@ -49,6 +51,12 @@ lint:
 
 unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+# spawn's unit tests once more with its C under AddressSanitizer (go test
+# -asan; gcc's, as clang cannot build libseccomp-golang's constants here):
+# the stage, the runner and its raw clones, the parsers.
+unit-asan:
+	$(GO) test -asan -count=1 ./spawn/
 
 integration: build probe
 	SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) SANDBOX_PROBE=$(CURDIR)/$(PROBE) $(GO) test -race -count=1 -timeout 30m ./integration/...
@@ -151,7 +159,7 @@ host-kinds: build probe build-arm64 probe-arm64
 vm-test-systemd: build probe
 	integration/vm/systemd/run.sh $(CURDIR)/$(BIN) $(BASE)
 
-test: lint lint-packaging unit integration integration-warm fuzz-short fuzz-c vm-test vm-test-kernels vm-test-arm64 vm-test-systemd
+test: lint lint-packaging unit unit-asan integration integration-warm fuzz-short fuzz-c vm-test vm-test-kernels vm-test-arm64 vm-test-systemd
 
 # The static "install anywhere" binaries (linux-amd64, linux-arm64) and their
 # .sha256 in $(DIST), checked by the script (statically linked, no dynamic
