@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // These tests create real cgroups, only below the default parents (or their
@@ -26,14 +28,14 @@ import (
 func realHost(t testing.TB) *Host {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates cgroups")
+		testcap.Skipf(t, testcap.Root, "needs root: creates cgroups")
 	}
 	h, err := Detect()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h.Mode == Unavailable {
-		t.Skip("no cgroup filesystem mounted")
+		testcap.Skipf(t, testcap.Cgroups, "no cgroup filesystem mounted")
 	}
 	return h
 }
@@ -62,7 +64,7 @@ func newGroup(t *testing.T, h *Host, lim Limits, opt Options) Group {
 	g, err := New(h, lim, opt)
 	var ue *UnavailableError
 	if errors.As(err, &ue) {
-		t.Skipf("this host cannot give the group: %v", err)
+		testcap.Skipf(t, testcap.Cgroups, "this host cannot give the group: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -714,7 +716,7 @@ func BenchmarkCPUQuota(b *testing.B) {
 	h := realHost(b)
 	lim := Limits{CPUQuotaCores: 0.5}
 	if _, err := route(h, lim); err != nil {
-		b.Skip(err)
+		testcap.Skipf(b, testcap.Cgroups, "%v", err)
 	}
 	var cpu, wall time.Duration
 	var throttled uint64
@@ -856,7 +858,7 @@ func legacyKill(t *testing.T, lh *Host, freezer bool) {
 func TestParallelGroups(t *testing.T) {
 	h := realHost(t)
 	if _, err := route(h, Limits{MemoryBytes: 64 << 20, Pids: 32}); err != nil {
-		t.Skip(err)
+		testcap.Skipf(t, testcap.Cgroups, "%v", err)
 	}
 	const n = 50
 	var mu sync.Mutex
@@ -1086,7 +1088,7 @@ func BenchmarkNewRemove(b *testing.B) {
 	h := realHost(b)
 	lim := Limits{MemoryBytes: 64 << 20, Pids: 32}
 	if _, err := route(h, lim); err != nil {
-		b.Skip(err)
+		testcap.Skipf(b, testcap.Cgroups, "%v", err)
 	}
 	defer reportCPU(b)()
 	for b.Loop() {
@@ -1106,7 +1108,7 @@ func BenchmarkNewOOMKilledRemove(b *testing.B) {
 	h := realHost(b)
 	lim := Limits{MemoryBytes: 64 << 20, Pids: 32}
 	if _, err := route(h, lim); err != nil {
-		b.Skip(err)
+		testcap.Skipf(b, testcap.Cgroups, "%v", err)
 	}
 	defer reportCPU(b)()
 	for b.Loop() {
@@ -1127,7 +1129,7 @@ func BenchmarkStats(b *testing.B) {
 	h := realHost(b)
 	g, err := New(h, Limits{MemoryBytes: 64 << 20, Pids: 32}, Options{MoveSelf: true})
 	if err != nil {
-		b.Skip(err)
+		testcap.Skipf(b, testcap.Cgroups, "%v", err)
 	}
 	b.Cleanup(func() { g.Remove() })
 	defer reportCPU(b)()

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/hostfacts"
+	"sandbox-executable/internal/testcap"
 )
 
 // helperEnv selects the test binary's helper mode: print Check's report as
@@ -168,7 +169,7 @@ func TestCheckThisHost(t *testing.T) {
 // helper mode and checks the answers a user without privileges gets.
 func TestCheckUnprivileged(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to switch to uid 65534")
+		testcap.Skipf(t, testcap.Root, "needs root to switch to uid 65534")
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -19,6 +19,8 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // TestExitCodes: the program's own status, 128+N for a signal, 127 for a
@@ -253,7 +255,7 @@ func TestIgnoredSignalsStayIgnored(t *testing.T) {
 // the program would see one CPU fewer (nproc, a build's -j).
 func TestProgramKeepsTheCallersCPUAffinity(t *testing.T) {
 	if _, err := exec.LookPath("taskset"); err != nil {
-		t.Skip("no taskset")
+		testcap.Skipf(t, testcap.Installed, "no taskset")
 	}
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {

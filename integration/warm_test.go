@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // warmRun runs the helper over w with policy and argv as run does, but
@@ -452,7 +454,7 @@ func TestWarmPathStaleListedTypes(t *testing.T) {
 // path's again.
 func TestWarmPathAfterASweep(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("the stamps are root's state directory's")
+		testcap.Skipf(t, testcap.Root, "the stamps are root's state directory's")
 	}
 	w := newWorkspace(t)
 	pol := wsPolicy(t, w.root)

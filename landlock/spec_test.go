@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/internal/testcap"
 	"sandbox-executable/policy"
 )
 
@@ -257,7 +258,7 @@ func TestNetworkAndScopes(t *testing.T) {
 func TestBuildOnThisKernel(t *testing.T) {
 	abi := ABI()
 	if abi < 1 {
-		t.Skip("no Landlock on this kernel")
+		testcap.Skipf(t, testcap.Landlock, "no Landlock on this kernel")
 	}
 	base := tree(t, "ws/a", "home/.ssh/k", "home/f")
 	p := plan([]string{filepath.Join(base, "ws")}, []string{filepath.Join(base, "home", ".ssh")}, nil)

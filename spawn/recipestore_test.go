@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/internal/testcap"
 	"sandbox-executable/recipestore"
 	"sandbox-executable/runstate"
 )
@@ -177,7 +178,7 @@ func TestRecipeLookupRefusesTampering(t *testing.T) {
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
 			if c.root && os.Geteuid() != 0 {
-				t.Skip("needs root to chown")
+				testcap.Skipf(t, testcap.Root, "needs root to chown")
 			}
 			parent := t.TempDir()
 			base := filepath.Join(parent, "state")
@@ -303,7 +304,7 @@ func TestRecipeStoreConcurrent(t *testing.T) {
 // mount namespace and fresh tmpfs on /run and /tmp.
 func TestRecipeLookupLocations(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: a mount namespace, and another user")
+		testcap.Skipf(t, testcap.Root, "needs root: a mount namespace, and another user")
 	}
 	for _, c := range []string{"root", "user-tmp", "user-runtime"} {
 		t.Run(c, func(t *testing.T) {
@@ -313,7 +314,7 @@ func TestRecipeLookupLocations(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				if strings.Contains(string(out), "SKIP:") {
-					t.Skipf("%s", out)
+					testcap.Skipf(t, testcap.Namespaces, "%s", out)
 				}
 				t.Fatalf("%v\n%s", err, out)
 			}
