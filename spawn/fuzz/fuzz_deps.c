@@ -80,3 +80,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(size >= 16 && index < count(data));
 	return 0;
 }
+
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max);
+
+/* Half the time the mutator keeps the header's size (bytes 12..16) equal
+ * to the input's length: most mutations change the length, and the check
+ * refuses an encoding whose size disagrees before it reads any record. */
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned int seed)
+{
+	size = LLVMFuzzerMutate(data, size, max);
+	if ((seed & 1) && size >= 16) {
+		data[12] = (uint8_t)size;
+		data[13] = (uint8_t)(size >> 8);
+		data[14] = (uint8_t)(size >> 16);
+		data[15] = (uint8_t)(size >> 24);
+	}
+	return size;
+}

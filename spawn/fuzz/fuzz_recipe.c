@@ -4,6 +4,7 @@
  * the runner uses any. The check must never read past the bytes it is
  * given, whatever they are.
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,4 +38,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	free(r);
 	return 0;
+}
+
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max);
+
+/* Half the time the mutator keeps the header's size equal to the input's
+ * length: most mutations change the length, and the check refuses a
+ * recipe whose size disagrees before it reads any reference. */
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned int seed)
+{
+	size = LLVMFuzzerMutate(data, size, max);
+	if ((seed & 1) && size >= offsetof(struct se_recipe, size) + sizeof(uint32_t)) {
+		uint32_t n = (uint32_t)size;
+		memcpy(data + offsetof(struct se_recipe, size), &n, sizeof n);
+	}
+	return size;
 }
