@@ -44,13 +44,24 @@ size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max);
 
 /* Half the time the mutator keeps the header's size equal to the input's
  * length: most mutations change the length, and the check refuses a
- * recipe whose size disagrees before it reads any reference. */
+ * recipe whose size disagrees before it reads any reference. A quarter of
+ * the time it also writes a value at the edge of a reference's range
+ * (both fields of struct se_rref are 4-aligned u32s) over a random aligned
+ * word: the check has a branch per reference and way of being out of
+ * range, and random bytes rarely hit one. */
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned int seed)
 {
 	size = LLVMFuzzerMutate(data, size, max);
 	if ((seed & 1) && size >= offsetof(struct se_recipe, size) + sizeof(uint32_t)) {
 		uint32_t n = (uint32_t)size;
 		memcpy(data + offsetof(struct se_recipe, size), &n, sizeof n);
+	}
+	if ((seed & 6) == 6 && size >= 2 * sizeof(uint32_t)) {
+		const uint32_t edges[] = {0, 1, 7, 8, (uint32_t)sizeof(struct se_recipe) - 1, (uint32_t)sizeof(struct se_recipe),
+					  (uint32_t)size - 1, (uint32_t)size, (uint32_t)size + 1, 0x7fffffff, 0xffffffff};
+		uint32_t v = edges[(seed >> 3) % (sizeof edges / sizeof edges[0])];
+		size_t at = ((seed >> 7) % (size / sizeof v)) * sizeof v;
+		memcpy(data + at, &v, sizeof v);
 	}
 	return size;
 }
