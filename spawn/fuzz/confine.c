@@ -13,14 +13,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The new root: a tmpfs mounted over /tmp in the new namespace (the host's
  * /tmp is then reachable only through descriptors opened before). */
 #define ROOT "/tmp"
 #define MAX_BINDS 64
+/* In the new root: says a process is in it already (see se_fuzz_confine). */
+#define MARK "/.se-fuzz-confined"
 
 static void die(const char *what, const char *path)
 {
@@ -161,16 +166,38 @@ static void system_dir(const char *dir)
 		die("symlink", at);
 }
 
+/* in_child goes on in a child, the first process of the new PID
+ * namespace (libFuzzer has started no thread yet); this process waits for
+ * it and ends as it ended. */
+static void in_child(void)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork", NULL);
+	if (pid == 0)
+		return;
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			die("waitpid", NULL);
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
 void se_fuzz_confine(int argc, char **argv, void (*fixture)(const char *root))
 {
-	char cwd[PATH_MAX], proc[64];
+	char cwd[PATH_MAX];
+	/* A process the confined harness started (libFuzzer's -merge runs
+	 * one) is in the root already, and stays there. */
+	struct statfs fs;
+	if (statfs("/", &fs) == 0 && fs.f_type == TMPFS_MAGIC && access(MARK, F_OK) == 0)
+		return;
 	if (!getcwd(cwd, sizeof cwd))
 		die("getcwd", NULL);
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
-	/* Without root, a user namespace gives the mount namespace; the
-	 * harness is then root in it and nowhere else. */
-	if (unshare(CLONE_NEWNS | (uid != 0 ? CLONE_NEWUSER : 0)) != 0)
+	/* Without root, a user namespace gives the others; the harness is
+	 * then root in it and nowhere else. */
+	if (unshare(CLONE_NEWNS | CLONE_NEWPID | (uid != 0 ? CLONE_NEWUSER : 0)) != 0)
 		die("unshare", NULL);
 	if (uid != 0) {
 		char map[64];
@@ -180,6 +207,7 @@ void se_fuzz_confine(int argc, char **argv, void (*fixture)(const char *root))
 		snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
 		write_file("/proc/self/gid_map", map);
 	}
+	in_child();
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
 		die("make private", "/");
 	/* Taken in the new namespace, whose mounts they copy. */
@@ -202,12 +230,23 @@ void se_fuzz_confine(int argc, char **argv, void (*fixture)(const char *root))
 	system_dir("/bin");
 	system_dir("/lib");
 	system_dir("/lib64");
-	/* The process's own /proc entry only (LeakSanitizer lists its threads
-	 * there); not /proc/kmsg, whose read takes the kernel's messages. */
-	snprintf(proc, sizeof proc, "/proc/%d", (int)getpid());
-	bind(proc, proc, 0, 0);
-	if (symlink(proc + 6, ROOT "/proc/self") != 0)
-		die("symlink", "/proc/self");
+	/* /proc for the sanitizers (a process's maps, its threads): the PID
+	 * namespace's, which holds the harness and what it starts alone
+	 * (never another process's descriptors), and with subset=pid no
+	 * /proc/kmsg (whose read takes the kernel's messages) or /proc/sys.
+	 * Where the kernel refuses an unprivileged harness a new one, the
+	 * harness's own entry of the host's is its /proc/self (enough but for
+	 * -merge). */
+	mkdirs(ROOT "/proc");
+	if (mount("proc", ROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "subset=pid") != 0) {
+		char self[64], host[32];
+		ssize_t n = readlink("/proc/self", host, sizeof host - 1);
+		if (uid == 0 || n <= 0)
+			die("mount proc on", ROOT "/proc");
+		host[n] = 0;
+		snprintf(self, sizeof self, "/proc/%s", host);
+		bind(self, "/proc/self", 0, 0);
+	}
 	bind("/dev/null", "/dev/null", 1, 1);
 	for (int i = 0; i < nbinds; i++) {
 		char at[PATH_MAX];
@@ -218,6 +257,13 @@ void se_fuzz_confine(int argc, char **argv, void (*fixture)(const char *root))
 			die("bind", binds[i].path);
 		close(binds[i].fd);
 	}
+	/* libFuzzer's own temporary files (-merge's control file). */
+	if ((mkdir(ROOT "/tmp", 01777) != 0 && errno != EEXIST) || chmod(ROOT "/tmp", 01777) != 0)
+		die("mkdir", ROOT "/tmp");
+	int fd = open(ROOT MARK, O_WRONLY | O_CREAT | O_CLOEXEC, 0444);
+	if (fd < 0)
+		die("create", ROOT MARK);
+	close(fd);
 	if (fixture)
 		fixture(ROOT);
 	if (chroot(ROOT) != 0)

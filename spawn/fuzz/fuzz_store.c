@@ -12,6 +12,7 @@
  * is in a private tmpfs (confine.h).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,8 +35,9 @@ static char entry[256];
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	se_fuzz_confine(*argc, *argv, NULL);
-	CHECK(mkdir(STATE, 0700) == 0 && mkdir(STATE "/recipes", 0700) == 0);
-	int fd = open(STATE "/key", O_WRONLY | O_CREAT | O_EXCL, 0600);
+	/* (Made already when this is -merge's inner process.) */
+	CHECK((mkdir(STATE, 0700) == 0 || errno == EEXIST) && (mkdir(STATE "/recipes", 0700) == 0 || errno == EEXIST));
+	int fd = open(STATE "/key", O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	CHECK(fd >= 0 && write(fd, secret, sizeof secret) == (ssize_t)sizeof secret);
 	close(fd);
 	int n = snprintf(entry, sizeof entry, STATE "/recipes/");
