@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/internal/testcap"
 	"sandbox-executable/procfs"
 	"sandbox-executable/spawn"
 )
@@ -26,14 +27,14 @@ import (
 func realHost(t testing.TB) *Host {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates cgroups")
+		testcap.Skipf(t, testcap.Root, "needs root: creates cgroups")
 	}
 	h, err := Detect()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h.Mode == Unavailable {
-		t.Skip("no cgroup filesystem mounted")
+		testcap.Skipf(t, testcap.Cgroups, "no cgroup filesystem mounted")
 	}
 	return h
 }

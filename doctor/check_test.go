@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/hostfacts"
+	"sandbox-executable/internal/testcap"
 )
 
 // helperEnv selects the test binary's helper mode: print Check's report as
@@ -132,11 +133,9 @@ func checkConsistent(t *testing.T, r Report) {
 func TestCheckThisHost(t *testing.T) {
 	start := time.Now()
 	r := check()
-	took := time.Since(start)
-	t.Logf("Check took %v\n%s", took, r.Text())
-	if took > time.Second {
-		t.Errorf("Check took %v", took)
-	}
+	// How long it takes is measured (BenchmarkCheck), not asserted: a
+	// busy host makes it slower.
+	t.Logf("Check took %v\n%s", time.Since(start), r.Text())
 	checkConsistent(t, r)
 	if r.Host.EUID != os.Geteuid() || r.Host.Kernel == "" || r.Host.Arch == "" {
 		t.Errorf("host facts: %+v", r.Host)
@@ -170,7 +169,7 @@ func TestCheckThisHost(t *testing.T) {
 // helper mode and checks the answers a user without privileges gets.
 func TestCheckUnprivileged(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to switch to uid 65534")
+		testcap.Skipf(t, testcap.Root, "needs root to switch to uid 65534")
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -258,5 +257,13 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := out.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkCheck: what one doctor run costs on this host (its probes
+// included).
+func BenchmarkCheck(b *testing.B) {
+	for b.Loop() {
+		check()
 	}
 }

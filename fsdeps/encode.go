@@ -4,11 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"strconv"
-
-	"golang.org/x/sys/unix"
 )
 
-// The binary format (spawn/deps.h says the same for the C verifier). All
+// The binary format, which the C verifier reads (spawn/deps.c, the one
+// reader; spawn/deps.h says the same). All
 // integers are little-endian; nothing is aligned.
 //
 //	header, 16 bytes:
@@ -157,98 +156,3 @@ func encodeDep(b []byte, d *Dep) []byte {
 	}
 	return b
 }
-
-// errMalformed is Decode's answer to anything but an encoding of Encode's.
-var errMalformed = errors.New("fsdeps: malformed dependency list")
-
-// Decode parses an encoding of Encode's, as strictly as the C verifier.
-func Decode(b []byte) ([]Dep, error) {
-	le := binary.LittleEndian
-	if len(b) < headerSize || le.Uint32(b[0:]) != Magic || le.Uint16(b[4:]) != Version || le.Uint16(b[6:]) != 0 ||
-		int(le.Uint32(b[12:])) != len(b) {
-		return nil, errMalformed
-	}
-	count := le.Uint32(b[8:])
-	r := reader{b: b[headerSize:]}
-	var out []Dep
-	for i := uint32(0); i < count; i++ {
-		var d Dep
-		d.Kind = Kind(r.u8())
-		d.Flags = r.u8()
-		if r.u16() != 0 || d.Kind < KindLstat || d.Kind > KindFaccessat || d.Flags&^allowedFlags(d.Kind) != 0 {
-			return nil, errMalformed
-		}
-		errno := int32(r.u32())
-		if errno < 0 || errno > MaxErrno {
-			return nil, errMalformed
-		}
-		d.Errno = unix.Errno(errno)
-		n := r.u32()
-		if n > MaxPath {
-			return nil, errMalformed
-		}
-		d.Path = string(r.bytes(int(n)))
-		if hasNUL(d.Path) {
-			return nil, errMalformed
-		}
-		if d.Kind == KindFaccessat {
-			d.AccessMode = r.u32()
-			d.AccessFlags = int32(r.u32())
-		}
-		if d.Errno == 0 {
-			switch d.Kind {
-			case KindLstat, KindStat:
-				d.Mode, d.UID, d.GID = r.u32(), r.u32(), r.u32()
-				d.Dev, d.Ino, d.Rdev = r.u64(), r.u64(), r.u64()
-				if d.Flags&FlagCtime != 0 {
-					d.Ctime = Timespec{int64(r.u64()), int64(r.u64())}
-				}
-			case KindReadlink, KindFileContent:
-				n := r.u32()
-				if (d.Kind == KindReadlink && (n == 0 || n > MaxPath)) || n > MaxData {
-					return nil, errMalformed
-				}
-				d.Data = string(r.bytes(int(n)))
-			case KindReadDir:
-				d.Dev, d.Ino = r.u64(), r.u64()
-				d.Mtime = Timespec{int64(r.u64()), int64(r.u64())}
-			case KindFileMeta:
-				d.Dev, d.Ino, d.Size = r.u64(), r.u64(), int64(r.u64())
-				d.Mtime = Timespec{int64(r.u64()), int64(r.u64())}
-				d.Ctime = Timespec{int64(r.u64()), int64(r.u64())}
-			case KindStatfs:
-				d.FsType = int64(r.u64())
-			}
-		}
-		if r.bad {
-			return nil, errMalformed
-		}
-		out = append(out, d)
-	}
-	if len(r.b) != 0 {
-		return nil, errMalformed
-	}
-	return out, nil
-}
-
-// reader takes little-endian values off b; past its end, bad is set and
-// zeros come back.
-type reader struct {
-	b   []byte
-	bad bool
-}
-
-func (r *reader) bytes(n int) []byte {
-	if n > len(r.b) {
-		r.bad, r.b = true, nil
-		return make([]byte, n)
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) u8() uint8   { return r.bytes(1)[0] }
-func (r *reader) u16() uint16 { return binary.LittleEndian.Uint16(r.bytes(2)) }
-func (r *reader) u32() uint32 { return binary.LittleEndian.Uint32(r.bytes(4)) }
-func (r *reader) u64() uint64 { return binary.LittleEndian.Uint64(r.bytes(8)) }

@@ -57,6 +57,8 @@ var allowed = map[string]string{
 	// mountns: the placeholder registry's run-time side
 	"mountns.SweepStale": "run time: stale sweep",
 	"mountns.hasRecords": "run time: stale sweep",
+	// mountns: advice
+	"mountns.appArmorLabel": "the words of a refusal's or degradation's fix only (this process's AppArmor label, when namespaces failed): nothing is decided from it",
 
 	// supervisor: run time
 	"supervisor/stale.go":         "run time: stale sweeps",
@@ -72,7 +74,6 @@ var allowed = map[string]string{
 
 	// cgroups: everything but the host's detection is run time
 	"cgroups/fs.go":        "run time: cgroupfs reads and writes of a run's group",
-	"cgroups/name.go":      "run time: the group's name",
 	"cgroups/group.go":     "run time: the group's cleanup",
 	"cgroups/stale.go":     "run time: stale groups",
 	"cgroups/v1.go":        "run time: a v1 group's limits and figures",

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // Real builds in the built-in default (no --sandbox-policy): each tool
@@ -147,7 +149,7 @@ func needTool(t *testing.T, tool string) string {
 	t.Helper()
 	p, ok := lookSystem(tool)
 	if !ok {
-		t.Skipf("%s is not installed in %s", tool, systemPath)
+		testcap.Skipf(t, testcap.Installed, "%s is not installed in %s", tool, systemPath)
 	}
 	return p
 }
@@ -385,7 +387,7 @@ func pipOK(t *testing.T) string {
 	t.Helper()
 	py := needTool(t, "python3")
 	if out, err := exec.Command(py, "-m", "pip", "--version").CombinedOutput(); err != nil {
-		t.Skipf("python3 has no pip: %v %s", err, out)
+		testcap.Skipf(t, testcap.Installed, "python3 has no pip: %v %s", err, out)
 	}
 	return py
 }

@@ -10,16 +10,18 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // needCgroups skips tests that need the helper to make cgroups.
 func needCgroups(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: the helper makes cgroups")
+		testcap.Skipf(t, testcap.Root, "needs root: the helper makes cgroups")
 	}
 	if _, err := os.Stat("/sys/fs/cgroup"); err != nil {
-		t.Skip("no cgroup filesystem")
+		testcap.Skipf(t, testcap.Cgroups, "no cgroup filesystem")
 	}
 }
 

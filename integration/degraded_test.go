@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // systemPath is where the runtimes are looked for: not a user's own
@@ -44,7 +46,7 @@ func TestDegradedFallbackLetsRuntimesStart(t *testing.T) {
 		t.Run(c.tool, func(t *testing.T) {
 			path, ok := lookSystem(c.tool)
 			if !ok {
-				t.Skipf("%s is not installed for every user in %s", c.tool, systemPath)
+				testcap.Skipf(t, testcap.Installed, "%s is not installed for every user in %s", c.tool, systemPath)
 			}
 			w := isoWorkspace(t, isoNobody)
 			argv := append([]string{path}, c.argv[1:]...)
@@ -62,7 +64,7 @@ func TestDegradedFallbackLetsRuntimesStart(t *testing.T) {
 	t.Run("allocation bounded", func(t *testing.T) {
 		python, ok := lookSystem("python3")
 		if !ok {
-			t.Skip("python3 is not installed for every user")
+			testcap.Skipf(t, testcap.Installed, "python3 is not installed for every user")
 		}
 		w := isoWorkspace(t, isoNobody)
 		r := run(t, runOpts{env: w.env(), dir: w.root, cred: isoNobody.cred},

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // TestEnclosingCgroupHoldsTheLimits: where the run's own cgroup cannot be
@@ -26,7 +28,7 @@ func TestEnclosingCgroupHoldsTheLimits(t *testing.T) {
 	needLandlock(t)
 	if b, err := os.ReadFile("/sys/fs/cgroup/cgroup.subtree_control"); err != nil ||
 		!strings.Contains(string(b), "memory") || !strings.Contains(string(b), "pids") {
-		t.Skip("needs a unified cgroup v2 with memory and pids enabled at its root")
+		testcap.Skipf(t, testcap.UnifiedCgroup, "needs a unified cgroup v2 with memory and pids enabled at its root")
 	}
 	dir := filepath.Join("/sys/fs/cgroup", "se-enclosing-"+strconv.Itoa(os.Getpid()))
 	if err := os.Mkdir(dir, 0o755); err != nil {

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"sandbox-executable/integration/dockerlike"
+	"sandbox-executable/internal/testcap"
 )
 
 var (
@@ -400,7 +401,7 @@ func fsOpts(t *testing.T, mode string) []string {
 	t.Helper()
 	opts := []string{"--fs-mode", mode}
 	if mode == "landlock" && !kernelHasLandlock() {
-		t.Skip("Landlock-only mode needs Landlock: this kernel has none")
+		testcap.Skipf(t, testcap.Landlock, "Landlock-only mode needs Landlock: this kernel has none")
 	}
 	if truncateStopped(t, mode) {
 		return opts

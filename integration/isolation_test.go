@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // isoUser is who runs the helper.
@@ -45,7 +47,7 @@ const isoPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 func isoNeedRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: runs the helper as root and switches to nobody")
+		testcap.Skipf(t, testcap.Root, "needs root: runs the helper as root and switches to nobody")
 	}
 }
 
@@ -77,7 +79,7 @@ func isoMissing(tools ...string) []string {
 func isoNeedTools(t *testing.T, tools ...string) {
 	t.Helper()
 	if m := isoMissing(tools...); len(m) > 0 {
-		t.Skipf("missing on this host: %s", strings.Join(m, ", "))
+		testcap.Skipf(t, testcap.Installed, "missing on this host: %s", strings.Join(m, ", "))
 	}
 }
 
@@ -386,7 +388,7 @@ func TestOwnNamespaces(t *testing.T) {
 	for _, k := range kinds {
 		l, err := os.Readlink("/proc/self/ns/" + k)
 		if err != nil {
-			t.Skipf("no /proc/self/ns/%s here: %v", k, err)
+			testcap.Skipf(t, testcap.Namespaces, "no /proc/self/ns/%s here: %v", k, err)
 		}
 		host[k] = l
 	}

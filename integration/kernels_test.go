@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // TestOutsideProcessSurvivesSIGKILL: a sandboxed program cannot SIGKILL a
@@ -198,7 +200,7 @@ func withoutNoLandlockNotice(stderr string) string {
 func needLandlock(t *testing.T) {
 	t.Helper()
 	if !kernelHasLandlock() {
-		t.Skip("needs Landlock: this kernel has none")
+		testcap.Skipf(t, testcap.Landlock, "needs Landlock: this kernel has none")
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // remote is a host of the test's own: a network namespace joined to this
@@ -26,11 +28,11 @@ type remote struct {
 func newRemote(t *testing.T) *remote {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: makes a network namespace and a veth pair")
+		testcap.Skipf(t, testcap.Root, "needs root: makes a network namespace and a veth pair")
 	}
 	for _, tool := range []string{"ip", "unshare", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s", tool)
+			testcap.Skipf(t, testcap.Installed, "needs %s", tool)
 		}
 	}
 	b := make([]byte, 3)

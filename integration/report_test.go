@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"sandbox-executable/internal/testcap"
 )
 
 var (
@@ -183,7 +185,7 @@ func readLines(t *testing.T, path string) []map[string]any {
 // program was given, and the program has them.
 func TestReportRlimitsOfADegradedRun(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to switch to nobody")
+		testcap.Skipf(t, testcap.Root, "needs root to switch to nobody")
 	}
 	w := newWorkspace(t)
 	dir := t.TempDir()

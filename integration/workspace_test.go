@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // gitRepo makes w.root a git repository with one commit.
@@ -216,7 +218,7 @@ func TestSymlinkOutOfTheRootGivesNothing(t *testing.T) {
 // mode in a subdirectory (its top level is narrowed, as --explain says).
 func TestRealWorkStillWorks(t *testing.T) {
 	if _, err := os.Stat("/usr/local/go/bin/go"); err != nil {
-		t.Skip("no Go toolchain at /usr/local/go")
+		testcap.Skipf(t, testcap.Installed, "no Go toolchain at /usr/local/go")
 	}
 	for _, mode := range fsModes {
 		t.Run(mode, func(t *testing.T) {
@@ -259,7 +261,7 @@ func TestRealWorkStillWorks(t *testing.T) {
 // narrowing shown by --explain.
 func TestLandlockOnlyAsUnprivilegedUser(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to switch to nobody")
+		testcap.Skipf(t, testcap.Root, "needs root to switch to nobody")
 	}
 	w := newWorkspace(t)
 	for _, p := range []string{w.root, w.home, w.out, filepath.Join(w.root, "src")} {
@@ -324,7 +326,7 @@ func TestCallerConfigUnreadable(t *testing.T) {
 // one place, and a run without it trusted another).
 func TestStateDirectoryUnwritable(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to switch to nobody")
+		testcap.Skipf(t, testcap.Root, "needs root to switch to nobody")
 	}
 	w := newWorkspace(t)
 	runtimeDir := filepath.Join(w.root, "xdg-runtime")

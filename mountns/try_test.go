@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // TestTryRefusal: an attempt the kernel refuses at once is that refusal,
@@ -38,7 +40,7 @@ func BenchmarkTry(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				if a := Try(c.flags, !priv, 0); !a.OK {
-					b.Skip(a.Failure())
+					testcap.Skipf(b, testcap.Namespaces, "%v", a.Failure())
 				}
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"sandbox-executable/internal/testcap"
 	"sandbox-executable/policy"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestCurl(t *testing.T) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
-		t.Skip("curl not installed")
+		testcap.Skipf(t, testcap.Installed, "curl not installed")
 	}
 	o := startOrigin(t)
 	e := newEnv(t, envConfig{

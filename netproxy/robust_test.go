@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -99,6 +100,9 @@ func TestSlowClientsTimedOut(t *testing.T) {
 
 // slowClient sends prefix, then trickles a byte every 50ms: the proxy must
 // drop it once the request timeout (200ms) has passed, whatever it sends.
+// The trickle goes on until the proxy ends the connection (a minute at
+// most, the read's deadline): how soon that is depends on the host's load,
+// that it happens does not.
 func slowClient(t *testing.T, e *env, prefix string) {
 	c, err := net.Dial("tcp", e.addr)
 	if err != nil {
@@ -110,23 +114,22 @@ func slowClient(t *testing.T, e *env, prefix string) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for range 40 {
+		for range 1200 {
 			time.Sleep(50 * time.Millisecond)
 			if _, err := c.Write([]byte("a")); err != nil {
 				return
 			}
 		}
 	}()
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.SetReadDeadline(time.Now().Add(time.Minute))
 	_, err = io.ReadAll(c)
 	took := time.Since(start)
 	c.Close()
 	<-done
-	if err != nil && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("connection still held after %v of trickling", took)
+	} else if err != nil && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {
 		t.Errorf("read: %v", err)
-	}
-	if took > 2*time.Second {
-		t.Errorf("connection held %v", took)
 	}
 }
 
@@ -139,15 +142,18 @@ func TestIdleKeepAliveTimedOut(t *testing.T) {
 	})
 	c := e.dial()
 	br := bufio.NewReader(c)
+	// The idle timer starts after the response, so after start: however
+	// busy the host, the close comes no sooner than 100ms after it, and
+	// it comes (before dial's deadline, 10 s).
+	start := time.Now()
 	fmt.Fprintf(c, "GET http://web.test:%d/ HTTP/1.1\r\n\r\n", o.port)
 	resp := rawResponse(t, br, "GET")
 	readBody(t, resp)
-	start := time.Now()
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Errorf("idle connection: %v", err)
 	}
-	if d := time.Since(start); d > 2*time.Second || d < 80*time.Millisecond {
-		t.Errorf("idle connection closed after %v, want about 100ms", d)
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Errorf("idle connection closed after %v, before its 100ms", d)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // gitConfigCases are configuration texts with what git makes of them:
@@ -85,7 +87,7 @@ func TestParseGitConfig(t *testing.T) {
 func TestParseGitConfigAgreesWithGit(t *testing.T) {
 	git, err := exec.LookPath("git")
 	if err != nil {
-		t.Skip("no git")
+		testcap.Skipf(t, testcap.Installed, "no git")
 	}
 	d := t.TempDir()
 	for i, tt := range gitConfigCases {

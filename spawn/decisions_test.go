@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // The tests here show that what Go decides for the C stage is what the
@@ -96,7 +98,7 @@ func TestListenerAddressAndBacklogFromGo(t *testing.T) {
 func proxyPair(t *testing.T) [2]int {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs CAP_SYS_ADMIN for a network namespace")
+		testcap.Skipf(t, testcap.Root, "needs CAP_SYS_ADMIN for a network namespace")
 	}
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

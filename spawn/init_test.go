@@ -11,6 +11,8 @@ import (
 
 	libseccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // initRequest runs script as PID 2 of a new PID namespace with its own
@@ -19,7 +21,7 @@ import (
 func initRequest(t *testing.T, script string) (*Request, *os.File) {
 	t.Helper()
 	if os.Getuid() != 0 {
-		t.Skip("needs root: a PID and mount namespace without a user namespace")
+		testcap.Skipf(t, testcap.Root, "needs root: a PID and mount namespace without a user namespace")
 	}
 	f, err := os.CreateTemp(t.TempDir(), "out")
 	if err != nil {
@@ -136,7 +138,7 @@ func TestInitForwardsSignalsAndEndsTheNamespace(t *testing.T) {
 func TestInitUnshareRefusedFailsTheStart(t *testing.T) {
 	if os.Getenv("SE_INIT_UNSHARE_CHILD") == "" {
 		if os.Getuid() != 0 {
-			t.Skip("needs root: a PID and mount namespace without a user namespace")
+			testcap.Skipf(t, testcap.Root, "needs root: a PID and mount namespace without a user namespace")
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestInitUnshareRefusedFailsTheStart$", "-test.v")
 		cmd.Env = append(os.Environ(), "SE_INIT_UNSHARE_CHILD=1")

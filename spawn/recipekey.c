@@ -169,6 +169,23 @@ static int se_put_binary(struct se_sha256 *h)
 	return 1;
 }
 
+size_t se_status_line(const char *status, size_t n, const char *name, const char **line)
+{
+	size_t nl = strlen(name);
+	for (const char *p = status, *end = status + n; p < end;) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		if (!eol)
+			eol = end;
+		if ((size_t)(eol - p) >= nl && memcmp(p, name, nl) == 0) {
+			*line = p;
+			return (size_t)(eol - p);
+		}
+		p = eol + 1;
+	}
+	*line = NULL;
+	return 0;
+}
+
 /* se_put_status hashes the lines of /proc/self/status the key covers. */
 static int se_put_status(struct se_sha256 *h)
 {
@@ -189,20 +206,8 @@ static int se_put_status(struct se_sha256 *h)
 	}
 	se_put_tag(h, SE_KEY_STATUS);
 	for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-		size_t nl = strlen(names[k]);
-		const char *line = 0;
-		size_t len = 0;
-		for (const char *p = status, *end = status + n; p < end;) {
-			const char *eol = memchr(p, '\n', (size_t)(end - p));
-			if (!eol)
-				eol = end;
-			if ((size_t)(eol - p) >= nl && memcmp(p, names[k], nl) == 0) {
-				line = p;
-				len = (size_t)(eol - p);
-				break;
-			}
-			p = eol + 1;
-		}
+		const char *line;
+		size_t len = se_status_line(status, (size_t)n, names[k], &line);
 		se_put_str(h, line ? line : "", len);
 	}
 	return 1;

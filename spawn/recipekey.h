@@ -57,12 +57,20 @@
 #ifndef SE_RECIPEKEY_H
 #define SE_RECIPEKEY_H
 
+#include <stddef.h>
+
 #define SE_RECIPE_KEY_SIZE 32
 
 /* se_recipe_key copies the process's key to out and the index in argv of
  * the program's argv[0] (the element after the first "--") to *prog_index,
  * and returns 1; it returns 0 when the process has no key. */
 int se_recipe_key(unsigned char out[SE_RECIPE_KEY_SIZE], int *prog_index);
+
+/* se_status_line finds the first line of status[0..n) (a /proc status
+ * file) that begins with name: its length without the newline, *line its
+ * start; 0 and NULL when no line does. The key's lines (05 above) are
+ * found so; it is here for the fuzzer (spawn/fuzz). */
+size_t se_status_line(const char *status, size_t n, const char *name, const char **line);
 
 /* The process's argc, argv and envp as the constructor received them (the
  * start-up's own arrays: envp is the environment before any setenv). */

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/internal/testcap"
 )
 
 const keyChildEnv = "SE_RECIPE_KEY_CHILD=1"
@@ -388,7 +390,7 @@ func TestRecipeKeyOtherLinks(t *testing.T) {
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
 		if goCmd, err = exec.LookPath("/usr/local/go/bin/go"); err != nil {
-			t.Skip("no go command to build with")
+			testcap.Skipf(t, testcap.Installed, "no go command to build with")
 		}
 	}
 	dir := t.TempDir()

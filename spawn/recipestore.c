@@ -164,3 +164,28 @@ miss:
 	free(f);
 	return 0;
 }
+
+static uint32_t le32(const unsigned char *b)
+{
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static size_t align8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+int se_stored_split(const unsigned char *body, size_t len, struct se_stored_parts *p)
+{
+	if (len < 16 || le32(body + 12) != 0)
+		return 0;
+	size_t dl = le32(body), rl = le32(body + 4), vl = le32(body + 8);
+	/* Each length below len (at most SE_RECIPE_MAX_BODY): no sum wraps. */
+	if (dl > len || rl > len || vl > len)
+		return 0;
+	size_t doff = 16, roff = align8(doff + dl), voff = align8(roff + rl);
+	if (roff > len || voff > len || len - voff != vl)
+		return 0;
+	*p = (struct se_stored_parts){doff, dl, roff, rl, voff, vl};
+	return 1;
+}

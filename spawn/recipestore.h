@@ -41,6 +41,19 @@
  * group or others, opened without following a link. */
 int se_recipe_lookup(const unsigned char key[32], unsigned char **body, size_t *len);
 
+/* A body's parts (spawn.StoredRecipe writes them): a head of four u32
+ * little endian (the lengths of the dependencies, the recipe and the
+ * service record, then 0), then each part 8-aligned from the body's start:
+ * the decision's filesystem dependencies (deps.h), the recipe (recipe.h),
+ * and the service record Go serves the run from (opaque here). */
+struct se_stored_parts {
+	size_t deps_off, deps_len, recipe_off, recipe_len, record_off, record_len;
+};
+
+/* se_stored_split finds the parts of a body of len bytes: 1 when its head
+ * says lengths that fill it exactly, 0 otherwise. */
+int se_stored_split(const unsigned char *body, size_t len, struct se_stored_parts *p);
+
 /* se_recipe_set_base makes dir the state directory (NULL: where it
  * normally is), for tests only, as runstate.Base does for Go; it is
  * checked as the normal one is (its parent, itself, "recipes"). Never

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/internal/testcap"
 	"sandbox-executable/recipestore"
 	"sandbox-executable/runstate"
 	"sandbox-executable/spawn"
@@ -180,7 +181,7 @@ func TestRecipeLookupRefusesTampering(t *testing.T) {
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
 			if c.root && os.Geteuid() != 0 {
-				t.Skip("needs root to chown")
+				testcap.Skipf(t, testcap.Root, "needs root to chown")
 			}
 			parent := t.TempDir()
 			base := filepath.Join(parent, "state")
@@ -308,7 +309,7 @@ func TestRecipeStoreConcurrent(t *testing.T) {
 // and fresh tmpfs on /run and /tmp (and its own /etc/passwd).
 func TestRecipeLookupLocations(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: a mount namespace, and another user")
+		testcap.Skipf(t, testcap.Root, "needs root: a mount namespace, and another user")
 	}
 	for _, c := range []string{"root", "user-tmp", "user-runtime", "user-squatted", "user-squatted-runtime", "user-squatted-homeless"} {
 		t.Run(c, func(t *testing.T) {
@@ -318,7 +319,7 @@ func TestRecipeLookupLocations(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				if strings.Contains(string(out), "SKIP:") {
-					t.Skipf("%s", out)
+					testcap.Skipf(t, testcap.Namespaces, "%s", out)
 				}
 				t.Fatalf("%v\n%s", err, out)
 			}

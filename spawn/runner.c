@@ -239,7 +239,10 @@ static void fail(struct se_runner *s, int step, int err, const char *what)
 	if (s->h->fail_step == 0) {
 		s->h->fail_step = step;
 		s->h->fail_errno = err;
-		snprintf(s->h->fail_what, sizeof s->h->fail_what, "%s", what);
+		/* Cut to fit, on purpose (snprintf would warn of it). */
+		size_t n = strnlen(what, sizeof s->h->fail_what - 1);
+		memcpy(s->h->fail_what, what, n);
+		s->h->fail_what[n] = 0;
 	}
 }
 

@@ -27,13 +27,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A stored recipe's body: the dependencies, then the recipe, then the
- * service record (what Go serves the run from, should it be called: it is
- * opaque here), each 8-aligned. */
-struct se_stored_head {
-	uint32_t deps_len, recipe_len, record_len, pad;
-};
-
 static struct se_handover se_warm_h;
 static int se_warm_state; /* 0: no warm run; 1: the runner started nothing; 2: Go serves the run */
 static unsigned char *se_warm_body;
@@ -77,11 +70,6 @@ static int deps_hold(void *arg)
 	return 0;
 }
 
-static size_t align8(size_t n)
-{
-	return (n + 7) & ~(size_t)7;
-}
-
 /* Priority: after se_capture_initial_state (101), the key (102) and the
  * signals' block (105). */
 __attribute__((constructor(110))) static void se_warm_run(void)
@@ -114,28 +102,20 @@ __attribute__((constructor(110))) static void se_warm_run(void)
 		say(debug, "no stored recipe for this invocation");
 		return;
 	}
-	struct se_stored_head hd;
-	if (len < sizeof hd)
-		goto out;
-	memcpy(&hd, body, sizeof hd);
-	size_t doff = sizeof hd;
-	if (hd.deps_len > len || hd.recipe_len > len || hd.record_len > len)
-		goto out;
-	size_t roff = align8(doff + hd.deps_len);
-	size_t voff = align8(roff + hd.recipe_len);
-	if (roff > len || voff > len || len - voff != hd.record_len)
+	struct se_stored_parts part;
+	if (!se_stored_split(body, len, &part))
 		goto out;
 	se_phase("lookup");
 	/* malloc is 16-aligned: the runner reads the recipe's records in place. */
-	void *recipe = malloc(hd.recipe_len ? hd.recipe_len : 1);
+	void *recipe = malloc(part.recipe_len ? part.recipe_len : 1);
 	if (!recipe)
 		goto out;
-	memcpy(recipe, body + roff, hd.recipe_len);
-	if (!se_recipe_check(recipe, hd.recipe_len)) {
+	memcpy(recipe, body + part.recipe_off, part.recipe_len);
+	if (!se_recipe_check(recipe, part.recipe_len)) {
 		free(recipe);
 		goto out;
 	}
-	struct deps_check dc = {body + doff, hd.deps_len, debug};
+	struct deps_check dc = {body + part.deps_off, part.deps_len, debug};
 	se_phases_warm_run(1);
 	se_run(recipe, argv + prog, deps_hold, &dc, NULL, &se_warm_h);
 	/* Back here: the runner started nothing (Go decides again), or the
@@ -144,8 +124,8 @@ __attribute__((constructor(110))) static void se_warm_run(void)
 	if (se_warm_h.reason == SE_RET_SERVE) {
 		se_warm_state = 2;
 		se_warm_body = body;
-		se_warm_record_off = voff;
-		se_warm_record_len = hd.record_len;
+		se_warm_record_off = part.record_off;
+		se_warm_record_len = part.record_len;
 		say(debug, "the run needs Go: it serves it");
 		return; /* the recipe and the body stay: the run's thread reads them */
 	}

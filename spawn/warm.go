@@ -14,7 +14,7 @@ import (
 )
 
 // StoredRecipe is the body of a stored recipe as the warm path reads it
-// (warm.c's struct se_stored_head): the decision's filesystem dependencies
+// (recipestore.h's se_stored_split): the decision's filesystem dependencies
 // (fsdeps' encoding), the recipe, and the service record Go serves the run
 // from should the runner call on it, each 8-aligned.
 func StoredRecipe(deps, recipe, record []byte) []byte {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // The tests speak the real wire protocol: a dbus-daemon (Debian's dbus-daemon
@@ -27,7 +29,7 @@ func startBus(t *testing.T) string {
 	t.Helper()
 	daemon, err := exec.LookPath("dbus-daemon")
 	if err != nil {
-		t.Skip("no dbus-daemon (apt install dbus-daemon)")
+		testcap.Skipf(t, testcap.Installed, "no dbus-daemon (apt install dbus-daemon)")
 	}
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "bus")

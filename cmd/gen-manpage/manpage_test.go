@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"sandbox-executable/internal/testcap"
 )
 
 const (
@@ -227,7 +229,7 @@ func TestRunCheck(t *testing.T) {
 // groff is installed.
 func TestGroffWarnsNothing(t *testing.T) {
 	if _, err := exec.LookPath("groff"); err != nil {
-		t.Skip("groff not installed")
+		testcap.Skipf(t, testcap.Installed, "groff not installed")
 	}
 	page, err := generate(realUsage)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"sandbox-executable/fsdeps"
 	"sandbox-executable/hostfacts"
+	"sandbox-executable/internal/testcap"
 	"sandbox-executable/runstate"
 	"sandbox-executable/spawn"
 	"sandbox-executable/supervisor"
@@ -43,7 +44,7 @@ func inPrivateTmp(t *testing.T) bool {
 		return true
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("needs root for a mount namespace with its own /tmp")
+		testcap.Skipf(t, testcap.Root, "needs root for a mount namespace with its own /tmp")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/internal/testcap"
 )
 
 // EnvProfile points at a copy of Docker's default seccomp profile; without
@@ -29,7 +31,7 @@ func publishedProfile(t *testing.T) []byte {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Skipf("no copy of Docker's default profile (%v); set %s", err, EnvProfile)
+		testcap.Skipf(t, testcap.Installed, "no copy of Docker's default profile (%v); set %s", err, EnvProfile)
 	}
 	return b
 }
@@ -192,7 +194,7 @@ func selfTest() {
 // refuses (EPERM; clone3 ENOSYS) and allows what it allows.
 func TestFilterRefuses(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("loads the filter without no_new_privs: needs CAP_SYS_ADMIN")
+		testcap.Skipf(t, testcap.Root, "loads the filter without no_new_privs: needs CAP_SYS_ADMIN")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envSelfTest+"=1")

@@ -95,7 +95,7 @@ static socklen_t unix_addr(struct sockaddr_un *sun, const char *name)
 	sun->sun_path[n] = 0;
 	if (name[0] == '@') {
 		sun->sun_path[0] = 0;
-		return offsetof(struct sockaddr_un, sun_path) + n;
+		return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
 	}
 	return sizeof *sun;
 }
@@ -214,7 +214,7 @@ int main(int argc, char **argv)
 		if (n < 0)
 			return result(-1);
 		printf("ok ");
-		fwrite(buf, 1, n, stdout);
+		fwrite(buf, 1, (size_t)n, stdout);
 		printf("\n");
 		return 0;
 	}
@@ -269,7 +269,7 @@ int main(int argc, char **argv)
 		if (pid == 0)
 			_exit(0);
 		if (pid > 0)
-			waitpid(pid, NULL, 0);
+			waitpid((pid_t)pid, NULL, 0);
 		return result(pid);
 	}
 	if (!strcmp(op, "clone3")) {
@@ -280,7 +280,7 @@ int main(int argc, char **argv)
 		if (pid == 0)
 			_exit(0);
 		if (pid > 0)
-			waitpid(pid, NULL, 0);
+			waitpid((pid_t)pid, NULL, 0);
 		return result(pid);
 	}
 	if (!strcmp(op, "fork")) {
@@ -288,7 +288,7 @@ int main(int argc, char **argv)
 		if (pid == 0)
 			_exit(0);
 		if (pid > 0)
-			waitpid(pid, NULL, 0);
+			waitpid((pid_t)pid, NULL, 0);
 		return result(pid);
 	}
 	if (!strcmp(op, "bpf"))
@@ -369,7 +369,7 @@ int main(int argc, char **argv)
 		int s = socket(AF_INET, SOCK_STREAM, 0);
 		if (s < 0)
 			return result(-1);
-		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(atoi(b))};
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(b))};
 		inet_pton(AF_INET, a, &sin.sin_addr);
 		return result(connect(s, (struct sockaddr *)&sin, sizeof sin));
 	}
@@ -377,7 +377,7 @@ int main(int argc, char **argv)
 		int s = socket(AF_INET, SOCK_STREAM, 0);
 		if (s < 0)
 			return result(-1);
-		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(atoi(a))};
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(a))};
 		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 		return result(bind(s, (struct sockaddr *)&sin, sizeof sin));
 	}
@@ -398,8 +398,8 @@ int main(int argc, char **argv)
 		int six = argc > 4 && !strcmp(argv[4], "6");
 		int s = socket(six ? AF_INET6 : AF_INET, SOCK_STREAM, 0), one = 1, zero = 0;
 		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(atoi(a))};
-		struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6, .sin6_port = htons(atoi(a))};
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(a))};
+		struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)atoi(a))};
 		if (six)
 			setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
 		if ((six ? bind(s, (struct sockaddr *)&sin6, sizeof sin6) : bind(s, (struct sockaddr *)&sin, sizeof sin)) < 0 ||
@@ -413,17 +413,17 @@ int main(int argc, char **argv)
 			char req[4096];
 			int n = 0;
 			while (n < (int)sizeof req - 1) {
-				ssize_t r = read(c, req + n, sizeof req - 1 - n);
+				ssize_t r = read(c, req + n, sizeof req - 1 - (size_t)n);
 				if (r <= 0)
 					break;
-				n += r;
+				n += (int)r;
 				req[n] = 0;
 				if (strstr(req, "\r\n\r\n"))
 					break;
 			}
 			char resp[512];
 			int len = snprintf(resp, sizeof resp, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(b), b);
-			if (write(c, resp, len) < 0)
+			if (write(c, resp, (size_t)len) < 0)
 				perror("write");
 			close(c);
 		}
@@ -431,7 +431,7 @@ int main(int argc, char **argv)
 	if (!strcmp(op, "udprecv") && a && b) {
 		/* Receive datagrams on port A, append each to file B. */
 		int s = socket(AF_INET, SOCK_DGRAM, 0);
-		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(atoi(a))};
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(a))};
 		if (bind(s, (struct sockaddr *)&sin, sizeof sin) < 0)
 			return result(-1);
 		printf("listening\n");
@@ -442,7 +442,7 @@ int main(int argc, char **argv)
 				continue;
 			int f = open(b, O_WRONLY | O_CREAT | O_APPEND, 0644);
 			if (f >= 0) {
-				if (write(f, buf, n) < 0)
+				if (write(f, buf, (size_t)n) < 0)
 					perror("write");
 				close(f);
 			}
@@ -452,7 +452,7 @@ int main(int argc, char **argv)
 		int s = socket(AF_INET, SOCK_DGRAM, 0);
 		if (s < 0)
 			return result(-1);
-		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(atoi(b))};
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(b))};
 		inet_pton(AF_INET, a, &sin.sin_addr);
 		return result(sendto(s, "datagram", 8, 0, (struct sockaddr *)&sin, sizeof sin));
 	}
@@ -495,7 +495,7 @@ int main(int argc, char **argv)
 				continue;
 			int f = open(b, O_WRONLY | O_CREAT | O_APPEND, 0644);
 			if (f >= 0) {
-				if (write(f, buf, n) < 0 || write(f, "\n", 1) < 0)
+				if (write(f, buf, (size_t)n) < 0 || write(f, "\n", 1) < 0)
 					perror("write");
 				close(f);
 			}
@@ -819,7 +819,7 @@ int main(int argc, char **argv)
 			close(s);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
+		double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
 		printf("ok %.0f ns per connect\n", ns / n);
 		return 0;
 	}
@@ -827,14 +827,14 @@ int main(int argc, char **argv)
 	/* Processes and signals. */
 	if (!strcmp(op, "sleep") && a) {
 		/* argv[3...] may carry a tag for the tests to find. */
-		sleep(atoi(a));
+		sleep((unsigned)atoi(a));
 		return result(0);
 	}
 	if (!strcmp(op, "kill") && a && b)
 		return result(kill(atoi(a), atoi(b)));
 	if (!strcmp(op, "ignore-term-sleep") && a) {
 		signal(SIGTERM, SIG_IGN);
-		sleep(atoi(a));
+		sleep((unsigned)atoi(a));
 		return result(0);
 	}
 	if (!strcmp(op, "sigign") && a) {

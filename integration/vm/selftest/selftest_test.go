@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"sandbox-executable/internal/testcap"
 )
 
 const (
@@ -54,7 +56,7 @@ func inGuest(t *testing.T) {
 func needRoot(t *testing.T) {
 	t.Helper()
 	if os.Getuid() != 0 {
-		t.Skipf("needs root in the guest (uid %d; SE_VM_USER=%s)", os.Getuid(), os.Getenv("SE_VM_USER"))
+		testcap.Skipf(t, testcap.Root, "needs root in the guest (uid %d; SE_VM_USER=%s)", os.Getuid(), os.Getenv("SE_VM_USER"))
 	}
 }
 
@@ -286,7 +288,7 @@ func TestUserlandTools(t *testing.T) {
 			t.Parallel() // exec is slow in the guest; the guest has 2 CPUs
 			path, err := exec.LookPath(tc.tool)
 			if err != nil {
-				t.Skipf("%s not installed on the host", tc.tool)
+				testcap.Skipf(t, testcap.Installed, "%s not installed on the host", tc.tool)
 			}
 			out, err := exec.Command(path, tc.args...).CombinedOutput()
 			if err != nil || !strings.Contains(string(out), tc.want) {
@@ -297,7 +299,7 @@ func TestUserlandTools(t *testing.T) {
 	t.Run("git-commit", func(t *testing.T) {
 		t.Parallel()
 		if _, err := exec.LookPath("git"); err != nil {
-			t.Skip("git not installed on the host")
+			testcap.Skipf(t, testcap.Installed, "git not installed on the host")
 		}
 		dir := t.TempDir()
 		script := "git init -q . && echo x > f && git add f && " +
@@ -337,7 +339,7 @@ func TestLandlockABI(t *testing.T) {
 	inGuest(t)
 	v, _, errno := syscall.Syscall(444, 0, 0, 1) // landlock_create_ruleset(NULL, 0, VERSION)
 	if errno == syscall.ENOSYS && kernelBefore(5, 13) {
-		t.Skip("Landlock: not in this kernel (before 5.13: Debian 11's 5.10)")
+		testcap.Skipf(t, testcap.Landlock, "Landlock: not in this kernel (before 5.13: Debian 11's 5.10)")
 	}
 	if errno != 0 {
 		t.Fatalf("Landlock unavailable in the guest: %v", errno)
