@@ -607,7 +607,7 @@ int main(int argc, char **argv)
 					 "f\n0000000000000000: 00000002 00000000 00010000 0001 01 %lu %s", (unsigned long)st.st_ino, b);
 			if (n < 0 || n >= (int)sizeof fake.sun_path - 1)
 				return usage();
-			if (bind(own, (struct sockaddr *)&fake, offsetof(struct sockaddr_un, sun_path) + 1 + n) < 0 || listen(own, 4) < 0)
+			if (bind(own, (struct sockaddr *)&fake, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) < 0 || listen(own, 4) < 0)
 				return result(-1);
 		} else if (bind(own, (struct sockaddr *)&sun, len) < 0 || (!strcmp(a, "stream") && listen(own, 4) < 0)) {
 			return result(-1);
@@ -635,7 +635,7 @@ int main(int argc, char **argv)
 			int n = snprintf(line, sizeof line, "received seq %u\n", h.nlmsg_seq);
 			int f = open(b, O_WRONLY | O_CREAT | O_APPEND, 0644);
 			if (f >= 0) {
-				if (write(f, line, n) < 0)
+				if (write(f, line, (size_t)n) < 0)
 					perror("write");
 				close(f);
 			}
@@ -661,7 +661,7 @@ int main(int argc, char **argv)
 		int s = socket(AF_INET, SOCK_DGRAM, 0);
 		if (s < 0)
 			return result(-1);
-		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[4]))};
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[4]))};
 		inet_pton(AF_INET, b, &sin.sin_addr);
 		static char data[1200];
 		size_t n = 16;
