@@ -2372,8 +2372,11 @@ static int wait_end(struct se_runner *s, int *status)
 static __attribute__((noreturn)) void finish(struct se_runner *s, int waited, int status)
 {
 	se_phase("program");
-	int busy = 0;
+	int busy = 0, ending = 0;
 	if (waited == 1) {
+		/* Said before the groups go: their counters (an OOM kill, the
+		 * pids limit) tell how it ended. */
+		ending = ending_of(s, status);
 		/* The tree is gone and the init is tearing its namespaces down
 		 * (hundreds of microseconds): the run's cgroups (empty) and
 		 * placeholders (under no process but the init) go meanwhile,
@@ -2410,7 +2413,8 @@ static __attribute__((noreturn)) void finish(struct se_runner *s, int waited, in
 		close(s->oom_fd);
 	s->oom_fd = -1;
 	se_term_restore(&s->term);
-	int ending = ending_of(s, status);
+	if (!ending)
+		ending = ending_of(s, status);
 	int code = exit_code(ending, status);
 	if (s->serving) {
 		struct se_service *v = s->svc;
