@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -188,50 +189,43 @@ func SharedTmpPath(tempDir string, uid int) string {
 }
 
 // CheckSharedTmp checks that dir is fit to be the shared mount point of
-// uid's private temp dirs: a directory (not a link) of uid's, mode 0700,
-// in a parent no one else can rename it in (owned by root or uid, and
-// sticky if others can write it). A name that is not there yet is fit when
-// missing is (the run makes it). Mounted over in every run's view, its
-// host side is never written, but a directory another user planted (to
-// see what a run leaves, or to swap it) must not be used. What it reads is
-// recorded (the decision's check; CheckSharedTmpNow is the run's).
+// uid's private temp dirs (spawn.JudgeSharedTmp, which the runner judges
+// with again at the run): mounted over in every run's view, its host side
+// is never written, but a directory another user planted (to see what a
+// run leaves, or to swap it) must not be used. A name that is not there
+// yet is fit when missing is (the run makes it). What it reads is
+// recorded.
 func CheckSharedTmp(dir string, uid int, missing bool) error {
-	var parent, self fileFacts
-	fi, err := fsdeps.Stat(filepath.Dir(dir))
-	parent = fileFacts{err: err, ok: err == nil, uid: fi.UID(), mode: fi.Mode()}
-	if err == nil {
-		fi, err = fsdeps.Lstat(dir)
-		self = fileFacts{err: err, ok: err == nil, uid: fi.UID(), mode: fi.Mode()}
+	facts := func(fi fsdeps.Info, err error) spawn.FileFacts {
+		if err != nil {
+			var errno syscall.Errno
+			if !errors.As(err, &errno) {
+				errno = syscall.EIO
+			}
+			return spawn.FileFacts{Err: errno}
+		}
+		return spawn.FileFacts{UID: fi.UID(), Mode: fi.RawMode()}
 	}
-	return judgeSharedTmp(dir, uid, missing, parent, self)
-}
-
-// fileFacts are what CheckSharedTmp judges of a file: its stat's error, or
-// (ok) its owner and mode.
-type fileFacts struct {
-	err  error
-	ok   bool
-	uid  uint32
-	mode os.FileMode
-}
-
-func judgeSharedTmp(dir string, uid int, missing bool, parent, self fileFacts) error {
-	if parent.err != nil {
-		return fmt.Errorf("shared temp dir mount point %s: %w", dir, parent.err)
+	parentInfo, parentErr := fsdeps.Stat(filepath.Dir(dir))
+	parent, self := facts(parentInfo, parentErr), spawn.FileFacts{Err: syscall.ENOENT}
+	var selfErr error
+	if parentErr == nil {
+		var selfInfo fsdeps.Info
+		selfInfo, selfErr = fsdeps.Lstat(dir)
+		self = facts(selfInfo, selfErr)
 	}
-	if !parent.ok || (parent.uid != 0 && int(parent.uid) != uid) || (parent.mode.Perm()&0o022 != 0 && parent.mode&os.ModeSticky == 0) {
-		return fmt.Errorf("shared temp dir mount point %s: its parent is not root's or uid %d's, or others can rename in it", dir, uid)
-	}
-	if errors.Is(self.err, os.ErrNotExist) && missing {
+	switch spawn.JudgeSharedTmp(parent, self, uint32(uid), missing) {
+	case spawn.TmpFit:
 		return nil
+	case spawn.TmpParentUnread:
+		return fmt.Errorf("shared temp dir mount point %s: %w", dir, parentErr)
+	case spawn.TmpParentUnfit:
+		return fmt.Errorf("shared temp dir mount point %s: its parent is not root's or uid %d's, or others can rename in it", dir, uid)
+	case spawn.TmpUnread:
+		return fmt.Errorf("shared temp dir mount point %s: %w", dir, selfErr)
+	default:
+		return fmt.Errorf("shared temp dir mount point %s: not a directory of uid %d with mode 0700 (%#o)", dir, uid, self.Mode)
 	}
-	if self.err != nil {
-		return fmt.Errorf("shared temp dir mount point %s: %w", dir, self.err)
-	}
-	if !self.mode.IsDir() || !self.ok || int(self.uid) != uid || self.mode.Perm() != 0o700 {
-		return fmt.Errorf("shared temp dir mount point %s: not a directory of uid %d with mode 0700 (%v)", dir, uid, self.mode)
-	}
-	return nil
 }
 
 // Retry is f with its namespaces tried, for a run whose child failed

@@ -3,7 +3,6 @@ package spawn
 /*
 #include <stdlib.h>
 #include "stage.h"
-#include "recipe.h"
 */
 import "C"
 
@@ -121,14 +120,4 @@ func KillCgroup(killFile string, procs []string) bool {
 	g.kill_rounds = C.int(t.KillRounds)
 	g.kill_interval_ms = C.int(t.KillInterval.Milliseconds())
 	return C.se_kill_tree(&g, 0) != 0
-}
-
-// CgroupStale reports whether name is a run's cgroup (the runner names
-// them) whose supervisor is gone: the runner's own reading of its names
-// (se_cgroup_stale), for the sweep of groups whose helper and guardian
-// both died.
-func CgroupStale(name string) bool {
-	c := C.CString(name)
-	defer C.free(unsafe.Pointer(c))
-	return C.se_cgroup_stale(c) == 1
 }

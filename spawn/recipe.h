@@ -279,6 +279,30 @@ typedef int se_holds_fn(void *arg);
  * Go's report names the same paths through it (spawn.ExecPaths). */
 char **se_exec_paths(const char *const *dirs, size_t n, const char *name);
 
+/* What a judge of files knows of one: the errno of its stat (0: none),
+ * else its owner and mode. */
+struct se_file_facts {
+	int32_t err;
+	uint32_t uid, mode;
+};
+
+enum se_tmp_verdict {
+	SE_TMP_FIT = 0,
+	SE_TMP_PARENT_UNREAD, /* the parent's stat failed */
+	SE_TMP_PARENT_UNFIT,  /* the parent is not root's or uid's, or others can rename in it */
+	SE_TMP_UNREAD,        /* the mount point's lstat failed */
+	SE_TMP_UNFIT,         /* not a directory of uid's with mode 0700 */
+};
+
+/* se_shared_tmp_judge judges the shared temp mount point (a directory that
+ * stays, empty on the host, for the runs that mount a tmpfs of their own on
+ * it) from the facts of its parent (stat) and its own (lstat): a directory
+ * of uid's, mode 0700, in a parent no one else can rename it in (root's or
+ * uid's, sticky if others can write it); a missing one is fit when missing
+ * is set (the run makes it). The decision (hostfacts.CheckSharedTmp) and
+ * the runner, at the run, judge with it. */
+int se_shared_tmp_judge(const struct se_file_facts *parent, const struct se_file_facts *self, uint32_t uid, int missing);
+
 /* se_cgroup_stale reports whether name is a run's group (the runner's
  * make_name) whose supervisor is gone: no process has its pid, or a zombie
  * does, or one that started at another time (the pid was reused). A name of

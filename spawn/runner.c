@@ -357,12 +357,39 @@ static int make_roots(struct se_runner *s)
 	return 0;
 }
 
-/* The shared temp mount point, made 0700 when missing and checked as
- * hostfacts.CheckSharedTmp does. */
+int se_shared_tmp_judge(const struct se_file_facts *parent, const struct se_file_facts *self, uint32_t uid, int missing)
+{
+	if (parent->err)
+		return SE_TMP_PARENT_UNREAD;
+	if ((parent->uid != 0 && parent->uid != uid) || ((parent->mode & 022) && !(parent->mode & S_ISVTX)))
+		return SE_TMP_PARENT_UNFIT;
+	if (self->err == ENOENT && missing)
+		return SE_TMP_FIT;
+	if (self->err)
+		return SE_TMP_UNREAD;
+	if (!S_ISDIR(self->mode) || self->uid != uid || (self->mode & 0777) != 0700)
+		return SE_TMP_UNFIT;
+	return SE_TMP_FIT;
+}
+
+static struct se_file_facts facts_of(int (*statf)(const char *, struct stat *), const char *path)
+{
+	struct stat st;
+	struct se_file_facts f = {0, 0, 0};
+	if (statf(path, &st) != 0)
+		f.err = errno;
+	else {
+		f.uid = st.st_uid;
+		f.mode = st.st_mode;
+	}
+	return f;
+}
+
+/* make_shared_tmp makes the shared temp mount point 0700 when missing, and
+ * judges it as the decision did (se_shared_tmp_judge). */
 static int make_shared_tmp(struct se_runner *s)
 {
 	const char *dir = rs(s->r, s->r->shared_tmp);
-	struct stat st;
 	if (!s->r->shared_tmp.n)
 		return 0;
 	if (mkdir(dir, 0700) == 0) {
@@ -385,14 +412,11 @@ static int make_shared_tmp(struct se_runner *s)
 		slash[1] = 0;
 	else
 		*slash = 0;
-	uid_t uid = geteuid();
-	if (stat(parent, &st) != 0 || (st.st_uid != 0 && st.st_uid != uid) ||
-	    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
-		fail(s, 0, EPERM, parent);
-		return -1;
-	}
-	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 0777) != 0700) {
-		fail(s, 0, EPERM, dir);
+	struct se_file_facts pf = facts_of(stat, parent), df = facts_of(lstat, dir);
+	int v = se_shared_tmp_judge(&pf, &df, (uint32_t)geteuid(), 0);
+	if (v != SE_TMP_FIT) {
+		fail(s, 0, v == SE_TMP_PARENT_UNREAD ? pf.err : v == SE_TMP_UNREAD ? df.err : EPERM,
+		     v == SE_TMP_PARENT_UNREAD || v == SE_TMP_PARENT_UNFIT ? parent : dir);
 		return -1;
 	}
 	return 0;
