@@ -3,10 +3,13 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sandbox-executable/internal/testcap"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -367,5 +370,73 @@ func TestUsersGitMadeDuringARunSurvives(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSweepRemovesOrphanedPlaceholders: when the helper, its guardian and
+// the init are all killed at once (nothing left to clean up after the run),
+// the placeholders the run made stay, and the stale sweep of a later run
+// elsewhere (due: its stamp made old) removes them, as the runner's own
+// removal would: the user's workspace is as it was.
+func TestSweepRemovesOrphanedPlaceholders(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testcap.Skipf(t, testcap.Root, "the sweep's stamps are root's state directory's")
+	}
+	w := freshWorkspace(t, isoRoot)
+	before := listing(t, w.root)
+	ready := filepath.Join(w.root, "src", "ready")
+	cmd, out := helperCmd(t, w, isoRoot, "exact", nil, "/bin/sh", "-c", `touch src/ready && exec sleep 600`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	defer func() { _ = cmd.Process.Kill(); <-done }()
+	waitFile(t, ready, cmd, out)
+	_ = os.Remove(ready)
+	// The helper and the processes it cloned (guardian, init) share its
+	// command name: stopped first, so that none sees the others die.
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid))
+	ours := []int{cmd.Process.Pid}
+	for _, c := range childrenOf(strconv.Itoa(cmd.Process.Pid)) {
+		if b, _ := os.ReadFile("/proc/" + c + "/comm"); string(b) == string(comm) {
+			pid, _ := strconv.Atoi(c)
+			ours = append(ours, pid)
+		}
+	}
+	if len(ours) < 3 {
+		t.Fatalf("the helper's guardian and init were not found: %v", ours)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGSTOP, syscall.SIGKILL} {
+		for _, p := range ours {
+			_ = syscall.Kill(p, sig)
+		}
+	}
+	<-done
+	left := 0
+	for _, n := range protectedNames {
+		if _, err := os.Lstat(filepath.Join(w.root, n)); err == nil {
+			left++
+		}
+	}
+	if left == 0 {
+		t.Fatalf("no placeholder was left for the sweep (the guardian survived?): %v", listing(t, w.root))
+	}
+	// A sweep runs beside its run's program and ends with it: on a busy
+	// host a later one may be needed to finish.
+	other := isoWorkspace(t, isoRoot)
+	clean := func() bool { return slices.Equal(listing(t, w.root), before) }
+	for i := 0; i < 5 && !clean(); i++ {
+		old := time.Now().Add(-2 * time.Hour)
+		if err := os.Chtimes("/run/sandbox-executable/swept", old, old); err != nil {
+			t.Fatal(err)
+		}
+		r := runOnce(t, runOpts{env: isoEnv(other), dir: other.root}, append(isoArgs(t, other, "exact"), "/bin/sleep", "1")...)
+		if r.code != 0 {
+			t.Fatalf("the sweeping run: %v", r)
+		}
+	}
+	if !clean() {
+		t.Errorf("after the sweeps the workspace holds %v, %v before", listing(t, w.root), before)
 	}
 }

@@ -1,13 +1,7 @@
 package mountns
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"os"
 	"path/filepath"
-	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"sandbox-executable/fsdeps"
 	"sandbox-executable/runstate"
@@ -20,9 +14,9 @@ import (
 // mountpoint in another mount namespace can be removed on the host, and the
 // kernel then drops that namespace's mount over it, so a placeholder removed
 // while another run's program is running uncovers the name for that program.
-// The protocol, which the runner alone carries out (spawn/runner.c) and
-// Go only reads (a decision) or sweeps (SweepStale, through the runner's
-// own removal):
+// The protocol, which the runner alone carries out (spawn/runner.c: the
+// claims, the records, the removals and the stale sweep), and which Go
+// only reads, for a decision (peekRegistered):
 //
 //   - Placeholders are grouped by the directory they are in. Each group has a
 //     registry directory (g-<hash of the directory>) holding a lock file, a
@@ -63,10 +57,7 @@ import (
 const registryDir = "placeholders"
 
 // groupDir is the registry directory of the placeholders in parent.
-func groupDir(reg, parent string) string {
-	sum := sha256.Sum256([]byte(parent))
-	return filepath.Join(reg, "g-"+hex.EncodeToString(sum[:16]))
-}
+func groupDir(reg, parent string) string { return spawn.PlaceholderGroupDir(reg, parent) }
 
 // peekRegistered returns a test for recorded placeholders that takes no
 // claim, for the decision (Build): the runner checks again under its
@@ -82,7 +73,7 @@ func peekRegistered() func(string) bool {
 				return false
 			}
 		}
-		text, err := fsdeps.Readlink(filepath.Join(groupDir(reg, filepath.Dir(path)), "n-"+filepath.Base(path)))
+		text, err := fsdeps.Readlink(spawn.PlaceholderRecordPath(groupDir(reg, filepath.Dir(path)), path))
 		if err != nil {
 			return false
 		}
@@ -98,52 +89,9 @@ func peekRegistered() func(string) bool {
 
 // SweepStale removes the placeholders that no run claims: left by runs
 // whose supervisor and guardian both died in a directory no run has used
-// since. It takes each group's lock exclusively without waiting, so a group
-// in use is left alone (its last user removes them).
+// since (spawn.SweepPlaceholders).
 func SweepStale() {
-	reg, err := runstate.Dir(registryDir)
-	if err != nil {
-		return
+	if reg, err := runstate.Dir(registryDir); err == nil {
+		spawn.SweepPlaceholders(reg)
 	}
-	ents, err := os.ReadDir(reg)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), "g-") || !e.IsDir() {
-			continue
-		}
-		group := filepath.Join(reg, e.Name())
-		parent, err := os.Readlink(filepath.Join(group, "dir"))
-		if err != nil || !filepath.IsAbs(parent) || groupDir(reg, parent) != group {
-			continue // not a group this code made
-		}
-		if !hasRecords(group) {
-			continue
-		}
-		f, err := os.OpenFile(filepath.Join(group, "lock"), os.O_RDWR, 0)
-		if err != nil {
-			continue
-		}
-		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
-			spawn.RemoveRecorded(group, parent)
-		}
-		f.Close()
-	}
-}
-
-// hasRecords reports whether a group records any placeholder.
-func hasRecords(group string) bool {
-	f, err := os.Open(group)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	names, _ := f.Readdirnames(-1)
-	for _, n := range names {
-		if strings.HasPrefix(n, "n-") {
-			return true
-		}
-	}
-	return false
 }

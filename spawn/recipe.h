@@ -303,6 +303,23 @@ enum se_tmp_verdict {
  * the runner, at the run, judge with it. */
 int se_shared_tmp_judge(const struct se_file_facts *parent, const struct se_file_facts *self, uint32_t uid, int missing);
 
+/* The placeholder registry (mountns/registry.go says its protocol): a
+ * directory per parent a placeholder is made in, se_group_dir: registry
+ * "/g-" and the first 16 bytes of SHA-256(parent) in hex; in it "dir" (a
+ * link to the parent), "lock", "decide", and a record per placeholder. */
+char *se_group_dir(const char *registry, const char *parent);
+
+/* se_sweep_placeholders removes the placeholders no run claims: in each
+ * group of registry this code made (its name is its parent's) whose lock
+ * it takes exclusively without waiting, those still matching their
+ * records (se_remove_recorded). A group in use is left to its last run. */
+void se_sweep_placeholders(const char *registry);
+
+/* se_record_path is where group (a placeholder group's registry
+ * directory) records the placeholder path: group/n-<its last name>;
+ * malloc'd, NULL when out of memory. */
+char *se_record_path(const char *group, const char *path);
+
 /* se_cgroup_stale reports whether name is a run's group (the runner's
  * make_name) whose supervisor is gone: no process has its pid, or a zombie
  * does, or one that started at another time (the pid was reused). A name of

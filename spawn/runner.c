@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "phases.h"
 #include "recipe.h"
+#include "sha256.h"
 #include "term.h"
 
 #include <errno.h>
@@ -443,7 +444,7 @@ static int lock_wait(int fd, int how)
 	}
 }
 
-static char *record_path(const char *group, const char *path)
+char *se_record_path(const char *group, const char *path)
 {
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
@@ -522,11 +523,17 @@ void se_remove_recorded(const char *group, const char *parent)
 	DIR *d = opendir(group);
 	if (!d)
 		return;
-	int pfd = open_dir(parent);
+	int pfd = -1, opened = 0, perr = 0;
 	struct dirent *e;
 	while ((e = readdir(d)) != NULL) {
 		if (strncmp(e->d_name, "n-", 2) != 0)
 			continue;
+		if (!opened) {
+			/* Only where there is a record: most groups have none. */
+			pfd = open_dir(parent);
+			perr = errno;
+			opened = 1;
+		}
 		char *rec = join2(group, e->d_name);
 		const char *name = e->d_name + 2;
 		struct se_ph ph;
@@ -536,7 +543,7 @@ void se_remove_recorded(const char *group, const char *parent)
 		if (!read_record(rec, &ph)) {
 			unlink(rec);
 		} else if (pfd < 0 || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-			if (pfd < 0 ? errno == ENOENT || errno == ELOOP || errno == ENOTDIR : errno == ENOENT)
+			if (pfd < 0 ? perr == ENOENT || perr == ELOOP || perr == ENOTDIR : errno == ENOENT)
 				unlink(rec); /* the parent, or the placeholder, is gone */
 		} else if (!matches(&ph, &st) || unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT ||
 			   errno == ENOTEMPTY) {
@@ -546,6 +553,58 @@ void se_remove_recorded(const char *group, const char *parent)
 	}
 	if (pfd >= 0)
 		close(pfd);
+	closedir(d);
+}
+
+char *se_group_dir(const char *registry, const char *parent)
+{
+	struct se_sha256 h;
+	unsigned char sum[SE_SHA256_SIZE];
+	se_sha256_init(&h);
+	se_sha256_update(&h, parent, strlen(parent));
+	se_sha256_final(&h, sum);
+	char name[2 + 32 + 1] = "g-";
+	for (int i = 0; i < 16; i++) {
+		name[2 + 2 * i] = "0123456789abcdef"[sum[i] >> 4];
+		name[3 + 2 * i] = "0123456789abcdef"[sum[i] & 15];
+	}
+	name[34] = 0;
+	return join2(registry, name);
+}
+
+void se_sweep_placeholders(const char *registry)
+{
+	DIR *d = opendir(registry);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, "g-", 2) != 0)
+			continue;
+		char *group = join2(registry, e->d_name);
+		char *link = group ? join2(group, "dir") : NULL;
+		char *lock = group ? join2(group, "lock") : NULL;
+		char parent[4096];
+		ssize_t n = link ? readlink(link, parent, sizeof parent - 1) : -1;
+		char *want = NULL;
+		if (n > 0) {
+			parent[n] = 0;
+			want = parent[0] == '/' ? se_group_dir(registry, parent) : NULL;
+		}
+		/* Only a group this code made, whose lock no run holds. */
+		if (want && strcmp(want, group) == 0) {
+			int fd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+			if (fd >= 0) {
+				if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+					se_remove_recorded(group, parent);
+				close(fd);
+			}
+		}
+		free(want);
+		free(lock);
+		free(link);
+		free(group);
+	}
 	closedir(d);
 }
 
@@ -660,7 +719,7 @@ static int claim(struct se_runner *s)
 			}
 			name++;
 			memset(&d, 0, sizeof d);
-			d.record = record_path(rs(r, c->dir), p);
+			d.record = se_record_path(rs(r, c->dir), p);
 			d.path = strdup(p);
 			if (!d.record || !d.path) {
 				close(pfd);

@@ -32,15 +32,42 @@ func StoredRecipe(deps, recipe, record []byte) []byte {
 	return b
 }
 
-// RemoveRecorded removes, under the group's exclusive lock (the caller's),
-// every placeholder recorded in group that lies in parent and still
-// matches its record, through parent's descriptor: the runner's own
-// release does the same when a run ends (runner.c se_remove_recorded).
-func RemoveRecorded(group, parent string) {
-	g, p := C.CString(group), C.CString(parent)
+// PlaceholderGroupDir is the registry directory of the placeholders made
+// in parent (the runner's se_group_dir).
+func PlaceholderGroupDir(registry, parent string) string {
+	r, p := C.CString(registry), C.CString(parent)
+	defer C.free(unsafe.Pointer(r))
+	defer C.free(unsafe.Pointer(p))
+	d := C.se_group_dir(r, p)
+	if d == nil {
+		panic("spawn: out of memory")
+	}
+	defer C.free(unsafe.Pointer(d))
+	return C.GoString(d)
+}
+
+// SweepPlaceholders removes the placeholders that no run claims from the
+// registry (the runner's se_sweep_placeholders): left by runs whose
+// supervisor and guardian both died, in a directory no run has used
+// since. A group in use is left alone (its last run removes them).
+func SweepPlaceholders(registry string) {
+	r := C.CString(registry)
+	defer C.free(unsafe.Pointer(r))
+	C.se_sweep_placeholders(r)
+}
+
+// PlaceholderRecordPath is where the registry group directory records the
+// placeholder path (the runner's se_record_path).
+func PlaceholderRecordPath(group, path string) string {
+	g, p := C.CString(group), C.CString(path)
 	defer C.free(unsafe.Pointer(g))
 	defer C.free(unsafe.Pointer(p))
-	C.se_remove_recorded(g, p)
+	r := C.se_record_path(g, p)
+	if r == nil {
+		panic("spawn: out of memory")
+	}
+	defer C.free(unsafe.Pointer(r))
+	return C.GoString(r)
 }
 
 // PlaceholderRecord is what a placeholder's record says of the directory
