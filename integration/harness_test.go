@@ -52,6 +52,9 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	code = m.Run()
+	if code == 0 && testBase != "" {
+		os.RemoveAll(testBase)
+	}
 	if warmMode {
 		hits, runs := warmHits.Load(), warmRuns.Load()
 		fmt.Printf("warm path: %d of %d runs that had a stored recipe to find were carried out from it\n", hits, runs)
@@ -146,8 +149,27 @@ func setup() (int, error) {
 	if err := degradedWithoutLandlock(dir); err != nil {
 		return 0, err
 	}
+	// The tests' workspaces and homes (t.TempDir) live in a directory of
+	// this run's own, outside /tmp. A decision depends on the listing of
+	// every directory above a denied path that does not exist yet (a
+	// test's HOME: its ~/.ssh and the like), and /tmp's listing changes
+	// whenever anything on the machine makes a file there: every stored
+	// recipe would be stale at once on a busy host.
+	base, err := os.MkdirTemp("/var/tmp", "se-integration-")
+	if err != nil {
+		return 0, err
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		return 0, err
+	}
+	testBase = base
+	os.Setenv("TMPDIR", base)
 	return -1, nil
 }
+
+// testBase is the directory of the tests' temp dirs (setup), removed
+// when they pass.
+var testBase string
 
 // result is one run of the helper.
 type result struct {

@@ -377,8 +377,8 @@ func TestWarmPathHandsOverAfterAListingChange(t *testing.T) {
 		if threads != 1 && try < 3 {
 			continue // Go's from its start (a sweep due, say): not this test's case
 		}
-		if !strings.Contains(said, "handed over to Go") {
-			t.Skipf("the warm run was not handed over (no mediated socket calls here?): %s", said)
+		if !strings.Contains(said, "the run needs Go") {
+			t.Fatalf("the warm run did not call on Go at its socket call: %s", said)
 		}
 		if r.code != 0 || !strings.HasSuffix(r.stdout, "done\n") {
 			t.Fatalf("handed over after HOME's listing changed: %v", r)
