@@ -20,7 +20,7 @@ DIST     ?= dist
 # The architectures make release builds (packaging/release.sh).
 RELEASE_ARCHES ?= amd64 arm64
 
-.PHONY: all build build-arm64 probe probe-arm64 test lint lint-packaging unit unit-asan integration integration-warm fuzz-short fuzz-c vm-test vm-test-kernels vm-test-arm64 vm-test-systemd vm-selfcheck host-kinds bench vm-bench release test-release manpage clean
+.PHONY: all install build build-arm64 probe probe-arm64 test lint lint-packaging unit unit-asan integration integration-warm fuzz-short fuzz-c vm-test vm-test-kernels vm-test-arm64 vm-test-systemd vm-selfcheck host-kinds bench vm-bench release test-release manpage clean
 
 all: build
 
@@ -166,6 +166,12 @@ test: lint lint-packaging unit unit-asan integration integration-warm fuzz-short
 # dependency, a sandboxed run on this machine's architecture).
 release:
 	GO=$(GO) RELEASE_ARCHES='$(RELEASE_ARCHES)' packaging/release.sh '$(VERSION)' '$(DIST)'
+
+# The release binary for this machine's architecture, installed as
+# $(PREFIX)/bin/sandbox-executable.
+PREFIX ?= /usr/local
+install: release
+	install -D -m 0755 "$(RELEASE_BIN)" "$(DESTDIR)$(PREFIX)/bin/sandbox-executable"
 
 # The release binary through its checks and the integration suite (as root).
 test-release: release probe
