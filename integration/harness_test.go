@@ -155,7 +155,7 @@ func setup() (int, error) {
 	// test's HOME: its ~/.ssh and the like), and /tmp's listing changes
 	// whenever anything on the machine makes a file there: every stored
 	// recipe would be stale at once on a busy host.
-	base, err := os.MkdirTemp("/var/tmp", "se-integration-")
+	base, err := os.MkdirTemp("/var/tmp", "s") // short: unix socket paths in it must fit sun_path
 	if err != nil {
 		return 0, err
 	}

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -959,4 +960,33 @@ func TestCPUBudgetDespiteStarvedSupervisor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProgramCannotStarveTheInit: a program that sets its parent's (the
+// init's) RLIMIT_NOFILE to 0 while the init still has the seccomp
+// listener to pass on (ETOOMANYREFS) does not make the run fail: the
+// helper takes the listener from the init's file table instead, and the
+// program's exit is the run's. Many starts at once, since the program must
+// win a race against the init for the failure to show.
+func TestProgramCannotStarveTheInit(t *testing.T) {
+	isoNeedRoot(t)
+	isoNeedTools(t, "prlimit")
+	var wg sync.WaitGroup
+	for worker := 0; worker < 6; worker++ {
+		w := newWorkspace(t)
+		pol := wsPolicy(t, w.root)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 15; i++ {
+				r := runOnce(t, runOpts{env: w.env(), dir: w.root}, "--sandbox-policy-cwd", w.root, "--sandbox-policy", pol, "--",
+					"/bin/sh", "-c", `prlimit --pid $PPID --nofile=0:0 && echo starved`)
+				if r.code != 0 || r.stdout != "starved\n" {
+					t.Errorf("start %d: %v", i, r)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -224,6 +224,9 @@ struct se_runner {
 	/* Go's service: given by Go (a run it decided), or made when the run
 	 * first needs Go (serving says it was called). */
 	struct se_service *svc;
+	/* Why the runner ended the run with SE_END_SERVICE, and errno. */
+	const char *svc_what;
+	int svc_err;
 	int serving;
 	int own_thread; /* the run goes on in a thread of its own (SE_RET_SERVE) */
 };
@@ -1273,6 +1276,9 @@ struct se_ll_port {
  * (a hole they skipped) is never in a range. Where another thread frees a
  * lower number meanwhile (a run Go decided calls the runner with its
  * threads running), the fd that reuses it is closed at once. */
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438 /* the same on x86_64 and aarch64 */
+#endif
 #ifndef SYS_close_range
 #define SYS_close_range 436 /* the same on x86_64 and aarch64 */
 #endif
@@ -2203,6 +2209,13 @@ static void say(struct se_runner *s, int ending)
 	struct se_rref line = RA(r, r->say, struct se_rref)[ending];
 	if (line.n) {
 		(void)!write(2, rs(r, line), line.n);
+		if (ending == SE_END_SERVICE && s->svc_what) {
+			char why[256];
+			int n = snprintf(why, sizeof why, ": %s%s%s", s->svc_what, s->svc_err ? ": " : "",
+					 s->svc_err ? strerror(s->svc_err) : "");
+			if (n > 0)
+				(void)!write(2, why, (size_t)n < sizeof why ? (size_t)n : sizeof why - 1);
+		}
 		(void)!write(2, "\n", 1);
 	}
 }
@@ -2322,6 +2335,17 @@ static void end_by(struct se_runner *s, int ending, int sig, int64_t grace_ns)
 	}
 }
 
+/* end_service ends the run because it cannot be served as decided: what
+ * failed, and its errno (0: none), said with the ending's line. */
+static void end_service(struct se_runner *s, const char *what, int err)
+{
+	if (!s->ending) {
+		s->svc_what = what;
+		s->svc_err = err;
+	}
+	end_by(s, SE_END_SERVICE, 0, 0);
+}
+
 /* wait_end forwards signals and waits for the child's end, ending the tree
  * on the timeout, a spent CPU budget, an OOM kill, or Go's word. It
  * returns 0 with the init's (or program's) wait status once reaped, 1 with
@@ -2391,7 +2415,7 @@ static int wait_end(struct se_runner *s, int *status)
 		if (li >= 0 && (p[li].revents & POLLIN)) {
 			int moved = call_go(s, "L");
 			if (moved < 0)
-				end_by(s, SE_END_SERVICE, 0, 0);
+				end_service(s, "Go could not be called", errno);
 			if (moved > 0)
 				return -1;
 		} else if (li >= 0 && (p[li].revents & (POLLHUP | POLLERR | POLLNVAL))) {
@@ -2412,7 +2436,7 @@ static int wait_end(struct se_runner *s, int *status)
 			char c = 0;
 			ssize_t got = read(s->svc->ack_r, &c, 1);
 			if (got <= 0 || c == 'K')
-				end_by(s, SE_END_SERVICE, 0, 0);
+				end_service(s, "Go's service failed (its log says why)", 0);
 		}
 		if (di >= 0 && p[di].revents) {
 			char c = 0;
@@ -2687,27 +2711,39 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 	if (s->pidfd < 0) {
 		/* Without a pidfd (before 5.3) nothing here can wait for the
 		 * child without SIGCHLD: end it. */
-		end_by(s, SE_END_SERVICE, 0, 0);
+		end_service(s, "no pidfd for the program's init (Linux 5.3 and later have one)", 0);
 	}
 	if (s->notify_parent >= 0) {
 		s->listener = recv_fd(s->notify_parent);
+		int err = errno;
+		/* The init sends the listener once the program has started,
+		 * and the program may have made that fail already (its
+		 * prlimit on the init: ETOOMANYREFS): then it is taken from the
+		 * init's file table, where the init keeps it until told. */
+		if (s->listener < 0 && s->init && s->init->listener_left >= 0) {
+			if (s->pidfd >= 0)
+				s->listener = (int)syscall(SYS_pidfd_getfd, s->pidfd, s->init->listener_left, 0);
+			if (s->listener < 0)
+				err = errno;
+			(void)!write(s->notify_parent, "T", 1); /* the init may go on */
+		}
 		close(s->notify_parent);
 		s->notify_parent = -1;
 		if (s->listener < 0)
-			end_by(s, SE_END_SERVICE, 0, 0);
+			end_service(s, "the seccomp listener did not reach the helper", err);
 	}
 	if (s->proxy_parent >= 0) {
 		if (r->proxy && (s->proxy_l = recv_fd(s->proxy_parent)) < 0)
-			end_by(s, SE_END_SERVICE, 0, 0);
+			end_service(s, "the proxy's listener did not reach the helper", errno);
 		if (r->layers && (s->layers = recv_fd(s->proxy_parent)) < 0)
-			end_by(s, SE_END_SERVICE, 0, 0);
+			end_service(s, "the scratch caches' layers did not reach the helper", errno);
 		close(s->proxy_parent);
 		s->proxy_parent = -1;
 	}
 	if (r->cpu_budget_ns > 0)
 		cpu_look(s, s->program_ns);
 	if (oom_watch(s) != 0)
-		end_by(s, SE_END_SERVICE, 0, 0);
+		end_service(s, "the OOM watch could not be set up", errno);
 	/* Go serves from the start a run that needs it then (a listener that
 	 * records every denial, the proxy), and one whose end it reports: it
 	 * must be there by then. */
@@ -2721,7 +2757,7 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 			events[n++] = 'P';
 		events[n] = 0;
 		if ((moved = call_go(s, events)) < 0)
-			end_by(s, SE_END_SERVICE, 0, 0);
+			end_service(s, "Go could not be called", errno);
 	}
 	if (moved > 0) {
 		h->reason = SE_RET_SERVE;

@@ -1279,8 +1279,9 @@ static void se_init_drop_caps(struct se_req *r)
  * ends the run. */
 static void se_pass_listener(struct se_req *r)
 {
-	if (r->notify_sock >= 0 && r->listener_fd >= 0)
-		se_send_fd(r->notify_sock, r->listener_fd);
+	r->init->listener_left = -1;
+	if (r->notify_sock >= 0 && r->listener_fd >= 0 && se_send_fd(r->notify_sock, r->listener_fd) < 0)
+		r->init->listener_left = r->listener_fd;
 }
 
 /* The ready byte, written once the program runs. From here on the request
@@ -1291,8 +1292,18 @@ static void se_say_ready(struct se_req *r)
 {
 	struct se_init *g = r->init;
 	char c = 'R';
+	/* r is the caller's to free once the byte is written. */
+	int hold = g->listener_left >= 0 ? r->notify_sock : -1;
 	if (SYS3(SYS_write, g->ready_fd, &c, 1) != 1)
 		se_exit(se_exit_code(r, SE_STEP_INIT, 0)); /* the supervisor is gone */
+	/* A listener left here stays until the caller has taken it and says
+	 * so (one byte on the socket). */
+	if (hold >= 0) {
+		long n;
+		do
+			n = SYS3(SYS_read, hold, &c, 1);
+		while (n == -EINTR);
+	}
 	unsigned int keep = (unsigned int)g->ready_fd;
 	if (!g->say_done && !g->say_stops) {
 		SYS3(SE_NR_close_range, 0, ~0U, 0);

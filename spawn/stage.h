@@ -258,6 +258,12 @@ struct se_init {
 	 * on it the signal that stopped the program, one byte, each time it
 	 * stops; the caller follows the stop (term.h) and continues it. */
 	int say_stops;
+	/* The listener's number in the init's file table when the init could
+	 * not send it (the program, running already, set the init's
+	 * RLIMIT_NOFILE to 0: ETOOMANYREFS), else -1: the init then keeps it
+	 * until the caller, having taken it (pidfd_getfd), writes a byte on
+	 * notify_sock (se_say_ready). */
+	volatile int listener_left;
 	volatile int prog_pid;     /* the program's pid in the namespace */
 	/* Cleared and woken by the kernel at the program's exec or exit
 	 * (CLONE_CHILD_CLEARTID): the init waits on it. */

@@ -13,7 +13,8 @@ import (
 // stderr saying which limit ended it, its value and what raises it: in
 // the standalone form unless --quiet, and in VT Code's form (a
 // --sandbox-policy given) only with --explain-endings, so that its stderr
-// stays the program's. The lines are decided with the run and said by the
+// stays the program's; a run it could not serve is a fatal error, said in
+// every form. The lines are decided with the run and said by the
 // runner, which ends it (spawn.Recipe.Say), warm or not.
 
 // wantEndings says whether endings are said on stderr.
@@ -29,6 +30,9 @@ func (inv *invocation) wantEndings() bool {
 // ending the runner gives it.
 func (inv *invocation) says(pr *supervisor.Prepared) [spawn.EndingsN]string {
 	var s [spawn.EndingsN]string
+	// A run the helper could not serve as decided is a fatal error, said
+	// in every form (the runner adds what failed).
+	s[spawn.EndService] = prog + ": the helper ended the run (exit 125): it could not serve it as decided"
 	if !inv.wantEndings() {
 		return s
 	}
