@@ -1,6 +1,7 @@
 package spawn
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,4 +166,47 @@ func networkRecipe(t *testing.T, listen Op) *Recipe {
 	r.Ops = []Op{LoopbackUp("lo up"), listen}
 	r.Proxy, r.GoFromStart = true, true
 	return r
+}
+
+// TestTrialReportsTheFailedStep: a trial's child that fails an operation
+// is that failure, in the operation's words; one that succeeds exits 0.
+// Neither runs a program.
+func TestTrialReportsTheFailedStep(t *testing.T) {
+	p, err := (&Trial{Ops: []Op{WriteFile("/nonexistent/file", "x", "write the file")}}).Start()
+	var se *Error
+	if !errors.As(err, &se) || se.Step != StepOp || se.Errno != unix.ENOENT || se.Detail != "write the file" {
+		t.Errorf("failing trial: %v, want setup: write the file: ENOENT", err)
+	}
+	reapTrial(t, p)
+	p, err = (&Trial{Ops: []Op{Chdir("/", "enter /")}}).Start()
+	if err != nil {
+		t.Errorf("trial: %v", err)
+	}
+	if st := reapTrial(t, p); st.ExitStatus() != 0 {
+		t.Errorf("trial exited %v, want 0", st)
+	}
+}
+
+// TestTrialHandsNothingOver: an operation that sends a descriptor has
+// nobody to send it to in a trial, which is refused before any clone.
+func TestTrialHandsNothingOver(t *testing.T) {
+	p, err := (&Trial{Ops: []Op{OpenAndHandOver("/", "layers")}}).Start()
+	if p != nil || err == nil || !strings.Contains(err.Error(), "layers") {
+		t.Fatalf("child %v, err %v: want a refusal naming the operation", p, err)
+	}
+}
+
+func reapTrial(t *testing.T, p *Process) unix.WaitStatus {
+	t.Helper()
+	var st unix.WaitStatus
+	if p == nil {
+		t.Fatal("no child")
+	}
+	if p.PidFD >= 0 {
+		defer unix.Close(p.PidFD)
+	}
+	if _, err := unix.Wait4(p.Pid, &st, unix.WALL, nil); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
