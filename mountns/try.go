@@ -57,13 +57,11 @@ func FlagNames(flags uintptr) string {
 // takes; otherwise an attempt that has not answered by then is reported as
 // TimedOut (and reaped whenever it ends).
 func Try(flags uintptr, userns bool, timeout time.Duration) Attempt {
-	req := &spawn.Request{CgroupFD: -1, RulesetFD: -1, NotifySock: -1, Trial: true}
-	req.NamespaceFlags = flags &^ unix.CLONE_NEWCGROUP
-	req.UnshareFlags = flags & unix.CLONE_NEWCGROUP
+	trial := &spawn.Trial{NamespaceFlags: flags &^ unix.CLONE_NEWCGROUP, UnshareFlags: flags & unix.CLONE_NEWCGROUP}
 	if userns {
-		req.NamespaceFlags |= unix.CLONE_NEWUSER
+		trial.NamespaceFlags |= unix.CLONE_NEWUSER
 		uid, gid := os.Geteuid(), os.Getegid()
-		req.Ops = append(req.Ops,
+		trial.Ops = append(trial.Ops,
 			spawn.WriteFile("/proc/self/setgroups", "deny", "user namespace: setgroups deny"),
 			spawn.WriteFile("/proc/self/uid_map", fmt.Sprintf("%d %d 1", uid, uid), "user namespace: uid map"),
 			spawn.WriteFile("/proc/self/gid_map", fmt.Sprintf("%d %d 1", gid, gid), "user namespace: gid map"))
@@ -71,17 +69,17 @@ func Try(flags uintptr, userns bool, timeout time.Duration) Attempt {
 	if flags&unix.CLONE_NEWNET != 0 {
 		// Needs CAP_NET_ADMIN where the namespace is owned: a container's
 		// root with CAP_SYS_ADMIN but not it gets the namespace, not lo.
-		req.Ops = append(req.Ops, spawn.LoopbackUp("bring up the loopback interface"))
+		trial.Ops = append(trial.Ops, spawn.LoopbackUp("bring up the loopback interface"))
 	}
 	if flags&unix.CLONE_NEWNS != 0 {
-		req.Ops = append(req.Ops, spawn.MakePrivate("/", "make / private"))
+		trial.Ops = append(trial.Ops, spawn.MakePrivate("/", "make / private"))
 		if flags&unix.CLONE_NEWPID != 0 {
-			req.Ops = append(req.Ops, spawn.MountNew("proc", "/proc", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "", "private /proc"))
+			trial.Ops = append(trial.Ops, spawn.MountNew("proc", "/proc", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "", "private /proc"))
 		}
 	}
-	a := Attempt{Flags: req.NamespaceFlags | req.UnshareFlags}
+	a := Attempt{Flags: trial.NamespaceFlags | trial.UnshareFlags}
 	done := make(chan Attempt, 1)
-	go func(a Attempt) { done <- try(req, a) }(a)
+	go func(a Attempt) { done <- try(trial, a) }(a)
 	if timeout <= 0 {
 		return <-done
 	}
@@ -97,8 +95,8 @@ func Try(flags uintptr, userns bool, timeout time.Duration) Attempt {
 	}
 }
 
-func try(req *spawn.Request, a Attempt) Attempt {
-	proc, err := spawn.Start(req)
+func try(trial *spawn.Trial, a Attempt) Attempt {
+	proc, err := trial.Start()
 	if proc != nil {
 		// The child has left our memory (CLONE_VFORK) but may still be
 		// tearing its namespaces down, which can wait for RCU grace

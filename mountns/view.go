@@ -56,7 +56,7 @@ type Options struct {
 	ScratchCaches []string
 	// KeepLayers asks the child to send the scratch caches' layers (the
 	// tmpfs that holds each cache's upper directory at "<i>/upper", i
-	// its index in ScratchCaches) over spawn.Request.ProxySock, after the
+	// its index in ScratchCaches) to the runner (spawn.OpenAndHandOver), after the
 	// proxy's listener if there is one: what the run added to a cache can
 	// then be written back once the program is gone (--persist-cache).
 	KeepLayers bool
@@ -64,7 +64,7 @@ type Options struct {
 	// (CLONE_NEWNET) with its loopback up.
 	Network bool
 	// Proxy, with Network, asks the child to listen on 127.0.0.1:Port in
-	// that namespace and send the socket over spawn.Request.ProxySock.
+	// that namespace and send the socket to the runner (spawn.ListenAndHandOver).
 	Proxy *ProxyListener
 	// Isolate gives the program a process world of its own: PID, IPC, UTS
 	// and cgroup namespaces, an init as PID 1, a fresh /proc that shows
@@ -91,7 +91,7 @@ type View struct {
 	NamespaceFlags uintptr
 	// UnshareFlags are made after the child joined its cgroup (a cgroup
 	// namespace rooted there); Init says the child is the PID namespace's
-	// init (spawn.Request.Init).
+	// init (spawn.Recipe.Init).
 	UnshareFlags uintptr
 	Init         bool
 	Ops          []spawn.Op

@@ -17,8 +17,8 @@ import (
 // its cgroups and before anything else: a mount, a file it writes, a
 // directory it enters. Ops are made only by the constructors below, each
 // named after what it does; every constructor takes why, the words an error
-// message uses for it ("mask /home/u/.ssh"). The list of a Request reads
-// like the mount table it produces (see String).
+// message uses for it ("mask /home/u/.ssh"). A recipe's list reads like
+// the mount table it produces (see String).
 type Op struct {
 	kind       OpKind
 	slot       int     // a tree slot, or the subtree flag of SetReadOnly
@@ -122,8 +122,8 @@ var (
 )
 
 // ListenAndHandOver listens on ProxyListenAddr:port (TCP) in the child's
-// network namespace and sends the listening socket over Request.ProxySock
-// (see ReceiveFD): the supervisor serves it from outside.
+// network namespace and sends the listening socket to the runner, which
+// gives it to Go (Service.ProxyListener): the proxy serves it from outside.
 func ListenAndHandOver(port uint16, why string) Op {
 	return ListenOnAndHandOver(ProxyListenAddr, port, ProxyListenBacklog, why)
 }
@@ -201,13 +201,13 @@ func Symlink(target, link, why string) Op {
 }
 
 // OpenAndHandOver opens the directory dir as the child sees it when the
-// operation runs (O_PATH, not following a link) and sends it over
-// Request.ProxySock: what is mounted there stays reachable through it
-// after the child's namespace is gone.
+// operation runs (O_PATH, not following a link) and sends it to the runner
+// (Service.Layers): what is mounted there stays reachable through it after
+// the child's namespace is gone.
 func OpenAndHandOver(dir, why string) Op { return Op{kind: OpOpenSend, a: dir, why: why} }
 
-// LandlockRule grants the Landlock filesystem rights access beneath dir to
-// Request.RulesetFD, as the child sees dir: for directories the mounts made
+// LandlockRule grants the Landlock filesystem rights access beneath dir in
+// the run's ruleset, as the child sees dir: for directories the mounts made
 // new (a rule names an inode, and a mount over a directory hides the rules
 // given to the one below). A missing dir is skipped.
 func LandlockRule(dir string, access uint64, why string) Op {

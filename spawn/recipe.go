@@ -44,8 +44,9 @@ type Recipe struct {
 
 	Landlock RecipeLandlock
 
-	// The child, as Request says: Env, the PATH entries a name without a
-	// slash is searched in (cleaned; "." for an empty entry), and the rest.
+	// The child (stage.h's struct se_req): Env, the PATH entries a name
+	// without a slash is searched in (cleaned; "." for an empty entry),
+	// and the rest.
 	Env            []string
 	PathDirs       []string
 	ShellFallback  bool
@@ -53,8 +54,8 @@ type Recipe struct {
 	NamespaceFlags uintptr
 	UnshareFlags   uintptr
 	// CloneFallback and ProgCloneFallback are the stage's clone3→clone
-	// fallbacks (see fillProgram): Go's choice, for the cgroup the recipe
-	// makes.
+	// fallbacks for the child and an init's program (se_req's
+	// clone_fallback): Go's choice, for the cgroup the recipe makes.
 	CloneFallback, ProgCloneFallback bool
 	DropCapabilities                 bool
 	Pdeathsig                        syscall.Signal

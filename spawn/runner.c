@@ -1416,7 +1416,7 @@ static int create_ruleset(struct se_runner *s)
 }
 
 /* add_rules adds the recipe's rules to s->ruleset. Any process holding the
- * ruleset's fd sees them: a held init (hold_init) cloned with it, before
+ * ruleset's fd sees them: a held init (every init is) cloned with it, before
  * they were added, restricts its program with all of them. */
 static int add_rules(struct se_runner *s)
 {
@@ -1825,8 +1825,6 @@ static int start_init(struct se_runner *s, char *const *argv)
 		free_request(&s->c);
 		return -1;
 	}
-	s->c.q->hold_init = 1;
-	s->c.q->early_init = 1;
 	long pid = se_spawn_start(s->c.q);
 	if (pid <= 0) {
 		se_spawn_finish(s->c.q, pid, 0);

@@ -103,6 +103,18 @@ func (r *Recipe) detail(step Step, i int, argv0 string) string {
 		if i >= 0 && i < len(r.KeepFDs) {
 			return fmt.Sprintf("keep fd %d", r.KeepFDs[i])
 		}
+	case StepCgroup:
+		return "join cgroup"
+	case StepClone:
+		if i == 1 {
+			// An init makes the namespaces other than user and PID
+			// itself, once cloned.
+			return "the init's unshare"
+		}
+	case StepCapabilities:
+		if i >= 0 && i < len(capSteps) {
+			return capSteps[i]
+		}
 	}
 	return ""
 }

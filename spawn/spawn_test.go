@@ -1,222 +1,212 @@
 package spawn
 
 import (
-	"bufio"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/internal/testcap"
 )
 
-// run starts req with stdout captured in a file and waits for the child.
-func run(t *testing.T, req *Request) (status unix.WaitStatus, out string, err error) {
-	t.Helper()
-	f, ferr := os.CreateTemp(t.TempDir(), "out")
-	if ferr != nil {
-		t.Fatal(ferr)
-	}
-	defer f.Close()
-	if req.CgroupFD == 0 {
-		req.CgroupFD = -1
-	}
-	if req.RulesetFD == 0 {
-		req.RulesetFD = -1
-	}
-	if req.NotifySock == 0 {
-		req.NotifySock = -1
-	}
-	// The child's stdout is the temp file: dup it onto a kept fd and let a
-	// shell redirect, so the test process's own stdout is left alone.
-	req.KeepFDs = append(req.KeepFDs, int(f.Fd()))
-	p, err := Start(req)
-	if p == nil {
-		return 0, "", err
-	}
-	if p.PidFD >= 0 {
-		defer unix.Close(p.PidFD)
-	}
-	if _, werr := unix.Wait4(p.Pid, &status, 0, nil); werr != nil {
-		t.Fatalf("wait4: %v", werr)
-	}
-	b, _ := os.ReadFile(f.Name())
-	return status, string(b), err
-}
-
 func TestExitStatusAndOutput(t *testing.T) {
-	f, _ := os.CreateTemp(t.TempDir(), "x")
-	defer f.Close()
-	fd := int(f.Fd())
-	req := &Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", "echo hello >&" + strconv.Itoa(fd) + "; exit 7"}, Env: []string{"PATH=/bin"}, KeepFDs: []int{fd}}
-	st, _, err := run(t, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.ExitStatus() != 7 {
-		t.Fatalf("status %v, want exit 7", st)
-	}
-	b, _ := os.ReadFile(f.Name())
-	if string(b) != "hello\n" {
-		t.Fatalf("output %q", b)
+	end := runRecipe(t, program(), []string{"/bin/sh", "-c", "echo hello; exit 7"}, runOpts{})
+	if end.Code != 7 || end.Stdout != "hello\n" || end.Ret != nil {
+		t.Fatalf("exit %d, output %q, returned %+v: want exit 7 and hello", end.Code, end.Stdout, end.Ret)
 	}
 }
 
+// TestNotFoundAndNotExecutable: the exec's failures end the run with the
+// codes of the recipe's exit rules, 127 and 126, and the PATH search is
+// execvp's.
 func TestNotFoundAndNotExecutable(t *testing.T) {
 	dir := t.TempDir()
-	noexec := filepath.Join(dir, "noexec")
-	if err := os.WriteFile(noexec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+	noexecDir, runsDir, emptyDir := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c")
+	for _, d := range []string{noexecDir, runsDir, emptyDir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(noexecDir, "x"), []byte("#!/bin/sh\nexit 0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		paths []string
+	if err := os.WriteFile(filepath.Join(runsDir, "x"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		path  []string
+		argv0 string
 		code  int
 		errno syscall.Errno
 	}{
-		{[]string{filepath.Join(dir, "missing")}, 127, unix.ENOENT},
-		{[]string{noexec}, 126, unix.EACCES},
-		// execvp semantics: EACCES is remembered, a later candidate still runs.
-		{[]string{noexec, "/bin/true"}, 0, 0},
-		{[]string{filepath.Join(dir, "missing"), noexec}, 126, unix.EACCES},
+		{"missing", nil, filepath.Join(dir, "missing"), 127, unix.ENOENT},
+		{"below a file", nil, "/etc/passwd/x", 127, unix.ENOTDIR},
+		{"not executable", nil, filepath.Join(noexecDir, "x"), 126, unix.EACCES},
+		// execvp: EACCES is remembered, a later candidate still runs.
+		{"a later candidate runs", []string{noexecDir, runsDir}, "x", 0, 0},
+		{"missing, then not executable", []string{emptyDir, noexecDir}, "x", 126, unix.EACCES},
 	} {
-		st, _, err := run(t, &Request{Paths: tc.paths, Argv: []string{"x"}})
-		if tc.code == 0 {
-			if err != nil || st.ExitStatus() != 0 {
-				t.Errorf("%v: err %v status %v", tc.paths, err, st)
-			}
+		r := program()
+		if c.path != nil {
+			r.PathDirs = c.path
+		}
+		end := runRecipe(t, r, []string{c.argv0}, runOpts{})
+		if end.Code != c.code {
+			t.Errorf("%s: exit %d, want %d", c.name, end.Code, c.code)
+		}
+		if c.code == 0 {
 			continue
 		}
-		var se *Error
-		if !errors.As(err, &se) || se.Step != StepExec || se.Errno != tc.errno || se.ExitCode() != tc.code {
-			t.Errorf("%v: err %v, want exec %v", tc.paths, err, tc.errno)
-		}
-		if st.ExitStatus() != tc.code {
-			t.Errorf("%v: child exit %v, want %d", tc.paths, st, tc.code)
+		if end.Ret == nil || end.Ret.Reason != ReturnFailed || end.Ret.FailStep != StepExec || end.Ret.FailErrno != c.errno || end.Ret.ExitCode != c.code {
+			t.Errorf("%s: returned %+v, want the exec failed with %v, code %d", c.name, end.Ret, c.errno, c.code)
 		}
 	}
 }
 
+// TestShellFallbackForScriptWithoutShebang: a script without "#!" runs
+// through /bin/sh, as execvp runs it, where the recipe says so; otherwise
+// it cannot be executed (ENOEXEC: 126).
 func TestShellFallbackForScriptWithoutShebang(t *testing.T) {
-	dir := t.TempDir()
-	script := filepath.Join(dir, "script")
+	script := filepath.Join(t.TempDir(), "script")
 	if err := os.WriteFile(script, []byte("exit 5\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := run(t, &Request{Paths: []string{script}, Argv: []string{"script"}, ShellFallback: true})
-	if err != nil || st.ExitStatus() != 5 {
-		t.Fatalf("err %v status %v, want exit 5 through /bin/sh", err, st)
+	r := program()
+	r.ShellFallback = true
+	if end := runRecipe(t, r, []string{script}, runOpts{}); end.Code != 5 {
+		t.Errorf("with the fallback: exit %d (%+v), want 5 through /bin/sh", end.Code, end.Ret)
+	}
+	end := runRecipe(t, program(), []string{script}, runOpts{})
+	if end.Code != 126 || end.Ret == nil || end.Ret.FailStep != StepExec || end.Ret.FailErrno != unix.ENOEXEC {
+		t.Errorf("without it: exit %d, returned %+v; want 126, exec: ENOEXEC", end.Code, end.Ret)
 	}
 }
 
+// TestFDsAboveTwoAreClosedUnlessKept: descriptors the helper inherited
+// without close-on-exec, as from a careless caller, do not reach the
+// program; those the recipe keeps do.
 func TestFDsAboveTwoAreClosedUnlessKept(t *testing.T) {
 	dir := t.TempDir()
-	leak, err := os.Open("/etc/hostname")
+	leak, err := os.Create(filepath.Join(dir, "leaked"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer leak.Close()
-	// Not close-on-exec, as an fd inherited from a careless caller would be.
-	if _, err := unix.FcntlInt(leak.Fd(), unix.F_SETFD, 0); err != nil {
-		t.Fatal(err)
-	}
-	out, _ := os.Create(filepath.Join(dir, "out"))
-	defer out.Close()
-	script := "ls /proc/self/fd >&" + strconv.Itoa(int(out.Fd()))
-	_, _, err = run(t, &Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", script}, KeepFDs: []int{int(out.Fd())}})
+	kept, err := os.Create(filepath.Join(dir, "kept"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(out.Name())
-	fds := strings.Fields(string(b))
-	for _, fd := range fds {
-		if fd == strconv.Itoa(int(leak.Fd())) {
-			t.Fatalf("fd %d leaked into the child: %v", leak.Fd(), fds)
-		}
+	defer kept.Close()
+	r := program()
+	r.KeepFDs = []int{4} // kept, after leaked at 3
+	end := runRecipe(t, r, []string{"/bin/ls", "-l", "/proc/self/fd/"}, runOpts{extra: []*os.File{leak, kept}})
+	if end.Code != 0 {
+		t.Fatalf("exit %d (%+v): %s", end.Code, end.Ret, end.Stderr)
 	}
-	if !strings.Contains(" "+strings.Join(fds, " ")+" ", " "+strconv.Itoa(int(out.Fd()))+" ") {
-		t.Fatalf("kept fd %d missing in the child: %v", out.Fd(), fds)
+	if strings.Contains(end.Stdout, leak.Name()) {
+		t.Errorf("the inherited fd reached the program:\n%s", end.Stdout)
+	}
+	if !strings.Contains(end.Stdout, "4 -> "+kept.Name()) {
+		t.Errorf("the kept fd 4 is missing in the program:\n%s", end.Stdout)
 	}
 }
 
 func TestRlimitAndNoNewPrivs(t *testing.T) {
-	dir := t.TempDir()
-	out, _ := os.Create(filepath.Join(dir, "out"))
-	defer out.Close()
+	r := program()
 	// Limits no default has (a soft core limit of 0 is common, so 0 would
 	// prove nothing): soft and hard, read back as whole lines.
-	script := "ulimit -S -n; ulimit -H -n; grep NoNewPrivs /proc/self/status"
-	req := &Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", "{ " + script + "; } >&" + strconv.Itoa(int(out.Fd()))},
-		Rlimits: []Rlimit{{Resource: unix.RLIMIT_NOFILE, Cur: 77, Max: 99}}, KeepFDs: []int{int(out.Fd())}}
-	if _, _, err := run(t, req); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(out.Name())
-	if got, want := string(b), "77\n99\nNoNewPrivs:\t1\n"; got != want {
-		t.Fatalf("child saw %q, want %q", got, want)
+	r.Rlimits = []Rlimit{{Resource: unix.RLIMIT_NOFILE, Cur: 77, Max: 99}}
+	end := runRecipe(t, r, []string{"/bin/bash", "-c", "ulimit -S -n; ulimit -H -n; grep NoNewPrivs /proc/self/status"}, runOpts{})
+	if want := "77\n99\nNoNewPrivs:\t1\n"; end.Code != 0 || end.Stdout != want {
+		t.Fatalf("exit %d, the program saw %q, want %q", end.Code, end.Stdout, want)
 	}
 }
 
+// TestSetupFailureIsReportedWithStep: an operation that fails stops the
+// run before the program, with its step, errno and words, and code 125.
 func TestSetupFailureIsReportedWithStep(t *testing.T) {
-	// An op that must fail: chdir into a missing directory.
-	p, err := Start(&Request{Paths: []string{"/bin/true"}, Argv: []string{"true"}, CgroupFD: -1, RulesetFD: -1, NotifySock: -1,
-		Ops: []Op{Chdir("/nonexistent/dir", "chdir /nonexistent/dir")}})
-	var se *Error
-	if !errors.As(err, &se) || se.Step != StepOp || se.Errno != unix.ENOENT || se.Detail != "chdir /nonexistent/dir" || se.ExitCode() != 125 {
-		t.Fatalf("err %v", err)
+	r := program()
+	r.Ops = []Op{Chdir("/nonexistent/dir", "chdir /nonexistent/dir")}
+	end := runRecipe(t, r, []string{"/bin/echo", "ran"}, runOpts{})
+	se := end.failure(r, "/bin/echo")
+	if end.Code != 125 || se == nil || end.Ret.Reason != ReturnFailed || se.Step != StepOp || se.Errno != unix.ENOENT || se.Detail != "chdir /nonexistent/dir" {
+		t.Fatalf("exit %d, failure %v (%+v): want 125, setup: chdir /nonexistent/dir: ENOENT", end.Code, se, end.Ret)
 	}
-	var st unix.WaitStatus
-	if _, err := unix.Wait4(p.Pid, &st, 0, nil); err != nil || st.ExitStatus() != 125 {
-		t.Fatalf("wait: %v %v", err, st)
+	if end.Stdout != "" {
+		t.Errorf("the program ran: %q", end.Stdout)
 	}
 }
 
 // TestListenerInTheChildsNetworkNamespace: the child brings up the loopback
-// of a fresh network namespace, listens there and hands the socket over; the
-// program, inside, reaches it, and the test, outside, accepts.
+// of a fresh network namespace, listens there and hands the socket over;
+// the program, inside, reaches it, and Go, outside, accepts.
 func TestListenerInTheChildsNetworkNamespace(t *testing.T) {
-	pair := proxyPair(t)
+	r := networkRecipe(t, ListenAndHandOver(3128, "proxy listener"))
 	script := `exec 3<>/dev/tcp/127.0.0.1/3128 && echo hello-from-inside >&3 && read -r reply <&3 && test "$reply" = ok`
-	p, err := Start(&Request{Paths: []string{"/bin/bash"}, Argv: []string{"bash", "-c", script}, CgroupFD: -1, RulesetFD: -1, NotifySock: -1,
-		NamespaceFlags: unix.CLONE_NEWNET,
-		Ops:            []Op{LoopbackUp("lo up"), ListenAndHandOver(3128, "proxy listener")}, ProxySock: pair[1]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fd, err := receiveFD(pair[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	c, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(c).ReadString('\n')
-	if line != "hello-from-inside\n" {
-		t.Errorf("read %q", line)
-	}
-	c.Write([]byte("ok\n"))
-	c.Close()
-	var st unix.WaitStatus
-	if _, err := unix.Wait4(p.Pid, &st, 0, nil); err != nil || st.ExitStatus() != 0 {
-		t.Errorf("program: %v %v", err, st)
-	}
-	if p.PidFD >= 0 {
-		unix.Close(p.PidFD)
+	end := runRecipe(t, r, []string{"/bin/bash", "-c", script}, runOpts{serve: "proxy-echo"})
+	if end.Code != 0 || !strings.Contains(end.Stderr, `proxy read "hello-from-inside\n"`) {
+		t.Fatalf("exit %d (%+v), Go's side said %q: want the line read and the program's exit 0", end.Code, end.Ret, end.Stderr)
 	}
 }
 
-func TestZeroValueDescriptorsRefused(t *testing.T) {
-	_, err := Start(&Request{Paths: []string{"/bin/true"}, Argv: []string{"true"}, CgroupFD: -1, RulesetFD: -1})
-	if err == nil || !strings.Contains(err.Error(), "NotifySock is 0") {
-		t.Errorf("err %v", err)
+// networkRecipe is a plain child in a network namespace of its own with
+// its loopback up, listening with listen, whose listener goes to Go.
+func networkRecipe(t *testing.T, listen Op) *Recipe {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testcap.Skipf(t, testcap.Root, "needs CAP_SYS_ADMIN for a network namespace")
 	}
+	r := program()
+	r.NamespaceFlags = unix.CLONE_NEWNET
+	r.Ops = []Op{LoopbackUp("lo up"), listen}
+	r.Proxy, r.GoFromStart = true, true
+	return r
+}
+
+// TestTrialReportsTheFailedStep: a trial's child that fails an operation
+// is that failure, in the operation's words; one that succeeds exits 0.
+// Neither runs a program.
+func TestTrialReportsTheFailedStep(t *testing.T) {
+	p, err := (&Trial{Ops: []Op{WriteFile("/nonexistent/file", "x", "write the file")}}).Start()
+	var se *Error
+	if !errors.As(err, &se) || se.Step != StepOp || se.Errno != unix.ENOENT || se.Detail != "write the file" {
+		t.Errorf("failing trial: %v, want setup: write the file: ENOENT", err)
+	}
+	reapTrial(t, p)
+	p, err = (&Trial{Ops: []Op{Chdir("/", "enter /")}}).Start()
+	if err != nil {
+		t.Errorf("trial: %v", err)
+	}
+	if st := reapTrial(t, p); st.ExitStatus() != 0 {
+		t.Errorf("trial exited %v, want 0", st)
+	}
+}
+
+// TestTrialHandsNothingOver: an operation that sends a descriptor has
+// nobody to send it to in a trial, which is refused before any clone.
+func TestTrialHandsNothingOver(t *testing.T) {
+	p, err := (&Trial{Ops: []Op{OpenAndHandOver("/", "layers")}}).Start()
+	if p != nil || err == nil || !strings.Contains(err.Error(), "layers") {
+		t.Fatalf("child %v, err %v: want a refusal naming the operation", p, err)
+	}
+}
+
+func reapTrial(t *testing.T, p *Process) unix.WaitStatus {
+	t.Helper()
+	var st unix.WaitStatus
+	if p == nil {
+		t.Fatal("no child")
+	}
+	if p.PidFD >= 0 {
+		defer unix.Close(p.PidFD)
+	}
+	if _, err := unix.Wait4(p.Pid, &st, unix.WALL, nil); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

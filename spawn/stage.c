@@ -1168,21 +1168,18 @@ static void se_init_unshare(struct se_req *r)
 		se_fail(r, SE_STEP_CLONE, 1, ret);
 }
 
-/* A held init's copy of the caller's end of the go socket goes first, so
+/* The init's copy of the caller's end of the go socket goes first, so
  * that its reads of go_r see EOF once the caller's copy goes. */
 static void se_close_go_w(struct se_req *r)
 {
-	if (r->go_r >= 0)
-		SYS1(SYS_close, r->go_w);
+	SYS1(SYS_close, r->go_w);
 }
 
-/* An early init waits here, its namespaces made, until what its mounts
- * need is in place (se_spawn_ops_go); anything else (the caller gone, or
- * refusing) ends it. Then it takes back the caller's CPU affinity. */
+/* The init waits here, its namespaces made, until what its mounts need is
+ * in place (se_spawn_ops_go); anything else (the caller gone, or refusing)
+ * ends it. Then it takes back the caller's CPU affinity. */
 static void se_wait_ops(struct se_req *r)
 {
-	if (!r->early_init)
-		return;
 	char c = 0;
 	long n;
 	do
@@ -1200,7 +1197,7 @@ static void se_wait_ops(struct se_req *r)
 	}
 }
 
-/* se_recv_go reads an early init's go and the caller's cgroup fds with it,
+/* se_recv_go reads the init's go and the caller's cgroup fds with it,
  * and points the request at this table's copies: exactly those of
  * cgroup_fd, procs_fd and join_fds that the caller set (it set them before
  * it sent the go), or -EPROTO. Returns the bytes read, or -errno. */
@@ -1243,21 +1240,13 @@ static long se_recv_go(struct se_req *r, char *c)
 	return n;
 }
 
-/* A held init waits here, its namespaces and mounts made, for the caller's
- * go (se_spawn_finish); anything else (the caller gone, or refusing) ends
- * it before the program starts. */
+/* The init waits here, its namespaces and mounts made, for the caller's go
+ * (se_spawn_finish); anything else (the caller gone, or refusing) ends it
+ * before the program starts. */
 static void se_hold(struct se_req *r)
 {
-	if (r->go_r < 0)
-		return;
 	char c = 0;
-	long n;
-	if (r->early_init)
-		n = se_recv_go(r, &c);
-	else
-		do
-			n = SYS3(SYS_read, r->go_r, &c, 1);
-		while (n == -EINTR);
+	long n = se_recv_go(r, &c);
 	SYS1(SYS_close, r->go_r);
 	if (n != 1 || c != 'G')
 		se_fail(r, SE_STEP_INIT, 1, n < 0 ? n : -ECANCELED);
@@ -1483,8 +1472,8 @@ static long se_clone_quietly(struct se_clone_args *args, int fallback, int (*fn)
 	return pid;
 }
 
-/* se_save_affinity keeps, for an early init, the CPU affinity it is about
- * to be cloned with (the caller's) when that allows more than one CPU: the
+/* se_save_affinity keeps, for an init, the CPU affinity it is about to be
+ * cloned with (the caller's) when that allows more than one CPU: the
  * mask se_nudge_init narrows and the init restores. Anything the kernel
  * will not give (a mask over 1024 CPUs, say) leaves the init as cloned. */
 static void se_save_affinity(struct se_req *r)
@@ -1494,8 +1483,6 @@ static void se_save_affinity(struct se_req *r)
 	struct se_init *g = r->init;
 	g->affinity_len = 0;
 	g->nudged = 0;
-	if (!r->early_init)
-		return;
 	long n = SYS3(SYS_sched_getaffinity, 0, sizeof g->affinity, g->affinity);
 	int cpus = 0;
 	for (long i = 0; n > 0 && i < n / (long)sizeof g->affinity[0]; i++)
@@ -1504,7 +1491,7 @@ static void se_save_affinity(struct se_req *r)
 		g->affinity_len = n;
 }
 
-/* se_nudge_init narrows a just-cloned early init's affinity to the CPUs
+/* se_nudge_init narrows a just-cloned init's affinity to the CPUs
  * other than the one this thread runs on, so that it starts on another CPU
  * at once, making its namespaces while this thread makes the rest. A
  * scheduler may place a new child on its parent's CPU even with another
@@ -1572,7 +1559,7 @@ long se_spawn_start(struct se_req *r)
 			return -errno;
 		/* A socket, not a pipe: a go sent to an init that already
 		 * exited (a failed mount, say) is EPIPE without a SIGPIPE. */
-		if (r->hold_init && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0) {
 			int e = errno;
 			close(ready[0]);
 			close(ready[1]);
@@ -1597,7 +1584,7 @@ long se_spawn_start(struct se_req *r)
 	return pid;
 }
 
-/* se_send_go sends the go, with an early init's cgroup fds (se_recv_go).
+/* se_send_go sends the go, with the init's cgroup fds (se_recv_go).
  * An error is EPIPE (no SIGPIPE): the init exited, after a failed step. */
 static void se_send_go(struct se_req *r)
 {
@@ -1613,16 +1600,14 @@ static void se_send_go(struct se_req *r)
 	m.msg_iov = &iov;
 	m.msg_iovlen = 1;
 	int fds[SE_MAX_PASSED], n = 0;
-	if (r->early_init) {
-		if (r->cgroup_fd >= 0)
-			fds[n++] = r->cgroup_fd;
-		if (r->procs_fd >= 0)
-			fds[n++] = r->procs_fd;
-		for (int i = 0; i < r->njoin; i++) {
-			if (n == SE_MAX_PASSED)
-				return; /* not reached (the runner's SE_MAX_CG): the init fails at EOF */
-			fds[n++] = r->join_fds[i];
-		}
+	if (r->cgroup_fd >= 0)
+		fds[n++] = r->cgroup_fd;
+	if (r->procs_fd >= 0)
+		fds[n++] = r->procs_fd;
+	for (int i = 0; i < r->njoin; i++) {
+		if (n == SE_MAX_PASSED)
+			return; /* not reached (the runner's SE_MAX_CG): the init fails at EOF */
+		fds[n++] = r->join_fds[i];
 	}
 	if (n) {
 		m.msg_control = u.buf;

@@ -63,7 +63,7 @@ enum se_op_kind {
 };
 
 #define SE_MAX_SLOTS 64
-/* The most fds an early init receives at its go: the v2 cgroup's
+/* The most fds an init receives at its go: the v2 cgroup's
  * directory and cgroup.procs, and the v1 hierarchies' tasks files. */
 #define SE_MAX_PASSED 10
 
@@ -134,23 +134,19 @@ struct se_req {
 	 * struct se_init) and starts the program as its own child. The clone
 	 * makes only the user and PID namespaces; the init makes the others
 	 * of ns_flags itself (unshare), so that their cost (a network
-	 * namespace's is hundreds of microseconds) is not the caller's wait. */
+	 * namespace's is hundreds of microseconds) is not the caller's wait.
+	 *
+	 * The init is held, and cloned early: before the caller has made what
+	 * its mounts need (placeholders, the temp dir) or what only the
+	 * program needs (its cgroups, the rules of the Landlock ruleset whose
+	 * fd the init already holds). It makes its namespaces, then waits for
+	 * se_spawn_ops_go before its operations, and for se_spawn_finish's go
+	 * before it starts the program; with that go it receives the caller's
+	 * cgroup_fd, procs_fd and join_fds, in that order and only those set,
+	 * which its fd table, copied at the clone, lacks, and uses its copies
+	 * (se_init's passed) in their place. */
 	struct se_init *init;
-	/* With an init: set, the init stops before it starts the program,
-	 * its namespaces and mounts made, until se_spawn_finish lets it go;
-	 * the caller meanwhile does what only the program needs (adds the
-	 * rules of the Landlock ruleset whose fd the init already holds). */
-	int hold_init;
-	/* With hold_init: set, the init is cloned early, before the caller
-	 * has made what its mounts need (placeholders, the temp dir) or what
-	 * only the program needs (its cgroups). It makes its namespaces, then
-	 * waits for se_spawn_ops_go before its operations; at the go
-	 * (se_spawn_finish) it receives the caller's cgroup_fd, procs_fd and
-	 * join_fds, in that order and only those set, which its fd table,
-	 * copied at the clone, lacks, and uses its copies (se_init's passed)
-	 * in their place. */
-	int early_init;
-	/* Set by se_spawn_start: the held init's socket pair (it reads go_r;
+	/* Set by se_spawn_start: the init's socket pair (it reads go_r;
 	 * go_w is the caller's, closed in the init), and the ready pipe's read
 	 * end. */
 	int go_r, go_w, ready_r;
@@ -272,9 +268,9 @@ struct se_init {
 	int prog_group;            /* it leads a group of its own (se_place_program): signals go to the group */
 	volatile int prog_status;  /* its wait status, once done */
 	volatile int done;
-	/* An early init's copies of the caller's cgroup fds (early_init). */
+	/* The init's copies of the caller's cgroup fds (se_recv_go). */
 	int passed[SE_MAX_PASSED];
-	/* An early init's CPU affinity, set by se_spawn_start: the mask it
+	/* The init's CPU affinity, set by se_spawn_start: the mask it
 	 * was cloned with (the caller's, affinity_len bytes as the kernel
 	 * gave it), and whether the caller then narrowed the init's to the
 	 * CPUs other than its own (nudged; see se_nudge_init), which the init
@@ -382,19 +378,20 @@ int se_exit_code_of(const struct se_exit_rule *rules, int n, int step, int err);
  * only its keep_fds; it reports whether it does. */
 int se_guard_wait_ready(struct se_guard *g);
 
-/* se_spawn starts the child. It returns its pid, or -errno when the clone
- * itself failed. When it returns a pid, the child has either execed the
- * program or exited after setting fail_step. */
+/* se_spawn starts a child without an init. It returns its pid, or -errno
+ * when the clone itself failed. When it returns a pid, the child has either
+ * execed the program or exited after setting fail_step (or, a trial,
+ * exited 0). */
 long se_spawn(struct se_req *req);
 
-/* se_spawn_start and se_spawn_finish are se_spawn in two halves, for a held
- * init (req->hold_init): the first clones the child and returns its pid or
+/* se_spawn_start and se_spawn_finish are se_spawn in two halves, for an
+ * init (which is held: see se_req.init): the first clones the child and returns its pid or
  * -errno; the second, called once after it whatever it returned, lets the
  * init start the program (go set) or makes it exit before it does (go
  * unset: it fails with SE_STEP_INIT), then waits as se_spawn does. */
 long se_spawn_start(struct se_req *req);
 void se_spawn_finish(struct se_req *req, long pid, int go);
-/* se_spawn_ops_go lets an early init (req->early_init) make its mounts:
+/* se_spawn_ops_go lets the init make its mounts:
  * what they need is in place. It reports whether the init got the word (it
  * may have exited after a failed step: se_spawn_finish then says so). */
 int se_spawn_ops_go(struct se_req *req);

@@ -289,7 +289,9 @@ func (inv *invocation) execute(cfg supervisor.Config, facts *hostfacts.Facts, pr
 			return inv.failed(supervisor.ExitSetup, ret.Error(recipe, pr.Argv[0]), pr)
 		}
 		what := ret.FailWhat
-		if ret.FailErrno != 0 {
+		if ret.FailStep != spawn.StepNone && recipe != nil {
+			what = ret.Error(recipe, pr.Argv[0]).Error() // the child's step, in the recipe's words
+		} else if ret.FailErrno != 0 {
 			what += ": " + ret.FailErrno.Error()
 		}
 		return inv.failed(supervisor.ExitSetup, errors.New("the run could not be set up: "+what), pr)
