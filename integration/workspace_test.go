@@ -346,6 +346,15 @@ func TestStateDirectoryUnwritable(t *testing.T) {
 	if st, err := os.Lstat("/run/user/65534"); err == nil && st.IsDir() && st.Mode().Perm() == 0o700 && st.Sys().(*syscall.Stat_t).Uid == 65534 {
 		state = "/run/user/65534/sandbox-executable"
 	}
+	// A directory of nobody's beside the state directory, in its parent.
+	beside, err := os.MkdirTemp(filepath.Dir(state), "se-beside-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(beside) })
+	if err := os.Lchown(beside, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
 	for _, mode := range fsModes {
 		t.Run(mode, func(t *testing.T) {
 			args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root, filepath.Dir(state)), "--resource-limits", noTreeLimits}, fsOpts(t, mode)...)
@@ -355,7 +364,7 @@ func TestStateDirectoryUnwritable(t *testing.T) {
 			// Below the state directory's writable parent the policy's
 			// write access holds (Landlock-only mode narrows the parent's
 			// own entries, as --explain says).
-			if r := sb(probe, "create", filepath.Join(w.out, "beside-"+mode)); probeResult(r) != "ok" {
+			if r := sb(probe, "create", filepath.Join(beside, mode)); probeResult(r) != "ok" {
 				t.Fatalf("write beside the state directory: %v", r)
 			}
 			if _, err := os.Stat(filepath.Join(state, "bpf")); err != nil {
