@@ -268,6 +268,29 @@ func TestComposedFlags(t *testing.T) {
 	}
 }
 
+// TestRwAroundASecretKeepsItDenied: --rw or --ro of a directory that holds
+// a secret the default hides (HOME, or its parent, holding ~/.ssh) does
+// not give the secret up: only naming the secret itself does. Both
+// filesystem modes.
+func TestRwAroundASecretKeepsItDenied(t *testing.T) {
+	w := newWorkspace(t)
+	o := runOpts{env: w.env(), dir: w.root}
+	around := filepath.Dir(w.home)
+	key := filepath.Join(w.home, ".ssh", "id_rsa")
+	for _, mode := range fsModes {
+		for _, flag := range [][]string{{"--rw", around}, {"--rw", w.home}, {"--ro", w.home}} {
+			r := run(t, o, append(fsOpts(t, mode), append(flag, "--", "/bin/sh", "-c", "cat "+key+" || echo unreadable")...)...)
+			if strings.Contains(r.stdout, "PRIVATE KEY") || !strings.Contains(r.stdout, "unreadable") {
+				t.Errorf("%s: %v around ~/.ssh: %v", mode, flag, r)
+			}
+		}
+		// Named, it is given up.
+		if r := run(t, o, append(fsOpts(t, mode), "--ro", filepath.Join(w.home, ".ssh"), "--", "cat", key)...); !strings.Contains(r.stdout, "PRIVATE KEY") {
+			t.Errorf("%s: --ro ~/.ssh: %v", mode, r)
+		}
+	}
+}
+
 // TestSettingsFiles: a .sandbox.json in a parent of the working
 // directory and the user's config.json apply (--explain shows them); one
 // in a writable root of the run is ignored with a note, since a program

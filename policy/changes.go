@@ -12,10 +12,12 @@ import (
 // which errors and --explain name. Resolve applies them on top of the
 // policy: Writable paths are writable roots after the policy's own;
 // ReadOnly paths inside a root are write-denied, and Hidden paths denied
-// for reading and writing. A Writable or ReadOnly path at or around a
-// secret the built-in default hides lifts that denial (LiftDefaults); a
-// given policy's denials are the caller's, and a change that would lift one
-// is refused.
+// for reading and writing. A Writable or ReadOnly path that names a secret
+// the built-in default hides, that path itself, lifts that denial
+// (LiftDefaults); a path around one leaves it denied (`--rw ~` keeps
+// ~/.ssh unreadable: a secret is given up only by its name). A given
+// policy's denials are the caller's, and a change that would lift one is
+// refused.
 type Changes struct {
 	Writable []ChangedPath
 	ReadOnly []ChangedPath
@@ -68,7 +70,7 @@ func (r *resolver) changedPath(c ChangedPath) (canonical, error) {
 }
 
 // liftDenials removes from read (and, for a writable change, from write)
-// the sensitive paths a Writable or ReadOnly change names or lies around.
+// the sensitive paths a Writable or ReadOnly change names.
 // A change strictly beneath a denied path cannot lift part of it (a mask
 // covers the whole directory), and a given policy's denials are never
 // lifted: both are refused.
@@ -107,7 +109,7 @@ func (r *resolver) liftDenials(read, write *deniedList) error {
 				continue
 			}
 			switch {
-			case Within(d.Path, l.path):
+			case d.Path == l.path:
 				if !ch.LiftDefaults {
 					return changeErr(l.from, plain(l.path)+": the policy denies "+plain(d.Path)+" ("+d.Source+"); a change cannot lift a given policy's denial: edit the policy")
 				}
@@ -121,7 +123,7 @@ func (r *resolver) liftDenials(read, write *deniedList) error {
 		for _, d := range list {
 			lifted := false
 			for _, l := range lifts {
-				if isSensitiveSource(d.Source) && Within(d.Path, l.path) && (!writeSide || l.write) {
+				if isSensitiveSource(d.Source) && d.Path == l.path && (!writeSide || l.write) {
 					lifted = true
 					side := "reading"
 					if writeSide {

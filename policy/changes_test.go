@@ -56,6 +56,24 @@ func TestChangesOnTheDefault(t *testing.T) {
 	if _, denied := deniedSources(p.Filesystem.WriteDenied)[ssh]; denied {
 		t.Errorf("--rw ~/.ssh left it write-denied")
 	}
+	// A path around a secret leaves it denied: a secret is given up only
+	// by its name.
+	for _, flag := range []string{"--rw", "--ro"} {
+		c := &Changes{LiftDefaults: true}
+		if flag == "--rw" {
+			c.Writable = []ChangedPath{{Path: "~", From: flag}}
+		} else {
+			c.ReadOnly = []ChangedPath{{Path: "~", From: flag}}
+		}
+		in.Changes = c
+		p = mustResolve(t, in)
+		if read := deniedSources(p.Filesystem.ReadDenied); read[ssh] == "" {
+			t.Errorf("%s ~ made ~/.ssh readable", flag)
+		}
+		if write := deniedSources(p.Filesystem.WriteDenied); write[ssh] == "" {
+			t.Errorf("%s ~ made ~/.ssh writable", flag)
+		}
+	}
 }
 
 func TestChangesRefused(t *testing.T) {
