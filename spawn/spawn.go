@@ -418,6 +418,7 @@ func fillProgram(a *arena, r *C.struct_se_req, req *Request) {
 	r.ruleset_fd = C.int(req.RulesetFD)
 	r.ruleset_flags = C.uint32_t(req.RulesetFlags)
 	r.notify_sock = C.int(req.NotifySock)
+	r.audit_sock = -1 // only the runner's runs read the audit log
 	r.notify_killable = cbool(req.NotifyKillable)
 }
 
