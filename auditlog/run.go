@@ -85,12 +85,15 @@ func (r *Run) loop() {
 		// Reads wake often enough to take events that will have no more
 		// records; once Finish is called, only until nothing is left.
 		r.mu.Lock()
-		wake := 20 * time.Millisecond
-		if !r.stop.IsZero() {
-			wake = 2 * time.Millisecond
+		wake := time.Now().Add(20 * time.Millisecond)
+		switch {
+		case !r.stop.IsZero() && r.a.sum.Attributed && !r.a.sum.KernelCounted:
+			wake = time.Now().Add(5 * time.Millisecond)
+		case !r.stop.IsZero():
+			wake = time.Now() // what is there, and no wait
 		}
 		r.mu.Unlock()
-		msgs, err := r.sock.read(time.Now().Add(wake))
+		msgs, err := r.sock.read(wake)
 		idle := errors.Is(err, os.ErrDeadlineExceeded)
 		now := time.Now()
 		r.mu.Lock()
@@ -135,6 +138,8 @@ func (r *Run) Finish(wait time.Duration) Summary {
 	r.mu.Lock()
 	r.stop = time.Now().Add(wait)
 	r.mu.Unlock()
+	// Wakes a read waiting meanwhile.
+	_ = r.sock.f.SetReadDeadline(time.Now())
 	<-r.done
 	r.sock.close()
 	return r.a.sum
