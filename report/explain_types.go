@@ -52,22 +52,12 @@ type Rlimit struct {
 // Enforcement is the public form of supervisor.Enforcement.
 type Enforcement struct {
 	Filesystem FilesystemReport `json:"filesystem"`
-	// FileDenials says whether the run reads its file denials from the
-	// kernel's audit log.
-	FileDenials FileDenialsReport `json:"file_denials"`
-	Network     NetworkReport     `json:"network"`
-	Landlock    LandlockReport    `json:"landlock"`
-	Seccomp     SeccompReport     `json:"seccomp"`
-	Cgroup      CgroupReport      `json:"cgroup"`
-	Process     ProcessReport     `json:"process"`
-	Timeout     string            `json:"timeout"`
-}
-
-// FileDenialsReport is the public form of supervisor.FileDenialsReport.
-type FileDenialsReport struct {
-	Read   bool   `json:"read"`
-	Why    string `json:"why,omitempty"`
-	Unseen string `json:"unseen,omitempty"`
+	Network    NetworkReport    `json:"network"`
+	Landlock   LandlockReport   `json:"landlock"`
+	Seccomp    SeccompReport    `json:"seccomp"`
+	Cgroup     CgroupReport     `json:"cgroup"`
+	Process    ProcessReport    `json:"process"`
+	Timeout    string           `json:"timeout"`
 }
 
 // PlanFilesystem is the public form of policy.Filesystem.
@@ -307,14 +297,13 @@ func fromRlimit(v rlimit.Limit) Rlimit {
 
 func fromEnforcement(v supervisor.Enforcement) Enforcement {
 	return Enforcement{
-		Filesystem:  fromFilesystemReport(v.Filesystem),
-		FileDenials: FileDenialsReport{Read: v.FileDenials.Read, Why: v.FileDenials.Why, Unseen: v.FileDenials.Unseen},
-		Network:     fromNetworkReport(v.Network),
-		Landlock:    fromLandlockReport(v.Landlock),
-		Seccomp:     fromSeccompReport(v.Seccomp),
-		Cgroup:      fromCgroupReport(v.Cgroup),
-		Process:     fromProcessReport(v.Process),
-		Timeout:     v.Timeout,
+		Filesystem: fromFilesystemReport(v.Filesystem),
+		Network:    fromNetworkReport(v.Network),
+		Landlock:   fromLandlockReport(v.Landlock),
+		Seccomp:    fromSeccompReport(v.Seccomp),
+		Cgroup:     fromCgroupReport(v.Cgroup),
+		Process:    fromProcessReport(v.Process),
+		Timeout:    v.Timeout,
 	}
 }
 

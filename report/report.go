@@ -174,7 +174,7 @@ func Build(in Input) *Report {
 		r.Network = &Network{Allowed: p.Allowed, Refused: p.Refused, Failed: p.Failed}
 	}
 	r.Denials = Denials{Network: res.Denials.Network, UnixSocket: res.Denials.UnixSocket}
-	r.Denials.Files = fileDenials(res, in.Explain)
+	r.Denials.Files = fileDenials(res)
 	r.Denials.LandlockObserved, r.Denials.LandlockNote = r.Denials.Files.Observed, r.Denials.Files.Why
 	if in.ObservedSeccomp {
 		n := res.Denials.Seccomp
@@ -189,18 +189,14 @@ func Build(in Input) *Report {
 
 // fileDenials is the report's part of the run's file denials: what the
 // service saw, or, for a run that never got that far, why not.
-func fileDenials(res supervisor.Result, x *Explain) FileDenials {
+func fileDenials(res supervisor.Result) FileDenials {
 	if f := res.Files; f != nil {
 		return FileDenials{Observed: f.Observed, Count: f.Count, KernelCount: f.KernelCount, Why: f.Why, Unseen: f.Unseen}
 	}
-	why := "the program did not run"
-	if res.Started {
-		why = "not read"
+	if !res.Started {
+		return FileDenials{Why: "the program did not run"}
 	}
-	if x != nil && !x.Enforcement.FileDenials.Read && x.Enforcement.FileDenials.Why != "" {
-		why = x.Enforcement.FileDenials.Why
-	}
-	return FileDenials{Why: why}
+	return FileDenials{Why: "not read"}
 }
 
 // Write writes r as indented JSON.

@@ -176,14 +176,12 @@ type cgroupPlan struct {
 // Enforcement summarizes how each part of the Plan is enforced on this host.
 type Enforcement struct {
 	Filesystem FilesystemReport
-	// FileDenials says whether the run's file denials are recorded.
-	FileDenials FileDenialsReport
-	Network     NetworkReport
-	Landlock    LandlockReport
-	Seccomp     SeccompReport
-	Cgroup      CgroupReport
-	Process     ProcessReport
-	Timeout     string
+	Network    NetworkReport
+	Landlock   LandlockReport
+	Seccomp    SeccompReport
+	Cgroup     CgroupReport
+	Process    ProcessReport
+	Timeout    string
 }
 
 // ProcessReport says what process world the program lives in: its own
@@ -648,9 +646,8 @@ func (pr *Prepared) enforcementReport() Enforcement {
 		cg.HostMode = h.Mode
 	}
 	return Enforcement{
-		Filesystem:  pr.fs.FilesystemReport,
-		FileDenials: pr.audit,
-		Network:     pr.net.NetworkReport,
+		Filesystem: pr.fs.FilesystemReport,
+		Network:    pr.net.NetworkReport,
 		Landlock: LandlockReport{
 			ABI:         pr.facts.LandlockABI,
 			HandledFS:   spec.HandledFS.Names(),
