@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/auditlog"
 	"sandbox-executable/hostfacts"
 	"sandbox-executable/landlock"
 )
@@ -48,11 +49,17 @@ type landlockFacts struct {
 	errataErr unix.Errno
 	// filtered: this process already runs under a seccomp filter.
 	filtered bool
+	// auditRead: this process may read the audit log; audit the kernel's
+	// audit state, nil when auditErr says why it could not be asked.
+	auditRead bool
+	audit     *auditlog.Status
+	auditErr  string
 }
 
 // landlockFactsOf is the Landlock part of the facts.
 func landlockFactsOf(f *hostfacts.Facts, d *hostfacts.Diagnosis) landlockFacts {
-	l := landlockFacts{abi: f.LandlockABI, abiErr: f.LandlockErrno, filtered: d.Status.Seccomp == 2}
+	l := landlockFacts{abi: f.LandlockABI, abiErr: f.LandlockErrno, filtered: d.Status.Seccomp == 2,
+		auditRead: f.AuditRead, audit: d.Audit, auditErr: d.AuditErr}
 	switch {
 	case f.LandlockErrata != nil:
 		l.errata = *f.LandlockErrata
@@ -127,8 +134,26 @@ func landlockItem(f landlockFacts, h Host) Item {
 		}
 		it.Notes = append(it.Notes, fmt.Sprintf("ABI %d %s: %s", v, ft.Feature, use))
 	}
+	if landlock.Supports(f.abi, landlock.FeatAudit) {
+		it.Notes = append(it.Notes, fileDenialsNote(f))
+	}
 	it.Notes = append(it.Notes, lsmNote(h))
 	return it
+}
+
+// fileDenialsNote says whether a run's file denials (Landlock's audit
+// records) can be observed here: --log-denials and the report.
+func fileDenialsNote(f landlockFacts) string {
+	const what = "file denials (--log-denials, the report): "
+	switch {
+	case !f.auditRead:
+		return what + "not observed: reading the kernel's audit log needs CAP_AUDIT_READ (root); its own log has them where its audit is on"
+	case f.audit == nil:
+		return what + "whether the kernel's audit is on could not be asked (" + f.auditErr + ")"
+	case f.audit.Enabled == 0:
+		return what + "not observed: the kernel's audit is off, so Landlock records nothing; `auditctl -e 1` turns it on (a kernel booted with audit=0 cannot)"
+	}
+	return what + "observed: the kernel's audit is on and this process reads it (exact mode's own refusals, EROFS and masks, have no record)"
 }
 
 // errataNotes says which known errata that concern this ABI are fixed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sandbox-executable/auditlog"
 	"slices"
 	"strings"
 	"sync"
@@ -50,6 +51,11 @@ type Diagnosis struct {
 	// would be: another user took the name first (runstate.Moved); "" when
 	// it was not passed over.
 	StateMoved string
+	// Audit is the kernel's audit state, which decides whether Landlock
+	// records a run's file denials; AuditErr why it could not be asked
+	// (no CAP_AUDIT_CONTROL, not the initial PID namespace).
+	Audit    *auditlog.Status
+	AuditErr string
 }
 
 // Seccomp is what the kernel said of seccomp.
@@ -141,6 +147,11 @@ func startDiagnosis(o Options) func(f *Facts) *Diagnosis {
 		d.Seccomp = seccompNow(st)
 		d.Sysctls = e.sysctls()
 		d.StateMoved = runstate.Moved()
+		if st, err := auditlog.QueryStatus(); err == nil {
+			d.Audit = &st
+		} else {
+			d.AuditErr = err.Error()
+		}
 		if f.Cgroups != nil {
 			a := CgroupAccessOf(f.Cgroups, f.EUID, writable)
 			d.CgroupAccess = &a

@@ -70,6 +70,9 @@ type Facts struct {
 	// calls of Landlock-only mode's split directories (see
 	// FileMediationWorks).
 	FileMediation bool
+	// AuditRead says whether this process may read the kernel's audit
+	// log (CAP_AUDIT_READ): the run's file denials, Landlock's records.
+	AuditRead bool
 	// Nofile is the RLIMIT_NOFILE the helper was started with (the Go
 	// runtime raises its own soft limit).
 	Nofile spawn.Rlimit
@@ -164,6 +167,7 @@ func Probe(o Options) *Facts {
 	}
 	f.SocketMediation = MediationWorks()
 	f.FileMediation = FileMediationWorks()
+	f.AuditRead = effectiveCap(unix.CAP_AUDIT_READ)
 	_, _, f.Nofile = spawn.InitialState()
 	if o.TempDir != "" {
 		f.SharedTmp = SharedTmpPath(o.TempDir, f.EUID)

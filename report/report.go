@@ -76,8 +76,8 @@ type Network struct {
 	Failed  uint64 `json:"failed"`
 }
 
-// Denials counts the refusals the supervisor saw; Landlock's own are only
-// visible through the kernel's audit log, which says whether it was read.
+// Denials counts the refusals the supervisor saw, and Landlock's, which
+// the kernel records in its audit log: Files says whether the run read it.
 type Denials struct {
 	Seccomp *int64 `json:"seccomp"`
 	Network int64  `json:"network"`
@@ -85,11 +85,32 @@ type Denials struct {
 	// (mediation).
 	UnixSocket int64 `json:"unix_socket"`
 	// LandlockObserved is false when Landlock's denials could not be seen
-	// (the kernel's audit is off, or its log is not readable).
+	// (the kernel's audit is off, or its log is not readable), and
+	// LandlockNote then says why (Files.Why).
 	LandlockObserved bool   `json:"landlock_observed"`
 	LandlockNote     string `json:"landlock_note"`
+	// Files is the run's file denials, as the kernel's records showed them.
+	Files FileDenials `json:"files"`
 	// Log is the --log-denials file, or null.
 	Log *string `json:"log"`
+}
+
+// FileDenials is what the run saw of its file denials (each is a "file"
+// line of the denial log, with its rule).
+type FileDenials struct {
+	// Observed: the kernel's Landlock records of the run were read; Count
+	// is how many denials they showed, and KernelCount how many the
+	// kernel counted for the run's domain, recorded or not (null when it
+	// did not say: no denial, or not in time).
+	Observed    bool    `json:"observed"`
+	Count       int64   `json:"count"`
+	KernelCount *uint64 `json:"kernel_count"`
+	// Why says why they were not observed, or what was missed ("" for
+	// neither).
+	Why string `json:"why"`
+	// Unseen says what the run refuses that no record shows (exact
+	// mode's mount namespace), "" for nothing.
+	Unseen string `json:"unseen"`
 }
 
 // Input is what a report is made from. Explain is the decision (nil when
@@ -152,7 +173,9 @@ func Build(in Input) *Report {
 	if p := res.Proxy; p != nil {
 		r.Network = &Network{Allowed: p.Allowed, Refused: p.Refused, Failed: p.Failed}
 	}
-	r.Denials = Denials{Network: res.Denials.Network, UnixSocket: res.Denials.UnixSocket, LandlockNote: "the kernel reports Landlock's denials only to its audit log, which this helper does not read"}
+	r.Denials = Denials{Network: res.Denials.Network, UnixSocket: res.Denials.UnixSocket}
+	r.Denials.Files = fileDenials(res)
+	r.Denials.LandlockObserved, r.Denials.LandlockNote = r.Denials.Files.Observed, r.Denials.Files.Why
 	if in.ObservedSeccomp {
 		n := res.Denials.Seccomp
 		r.Denials.Seccomp = &n
@@ -162,6 +185,18 @@ func Build(in Input) *Report {
 		r.Denials.Log = &log
 	}
 	return r
+}
+
+// fileDenials is the report's part of the run's file denials: what the
+// service saw, or, for a run that never got that far, why not.
+func fileDenials(res supervisor.Result) FileDenials {
+	if f := res.Files; f != nil {
+		return FileDenials{Observed: f.Observed, Count: f.Count, KernelCount: f.KernelCount, Why: f.Why, Unseen: f.Unseen}
+	}
+	if !res.Started {
+		return FileDenials{Why: "the program did not run"}
+	}
+	return FileDenials{Why: "not read"}
 }
 
 // Write writes r as indented JSON.

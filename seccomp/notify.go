@@ -258,12 +258,8 @@ func (w *Watcher) loop() {
 			w.respond(n.ID, 0, errno)
 			continue
 		}
-		arch := libseccomp.ScmpArch(0)
-		if a, err := libseccomp.GetNativeArch(); err == nil {
-			arch = a
-		}
-		d := Denial{Time: time.Now(), Pid: int(n.Pid), Number: int(n.Nr), Arch: arch.String(), Errno: unix.ErrnoName(errno)}
-		d.Syscall, _ = libseccomp.ScmpSyscall(n.Nr).GetNameByArch(arch)
+		d := Denial{Time: time.Now(), Pid: int(n.Pid), Number: int(n.Nr), Errno: unix.ErrnoName(errno)}
+		d.Syscall, d.Arch = SyscallName(n.Nr)
 		// While the caller still waits: once answered it may be gone.
 		d.Exe, _ = os.Readlink("/proc/" + strconv.Itoa(d.Pid) + "/exe")
 		w.respond(n.ID, 0, errno)
@@ -280,4 +276,15 @@ func (w *Watcher) Stop() {
 	w.wg.Wait()
 	unix.Close(w.stop[0])
 	w.release()
+}
+
+// SyscallName names the system call nr of this architecture, and the
+// architecture; the name is "" for a number libseccomp does not know.
+func SyscallName(nr int32) (name, arch string) {
+	a := libseccomp.ScmpArch(0)
+	if native, err := libseccomp.GetNativeArch(); err == nil {
+		a = native
+	}
+	name, _ = libseccomp.ScmpSyscall(nr).GetNameByArch(a)
+	return name, a.String()
 }

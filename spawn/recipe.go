@@ -91,6 +91,10 @@ type Recipe struct {
 	// Proxy: the child's ListenAndHandOver sends the proxy's listener;
 	// Layers: its OpenAndHandOver then sends the scratch layers.
 	Proxy, Layers bool
+	// Audit: the runner opens the kernel audit log's socket before the
+	// program exists, the program marks its Landlock domain as the run's,
+	// and Go reads the run's file denials from the start (Service.Audit).
+	Audit bool
 	// Say is the line said on stderr as the run starts (index 0) and when
 	// it ends each way (an Ending's index, EndingIndex), "" for none.
 	Say [EndingsN]string
@@ -329,6 +333,7 @@ func (r *Recipe) Encode() []byte {
 	h.oom_watch = C.int32_t(r.OOMWatch)
 	h.cpu_usage, h.oom_kills, h.pids_hits = w.counter(r.CPUUsage), w.counter(r.OOMKills), w.counter(r.PidsHits)
 	h.end_in_go, h.go_from_start, h.proxy, h.layers = cbool32(r.EndInGo), cbool32(r.GoFromStart), cbool32(r.Proxy), cbool32(r.Layers)
+	h.audit = cbool32(r.Audit)
 	h.say = w.strs(r.Say[:])
 	w.align()
 	h.size = C.uint32_t(len(w.buf))

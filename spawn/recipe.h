@@ -32,7 +32,7 @@
 
 #define SE_RCP_MAGIC "SE-RCP-1"
 /* Bumped whenever the layout or meaning of a field changes. */
-#define SE_RCP_VERSION 3
+#define SE_RCP_VERSION 4
 
 /* A string (n bytes, NUL after them) or an array of n records, at off. */
 struct se_rref {
@@ -178,6 +178,11 @@ struct se_recipe {
 	/* Its SE_OP_OPEN_SEND then hands the scratch caches' layers over,
 	 * given to Go at the end (--persist-cache). */
 	int32_t layers;
+	/* The run's file denials are read from the kernel's audit log: the
+	 * runner opens its multicast socket before the program exists, and
+	 * the program marks the Landlock domain it creates as the run's
+	 * (stage.h's audit_sock); Go reads the socket from the start. */
+	int32_t audit;
 	struct se_rref keep_fds;  /* int32_t[]: descriptors the program keeps */
 	/* struct se_rref[SE_END_N]: the line said on stderr when the run ends
 	 * that way (indexed by enum se_ending), "" for none. */
@@ -219,6 +224,10 @@ enum se_return {
  * asked for:
  *   'L'  listener_fd is the seccomp listener: answer its notifications.
  *   'P'  proxy_fd is the proxy's listener: serve it.
+ *   'A'  audit_fd is the audit log's socket (-1 with audit_err, the
+ *        errno, when the kernel refused it): read the run's records, its
+ *        domain the one made by audit_pid named audit_comm (audit_pid 0:
+ *        the program did not say it).
  *   'E'  the program and its tree are gone (ending, status, exit_code,
  *        the times): Go reads what it reports (the cgroups are still
  *        there), then answers 'D'; the runner cleans up and exits.
@@ -229,6 +238,8 @@ enum se_return {
 struct se_service {
 	int32_t ev_r, ev_w, ack_r, ack_w, sig_r, sig_w;
 	int32_t listener_fd, proxy_fd, layers_fd;
+	int32_t audit_fd, audit_err, audit_pid;
+	char audit_comm[16];
 	int32_t ending, status, exit_code, started;
 	int64_t started_ns, program_ns, ended_ns;
 	char cgroup_name[128];

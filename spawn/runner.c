@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/netlink.h>
 
 #ifndef RESOLVE_NO_SYMLINKS
 #define RESOLVE_NO_SYMLINKS 0x04
@@ -195,6 +196,11 @@ struct se_runner {
 	int ruleset;
 	int notify_parent, notify_child;
 	int proxy_parent, proxy_child;
+	/* The audit log's socket until Go has it, or -1 (audit_err: why);
+	 * the pair the program says its pid on (se_audit_mark), the pid, and
+	 * the name it takes. */
+	int audit_fd, audit_err, audit_parent, audit_child, audit_pid;
+	char audit_comm[16];
 	/* The forwarded signals, blocked in every thread since the first
 	 * constructor, read here. */
 	int sigfd;
@@ -1457,8 +1463,20 @@ static int add_rules(struct se_runner *s)
 
 /* ---- undo ---- */
 
+/* close_audit closes what open_audit made and Go has not taken. */
+static void close_audit(struct se_runner *s)
+{
+	int *fds[] = {&s->audit_fd, &s->audit_parent, &s->audit_child};
+	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
 static void undo(struct se_runner *s)
 {
+	close_audit(s);
 	if (s->ruleset >= 0)
 		close(s->ruleset);
 	if (s->notify_parent >= 0)
@@ -1637,6 +1655,86 @@ static int recv_fd(int sock)
 	return fd;
 }
 
+/* open_audit opens what a run whose file denials are read needs (the
+ * recipe's audit): the kernel audit log's multicast socket, bound before
+ * the program exists so that no record of its domain comes before it, and
+ * the pair the program says its pid on, with the random name it takes
+ * (se_audit_mark): the kernel's record of a domain names its creator by
+ * both, as they were when it was made, so Go tells the run's domain from
+ * every other, a pid reused included. A socket the kernel refuses (no
+ * CAP_AUDIT_READ where the helper runs) fails nothing but the reading: Go
+ * reports audit_err. */
+static void open_audit(struct se_runner *s)
+{
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_AUDIT);
+	if (fd < 0) {
+		s->audit_err = errno;
+		return;
+	}
+	/* Records queue here until Go reads them: room for bursts. */
+	int size = 4 << 20, on = 1;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) != 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+	struct sockaddr_nl a = {.nl_family = AF_NETLINK, .nl_groups = 1 /* AUDIT_NLGRP_READLOG */};
+	int sp[2];
+	unsigned char nonce[6];
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getrandom(nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce) {
+		s->audit_err = errno;
+		close(fd);
+		return;
+	}
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp) != 0) {
+		s->audit_err = errno;
+		close(fd);
+		return;
+	}
+	if (setsockopt(sp[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0) {
+		s->audit_err = errno;
+		close(fd);
+		close(sp[0]);
+		close(sp[1]);
+		return;
+	}
+	s->audit_fd = fd;
+	s->audit_parent = sp[0];
+	s->audit_child = sp[1];
+	snprintf(s->audit_comm, sizeof s->audit_comm, "se-%02x%02x%02x%02x%02x%02x", nonce[0], nonce[1], nonce[2], nonce[3],
+		 nonce[4], nonce[5]);
+}
+
+/* audit_said reads the pid the program said (se_audit_mark, before its
+ * exec: the runner asks once the program runs), as this process's PID
+ * namespace numbers it; 0 when it said nothing. */
+static int audit_said(struct se_runner *s)
+{
+	if (s->audit_parent < 0)
+		return 0;
+	char b;
+	struct iovec iov = {&b, 1};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
+	} u;
+	struct msghdr m = {0};
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.buf;
+	m.msg_controllen = sizeof u.buf;
+	int pid = 0;
+	if (recvmsg(s->audit_parent, &m, MSG_DONTWAIT) == 1) {
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(struct ucred))) {
+			struct ucred cr;
+			memcpy(&cr, CMSG_DATA(c), sizeof cr);
+			pid = cr.pid;
+		}
+	}
+	close(s->audit_parent);
+	s->audit_parent = -1;
+	return pid;
+}
+
 /* early_signal reads the signals that came while the run was set up: it
  * returns the first terminating one (the program must not start), or 0;
  * the others are kept, to be passed on once it runs. */
@@ -1773,6 +1871,8 @@ static long child_request(struct se_runner *s, char *const *argv)
 	q->bpf = r->bpf.n ? (const char *)r + r->bpf.off : NULL;
 	q->bpf_len = (unsigned short)(r->bpf.n / 8);
 	q->notify_sock = s->notify_child;
+	q->audit_sock = s->audit_child;
+	memcpy(q->audit_comm, s->audit_comm, sizeof q->audit_comm);
 	q->notify_killable = r->notify_killable;
 	q->keep_fds = r->keep_fds.n ? RA(r, r->keep_fds, int32_t) : NULL;
 	q->nkeep = (int)r->keep_fds.n;
@@ -2250,7 +2350,7 @@ struct se_service *se_service_new(void)
 	v->ack_w = ack[1];
 	v->sig_r = sg[0];
 	v->sig_w = sg[1];
-	v->listener_fd = v->proxy_fd = v->layers_fd = -1;
+	v->listener_fd = v->proxy_fd = v->layers_fd = v->audit_fd = -1;
 	return v;
 }
 
@@ -2289,6 +2389,12 @@ static int call_go(struct se_runner *s, const char *events)
 		} else if (*e == 'P') {
 			v->proxy_fd = s->proxy_l;
 			s->proxy_l = -1;
+		} else if (*e == 'A') {
+			v->audit_fd = s->audit_fd;
+			v->audit_err = s->audit_err;
+			v->audit_pid = s->audit_pid;
+			memcpy(v->audit_comm, s->audit_comm, sizeof v->audit_comm);
+			s->audit_fd = -1;
 		}
 		if (write_all(v->ev_w, e, 1) != 0)
 			return -1;
@@ -2517,6 +2623,7 @@ static __attribute__((noreturn)) void finish(struct se_runner *s, int waited, in
 	if (s->oom_fd >= 0)
 		close(s->oom_fd);
 	s->oom_fd = -1;
+	close_audit(s);
 	se_term_restore(&s->term);
 	if (!ending)
 		ending = ending_of(s, status);
@@ -2581,6 +2688,7 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 	s->v2_fd = s->procs_fd = s->ruleset = s->notify_parent = s->notify_child = -1;
 	s->proxy_parent = s->proxy_child = s->sigfd = -1;
 	s->guard_w = s->oom_fd = s->done_r = s->pidfd = s->listener = s->proxy_l = s->layers = -1;
+	s->audit_fd = s->audit_parent = s->audit_child = -1;
 	s->v2_index = -1;
 	for (int i = 0; i < SE_MAX_CLAIMS; i++)
 		s->lock[i] = -1;
@@ -2622,6 +2730,8 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 		s->proxy_parent = sp2[0];
 		s->proxy_child = sp2[1];
 	}
+	if (r->audit)
+		open_audit(s);
 	if (create_ruleset(s) != 0)
 		goto fallback;
 	/* The cgroups' name, made now: its /proc/self/stat takes hundreds of
@@ -2704,6 +2814,10 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 	if (s->proxy_child >= 0)
 		close(s->proxy_child);
 	s->proxy_child = -1;
+	if (s->audit_child >= 0)
+		close(s->audit_child);
+	s->audit_child = -1;
+	s->audit_pid = audit_said(s);
 	for (int i = 0; i < s->nearly; i++)
 		forward(s, s->pid, s->early[i]);
 	if (s->pidfd < 0) {
@@ -2747,12 +2861,14 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 	 * must be there by then. */
 	int moved = 0;
 	if (!s->ending && (r->go_from_start || r->end_in_go)) {
-		char events[4] = "S";
+		char events[8] = "S";
 		int n = 1;
 		if (r->go_from_start && s->listener >= 0)
 			events[n++] = 'L';
 		if (s->proxy_l >= 0)
 			events[n++] = 'P';
+		if (r->audit)
+			events[n++] = 'A';
 		events[n] = 0;
 		if ((moved = call_go(s, events)) < 0)
 			end_service(s, "Go could not be called", errno);

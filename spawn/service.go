@@ -150,7 +150,8 @@ func RunRecipe(recipe []byte, argv []string, svc *Service) (Return, error) {
 type Service struct {
 	c *C.struct_se_service
 	// Events carries each event the runner sends: EventListener,
-	// EventProxy, EventEnded (then Ended says how), EventStarted.
+	// EventProxy, EventAudit, EventEnded (then Ended says how),
+	// EventStarted.
 	Events <-chan byte
 }
 
@@ -159,6 +160,7 @@ const (
 	EventStarted  = 'S'
 	EventListener = 'L'
 	EventProxy    = 'P'
+	EventAudit    = 'A'
 	EventEnded    = 'E'
 )
 
@@ -194,6 +196,23 @@ func (v *Service) Listener() int { return int(v.c.listener_fd) }
 
 // ProxyListener is the proxy's listening socket (EventProxy).
 func (v *Service) ProxyListener() int { return int(v.c.proxy_fd) }
+
+// AuditLog is what the runner opened for reading the run's file denials
+// (EventAudit): the kernel audit log's socket (the caller owns it), or -1
+// and the errno the kernel refused it with; the pid that made the run's
+// Landlock domain and the name it took then (pid 0: it did not say).
+type AuditLog struct {
+	FD      int
+	Err     syscall.Errno
+	Creator int
+	Comm    string
+}
+
+// Audit is the run's AuditLog, once EventAudit came.
+func (v *Service) Audit() AuditLog {
+	return AuditLog{FD: int(v.c.audit_fd), Err: syscall.Errno(v.c.audit_err), Creator: int(v.c.audit_pid),
+		Comm: C.GoString(&v.c.audit_comm[0])}
+}
 
 // Layers is the scratch caches' layers the child handed over
 // (OpenAndHandOver), once EventEnded came, or -1: the caller owns it.

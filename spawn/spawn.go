@@ -190,7 +190,7 @@ func (t *Trial) Start() (*Process, error) {
 	r := (*C.struct_se_req)(a.alloc(C.sizeof_struct_se_req))
 	r.trial = 1
 	// None of these (0 would be stdin).
-	r.cgroup_fd, r.procs_fd, r.ruleset_fd, r.notify_sock, r.fg_tty = -1, -1, -1, -1, -1
+	r.cgroup_fd, r.procs_fd, r.ruleset_fd, r.notify_sock, r.audit_sock, r.fg_tty = -1, -1, -1, -1, -1, -1
 	// Born into no cgroup, the child may come from the legacy clone
 	// where clone3 is refused, as a run's would.
 	r.clone_fallback = 1

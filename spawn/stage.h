@@ -191,6 +191,14 @@ struct se_req {
 	int fg_linked;
 	int ruleset_fd; /* Landlock ruleset, or -1 */
 	uint32_t ruleset_flags;
+	/* A unix socket (its peer has SO_PASSCRED) to say the program's pid
+	 * on, or -1; then audit_comm is the name the program takes just
+	 * before it creates its Landlock domain. The kernel's record of the
+	 * domain names its creator by pid and name as they were then: the
+	 * pair tells the run's own domain from any other (see the auditlog
+	 * package). */
+	int audit_sock;
+	char audit_comm[16];
 
 	const void *bpf; /* struct sock_filter[] */
 	unsigned short bpf_len;

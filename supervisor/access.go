@@ -31,12 +31,36 @@ type PathAccess struct {
 }
 
 // Access says what the run pr decides may be done with path (absolute;
-// its existing part canonical, as the Plan's paths are), by the same
-// rules the enforcement follows: the denied paths first, then the
-// writable devices, the private temp dir, the scratch caches and the
-// writable roots. It reads nothing and makes nothing.
+// its existing part canonical, as the Plan's paths are): AccessRules.Access.
 func (pr *Prepared) Access(path string) PathAccess {
+	return pr.accessRules().Access(path)
+}
+
+// AccessRules are the parts of a run's decision that say what it may do
+// with a path: the Plan's, the private temp dir and the scratch caches
+// that exact mode overlays. The service keeps them (ServiceRecord) to
+// name the rule of each file denial the kernel records.
+type AccessRules struct {
+	ReadDenied      []policy.DeniedPath   `json:"read_denied,omitempty"`
+	WriteDenied     []policy.DeniedPath   `json:"write_denied,omitempty"`
+	WritableDevices []string              `json:"writable_devices,omitempty"`
+	TmpDir          string                `json:"tmp_dir,omitempty"`
+	ScratchCaches   []string              `json:"scratch_caches,omitempty"`
+	WritableRoots   []policy.WritablePath `json:"writable_roots,omitempty"`
+}
+
+func (pr *Prepared) accessRules() AccessRules {
 	fs := &pr.Plan.Filesystem
+	return AccessRules{ReadDenied: fs.ReadDenied, WriteDenied: fs.WriteDenied, WritableDevices: fs.WritableDevices,
+		TmpDir: pr.tmpDir, ScratchCaches: pr.Enforcement.Filesystem.ScratchCaches, WritableRoots: fs.WritableRoots}
+}
+
+// Access says what may be done with path (absolute; its existing part
+// canonical, as the Plan's paths are), by the same rules the enforcement
+// follows: the denied paths first, then the writable devices, the private
+// temp dir, the scratch caches and the writable roots. It reads nothing
+// and makes nothing.
+func (fs AccessRules) Access(path string) PathAccess {
 	a := PathAccess{Path: path}
 	denied := func(list []policy.DeniedPath, rule string) (Verdict, bool) {
 		for _, d := range list {
@@ -62,11 +86,11 @@ func (pr *Prepared) Access(path string) PathAccess {
 			a.Write = v
 			break
 		}
-		if pr.tmpDir != "" && policy.Within(path, pr.tmpDir) {
-			a.Write = Verdict{Allowed: true, Rule: "the private TMPDIR, the run's own", Entry: pr.tmpDir}
+		if fs.TmpDir != "" && policy.Within(path, fs.TmpDir) {
+			a.Write = Verdict{Allowed: true, Rule: "the private TMPDIR, the run's own", Entry: fs.TmpDir}
 			break
 		}
-		for _, c := range pr.Enforcement.Filesystem.ScratchCaches {
+		for _, c := range fs.ScratchCaches {
 			if policy.Within(path, c) {
 				a.Write = Verdict{Allowed: true, Rule: "a scratch cache: writes go to a throwaway copy, gone with the run", Entry: c}
 			}
@@ -85,6 +109,42 @@ func (pr *Prepared) Access(path string) PathAccess {
 		}
 	}
 	return a
+}
+
+// Advice says what would allow what v denies, op ("read", "write",
+// "execute") of path, where dir is the directory a new root would be for
+// it (path itself when it is one); "" for an allowed v, or where nothing
+// would. standalone: the run's policy is the built-in default with
+// flags composed on it, so the advice names flags; otherwise the policy's
+// fields.
+func (v Verdict) Advice(op, path, dir string, standalone bool) string {
+	if v.Allowed {
+		return ""
+	}
+	entry := v.Entry
+	if v.Given != "" {
+		entry = v.Given
+	}
+	switch {
+	case IsProtectedMetadata(v.Source):
+		return "never writable: a program could plant a hook or change what git runs"
+	case strings.HasPrefix(v.Source, "sandbox-executable's state"):
+		return "the helper's own state: never reachable from a sandbox"
+	case strings.HasPrefix(v.Source, "--") || strings.Contains(v.Source, ".json: "):
+		return "drop that setting to allow it"
+	case strings.HasPrefix(v.Source, "default_sensitive_paths") && standalone:
+		if op == "write" {
+			return "--rw " + entry + " allows it"
+		}
+		return "--ro " + entry + " allows reading it"
+	case strings.HasPrefix(v.Source, "default_sensitive_paths") || strings.HasPrefix(v.Source, "sensitive_paths["):
+		return "the policy's sensitive_paths decide it"
+	case v.Rule == "outside the writable roots" && standalone:
+		return "--rw " + dir + " allows it"
+	case v.Rule == "outside the writable roots":
+		return "the policy's writable_roots decide it"
+	}
+	return ""
 }
 
 // containsPath reports whether list holds p.

@@ -24,6 +24,9 @@ const (
 	// renamed or replaced a protected name (.git, ...) of a writable root
 	// in Landlock-only mode, refused by the supervisor.
 	DenialProtectedName = "protected_name"
+	// DenialFile is a file access the run's Landlock domain refused, as
+	// the kernel's audit log recorded it.
+	DenialFile = "file"
 )
 
 // Denial is one operation the sandbox refused, as the supervisor saw it.
@@ -47,8 +50,18 @@ type Denial struct {
 	// abstract one), and where a path led in the program's view.
 	Address  string `json:"address,omitempty"`
 	Resolved string `json:"resolved,omitempty"`
-	// protected_name: the path as the program gave it.
+	// protected_name: the path as the program gave it; file: as the
+	// kernel names it in the program's view (for a name made or removed,
+	// its directory's).
 	Path string `json:"path,omitempty"`
+	// file: the rights it lacked ("write_file", "make_reg"), the rule
+	// that refused it ("outside the writable roots", "a denied path,
+	// unreadable: /home/u/.ssh"), the policy entry it comes from, and
+	// what would allow it ("--rw /etc allows it").
+	Operation string `json:"operation,omitempty"`
+	Rule      string `json:"rule,omitempty"`
+	Source    string `json:"source,omitempty"`
+	Allow     string `json:"allow,omitempty"`
 }
 
 // DenialCounts are the denials of a run, by kind.
@@ -56,6 +69,8 @@ type DenialCounts struct {
 	Seccomp    int64 `json:"seccomp"`
 	Network    int64 `json:"network"`
 	UnixSocket int64 `json:"unix_socket"`
+	// Files counts the file denials the kernel recorded for the run.
+	Files int64 `json:"files"`
 }
 
 // denials serializes the callbacks and counts.
@@ -65,6 +80,7 @@ type denials struct {
 	seccomp atomic.Int64
 	network atomic.Int64
 	sockets atomic.Int64
+	files   atomic.Int64
 }
 
 func (d *denials) record(x Denial) {
@@ -75,6 +91,8 @@ func (d *denials) record(x Denial) {
 		d.network.Add(1)
 	case DenialUnixSocket:
 		d.sockets.Add(1)
+	case DenialFile:
+		d.files.Add(1)
 	}
 	if d.out == nil {
 		return
@@ -102,5 +120,5 @@ func (d *denials) fromFiles(f fsmed.Denial) {
 }
 
 func (d *denials) counts() DenialCounts {
-	return DenialCounts{Seccomp: d.seccomp.Load(), Network: d.network.Load(), UnixSocket: d.sockets.Load()}
+	return DenialCounts{Seccomp: d.seccomp.Load(), Network: d.network.Load(), UnixSocket: d.sockets.Load(), Files: d.files.Load()}
 }

@@ -84,7 +84,13 @@ type Config struct {
 	OnDenial func(Denial)
 	// Report asks for the cgroup's figures in the Result (Result.Cgroup):
 	// they are read after the run only when someone will look at them.
+	// With LogDenials, it also has the run read its file denials where it
+	// can (FileDenialsReport).
 	Report bool
+	// Standalone says the policy is the built-in default with the
+	// command line's flags composed on it: a file denial's advice names
+	// flags (--rw PATH), not the policy's fields.
+	Standalone bool
 }
 
 // Filesystem modes.
@@ -127,6 +133,8 @@ type Prepared struct {
 	// tmpShared: tmpDir is the shared mount point (hostfacts.SharedTmp),
 	// which stays, not a directory of the run's own.
 	tmpShared bool
+	// audit is whether the run reads its file denials (decideAudit).
+	audit FileDenialsReport
 	// freshRules are the Landlock rules the child gives again to the
 	// mounts it makes new (their inodes are not the host's).
 	freshRules []spawn.Op
@@ -334,6 +342,7 @@ func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
 		pr.decideNetwork,    // network mode's mechanism; unix sockets
 		pr.decideEnvironment,
 		pr.decideView,     // the mount table the child builds; the process world
+		pr.decideAudit,    // whether the run reads its file denials
 		pr.decideLandlock, // the ruleset, and its rules given again in the child
 		pr.decideBoundary, // what is not enforced: refused, or degraded when allowed
 		pr.decideSeccomp,  // the filter, compiled or taken from the cache
@@ -497,7 +506,7 @@ func (pr *Prepared) decideLandlock() error {
 		late, maskedFiles = pr.View.LateReadDenied, pr.View.MaskedFiles
 	}
 	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts,
-		LogDenials: pr.cfg.LogDenials, LateReadDenied: late, MaskedFiles: maskedFiles, ResolveUnix: pr.net.sockets.landlock, Errata: pr.facts.LandlockErrata})
+		LogDenials: pr.cfg.LogDenials || pr.audit.Read, LateReadDenied: late, MaskedFiles: maskedFiles, ResolveUnix: pr.net.sockets.landlock, Errata: pr.facts.LandlockErrata})
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,8 @@ func (pr *Prepared) Recipe(says [spawn.EndingsN]string) (*spawn.Recipe, error) {
 		// A report reads the cgroup's figures before it goes, and a run
 		// with a temp dir of its own has it removed by Go.
 		EndInGo:     cfg.Report || pr.ownTmp != "" || (pr.View != nil && pr.View.KeepsLayers),
-		GoFromStart: pr.Seccomp.Notify || pr.net.proxy,
+		GoFromStart: pr.Seccomp.Notify || pr.net.proxy || pr.audit.Read,
+		Audit:       pr.audit.Read,
 		Proxy:       pr.net.proxy && !pr.net.hostProxy,
 		Layers:      pr.View != nil && pr.View.KeepsLayers,
 		Say:         says,

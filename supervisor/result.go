@@ -54,6 +54,9 @@ type Result struct {
 	Proxy *netproxy.Stats
 	// Denials counts what the supervisor saw refused.
 	Denials DenialCounts
+	// Files says whether the run's file denials were observed, when a
+	// denial log or a report asked.
+	Files *FileDenialsResult
 	// WriteBack says, per scratch cache, what --persist-cache wrote back.
 	WriteBack []string
 }

@@ -46,6 +46,9 @@ type ServiceRecord struct {
 	// PersistCaches are the scratch caches whose layers the runner hands
 	// over at the end, written back after a run that succeeded.
 	PersistCaches []string `json:"persist_caches,omitempty"`
+	// Audit is how the run's file denials are read and explained, when
+	// a denial log or a report will show them.
+	Audit *ServiceAudit `json:"audit,omitempty"`
 }
 
 // ServiceSeccomp is the part of seccomp.Program its watcher reads.
@@ -77,6 +80,7 @@ func (pr *Prepared) Service() *ServiceRecord {
 		rec.Mediator = &c
 	}
 	rec.Files = pr.files
+	rec.Audit = pr.serviceAudit()
 	if pr.net.proxy {
 		rec.Allowlist = pr.Plan.Network.Allowlist
 	}
@@ -114,6 +118,7 @@ func Serve(svc *spawn.Service, rec *ServiceRecord, o ServeOptions) Result {
 	var watcher *seccomp.Watcher
 	var files *fsmed.Mediator
 	var proxy *proxyRun
+	var audit *auditRun
 	if o.HostProxy != nil {
 		proxy = startProxy(rec.Allowlist, o.HostProxy, d.record)
 	}
@@ -160,9 +165,21 @@ func Serve(svc *spawn.Service, rec *ServiceRecord, o ServeOptions) Result {
 				continue
 			}
 			proxy = startProxy(rec.Allowlist, l, d.record)
+		case spawn.EventAudit:
+			if rec.Audit != nil {
+				audit = startAudit(rec.Audit, svc.Audit(), d.record)
+			} else if fd := svc.Audit().FD; fd >= 0 {
+				unix.Close(fd)
+			}
 		case spawn.EventEnded:
 			if watcher != nil {
 				watcher.Stop()
+			}
+			switch {
+			case audit != nil:
+				res.Files = audit.finish()
+			case rec.Audit != nil:
+				res.Files = rec.Audit.notRead()
 			}
 			if files != nil && files.Err() != nil {
 				log.Warn("the file calls of the split directories were left to the kernel", "error", files.Err())

@@ -82,36 +82,12 @@ func (inv *invocation) verdictText(op, path string, v supervisor.Verdict) string
 		}
 		s += ")"
 	}
-	if v.Allowed {
-		return s
+	dir := path
+	if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+		dir = filepath.Dir(path)
 	}
-	standalone := inv.composed != nil && inv.composed.standalone
-	entry := v.Entry
-	if v.Given != "" {
-		entry = v.Given
-	}
-	switch {
-	case supervisor.IsProtectedMetadata(v.Source):
-		return s + "; never writable: a program could plant a hook or change what git runs"
-	case strings.HasPrefix(v.Source, "sandbox-executable's state"):
-		return s + "; the helper's own state: never reachable from a sandbox"
-	case strings.HasPrefix(v.Source, "--") || strings.Contains(v.Source, ".json: "):
-		return s + "; drop that setting to allow it"
-	case strings.HasPrefix(v.Source, "default_sensitive_paths") && standalone:
-		if op == "write" {
-			return s + "; --rw " + entry + " allows it"
-		}
-		return s + "; --ro " + entry + " allows reading it"
-	case strings.HasPrefix(v.Source, "default_sensitive_paths") || strings.HasPrefix(v.Source, "sensitive_paths["):
-		return s + "; the policy's sensitive_paths decide it"
-	case v.Rule == "outside the writable roots" && standalone:
-		dir := path
-		if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
-			dir = filepath.Dir(path)
-		}
-		return s + "; --rw " + dir + " allows it"
-	case v.Rule == "outside the writable roots":
-		return s + "; the policy's writable_roots decide it"
+	if a := v.Advice(op, path, dir, inv.composed != nil && inv.composed.standalone); a != "" {
+		s += "; " + a
 	}
 	return s
 }

@@ -216,6 +216,7 @@ func (inv *invocation) config() (supervisor.Config, error) {
 		OnDenial:      out.denial,
 		Log:           out.log,
 		Report:        out.report != nil,
+		Standalone:    comp != nil && comp.standalone,
 	}
 	if len(cfg.Argv) == 0 {
 		cfg.Argv = []string{""}
