@@ -74,6 +74,14 @@ func (pr *Prepared) Access(path string) PathAccess {
 		if a.Write.Allowed {
 			break
 		}
+		for _, g := range fs.GitDirs {
+			if policy.Within(path, g.Path) {
+				a.Write = Verdict{Allowed: true, Rule: "in a writable git directory, but for what git runs or loads (no link, FIFO or socket may be made there, nothing moved in or out)", Source: g.From, Entry: g.Path}
+			}
+		}
+		if a.Write.Allowed {
+			break
+		}
 		for _, r := range fs.WritableRoots {
 			if policy.Within(path, r.Path) {
 				a.Write = Verdict{Allowed: true, Rule: "in a writable root", Source: r.Source, Entry: r.Path, Given: r.Given}
