@@ -91,6 +91,8 @@ func (inv *invocation) verdictText(op, path string, v supervisor.Verdict) string
 		entry = v.Given
 	}
 	switch {
+	case v.Source == "protected_metadata" && filepath.Base(v.Entry) == ".git" && standalone:
+		return s + "; never writable as a whole: a program could plant a hook or change what git runs; --allow-git-commit makes it writable but for what git runs or loads"
 	case supervisor.IsProtectedMetadata(v.Source):
 		return s + "; never writable: a program could plant a hook or change what git runs"
 	case strings.HasPrefix(v.Source, "sandbox-executable's state"):
