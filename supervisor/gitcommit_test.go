@@ -87,6 +87,13 @@ func TestPrepareWritableGitDir(t *testing.T) {
 					t.Errorf("left to Landlock: %v", pr.View.LateWriteDenied)
 				}
 			}
+			said := false
+			for _, n := range pr.Landlock.Narrowed {
+				said = said || n.Dir == g && strings.Contains(n.Effect, "no link, FIFO or socket")
+			}
+			if !said {
+				t.Errorf("the git directory's narrowing: %+v", pr.Landlock.Narrowed)
+			}
 			if a := pr.Access(filepath.Join(g, "index")); !a.Write.Allowed || !strings.Contains(a.Write.Rule, "git directory") {
 				t.Errorf("explain .git/index: %+v", a.Write)
 			}

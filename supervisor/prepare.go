@@ -551,6 +551,9 @@ func (pr *Prepared) decideFiles() {
 		}
 		c.Dirs = append(c.Dirs, d)
 		effect[sp.Dir] = "the supervisor makes, removes and renames entries directly in it for the program, never " + strings.Join(sp.Names, ", ")
+		if sp.Git {
+			effect[sp.Dir] += "; in this writable git directory no link, FIFO or socket is made, nor anything moved in or out"
+		}
 	}
 	narrowed := slices.Clone(spec.Narrowed)
 	for i, n := range narrowed {
