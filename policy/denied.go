@@ -210,7 +210,7 @@ func (r *resolver) writableGitDir(root, given string, c canonical, write *denied
 	fi, err := fsdeps.Lstat(given)
 	switch {
 	case err != nil || !c.Exists:
-		r.note(from + ": " + plain(root) + " has no .git directory; its .git stays unwritable (no repository can be made there).")
+		r.note(from + ": " + plain(root) + " has no .git directory, so nothing of git's becomes writable there, and no repository can be made there (a repository above it is committed to from its top: run there, or name the top with --rw).")
 		return false, nil
 	case c.Link != "" || !fi.IsDir():
 		r.note(from + ": " + plain(given) + " is not a git directory but a link or a gitdir file (a linked worktree, a submodule); it and what it points to stay unwritable.")
