@@ -11,7 +11,9 @@
 GO       ?= go
 BIN      := bin/sandbox-executable
 PROBE    := bin/probe
-VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# The tag when HEAD has one (v1.2.0), else the latest tag and the commits
+# since (v1.2.0-3-gabc1234), else the commit; -dirty for local changes.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /integration -e /bench)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2

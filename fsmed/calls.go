@@ -173,6 +173,9 @@ func (m *Mediator) mediate(c *seccomp.Call) answer {
 	if !mediated {
 		return carryOn
 	}
+	if errno, why := gitRefusal(cl, sides[:n]); errno != 0 {
+		return m.refuseWith(c, cl, sides[0], errno, why)
+	}
 	var target string
 	if cl.op == opSymlink {
 		t, errno := deputy.ReadString(tid, cl.target, maxPath)
@@ -292,11 +295,54 @@ func (m *Mediator) lookUp(c *seccomp.Call, st *state, tid, dirfd int, addr uint6
 // refuse answers a call that would make, remove, rename or replace a
 // protected name, and records it.
 func (m *Mediator) refuse(c *seccomp.Call, cl call, s *side) answer {
+	return m.refuseWith(c, cl, s, unix.EACCES, "a protected name of a writable root: it is never made, removed, renamed or replaced")
+}
+
+// refuseWith answers a call with errno, and records it with why.
+func (m *Mediator) refuseWith(c *seccomp.Call, cl call, s *side, errno unix.Errno, why string) answer {
 	if m.cfg.OnDenial != nil {
-		m.cfg.OnDenial(Denial{Time: time.Now(), Pid: int(c.Pid), Syscall: cl.name, Path: s.given, Dir: s.dir.Path,
-			Errno: unix.ErrnoName(unix.EACCES), Reason: "a protected name of a writable root: it is never made, removed, renamed or replaced"})
+		dir := ""
+		if s.dir != nil {
+			dir = s.dir.Path
+		}
+		m.cfg.OnDenial(Denial{Time: time.Now(), Pid: int(c.Pid), Syscall: cl.name, Path: s.given, Dir: dir,
+			Errno: unix.ErrnoName(errno), Reason: why})
 	}
-	return fail(unix.EACCES)
+	return fail(errno)
+}
+
+// gitRefusal says why a mediated call is refused in a writable git
+// directory (Dir.Git), 0 when it is not: a symbolic link, a FIFO, a
+// socket or a device made there (git on the host would follow the link
+// when it writes the file, or hang on the FIFO), or an entry renamed or
+// linked between it and another directory (it could bring links along).
+// The program's own rules withhold the same beneath the entries that were
+// there at the start; these are the calls the Mediator would otherwise
+// make for it with rights of its own.
+func gitRefusal(cl call, sides []*side) (unix.Errno, string) {
+	// A side beneath an entry granted at the start is in the git
+	// directory too: the Mediator makes a rename whose other side it
+	// mediates, with rights the program's rules withhold there.
+	inGit := func(s *side) bool { return s.place != outside && s.place != protected && s.dir != nil && s.dir.Git }
+	switch cl.op {
+	case opSymlink:
+		if inGit(sides[0]) {
+			return unix.EACCES, "a symbolic link in a writable git directory: git on the host would write through it"
+		}
+	case opMknod:
+		if t := cl.mode & unix.S_IFMT; inGit(sides[0]) && t != 0 && t != unix.S_IFREG {
+			return unix.EACCES, "a FIFO, socket or device in a writable git directory"
+		}
+	case opRename, opLink:
+		if !inGit(sides[0]) && !inGit(sides[1]) {
+			break
+		}
+		var a, b unix.Stat_t
+		if unix.Fstat(sides[0].parent, &a) != nil || unix.Fstat(sides[1].parent, &b) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
+			return unix.EXDEV, "moved or linked into or out of a directory of a writable git directory: it could bring links along"
+		}
+	}
+	return 0, ""
 }
 
 // fixMode gives an entry just made the mode the program's umask gives it

@@ -64,6 +64,13 @@ type Dir struct {
 	Dev   uint64   `json:"dev,omitempty"`
 	Ino   uint64   `json:"ino,omitempty"`
 	Names []string `json:"names"`
+	// Git: the directory lies in a writable git directory
+	// (--allow-git-commit). There, and beneath the entries made in it
+	// during the run, no symbolic link, FIFO, socket or device is made
+	// and nothing is renamed or linked from or to another directory:
+	// what the program's own rules withhold beneath it
+	// (landlock.GitWithheld).
+	Git bool `json:"git,omitempty"`
 }
 
 // protects reports whether name (as the program gave it, trailing slashes

@@ -150,7 +150,8 @@ const (
 // protected entry can be moved (the program has no rule there, and the
 // Mediator never moves a protected name), so a directory beneath a
 // protected entry is found beneath it however the program renames its own
-// directories meanwhile. For top, d is the split directory.
+// directories meanwhile. For top, managed and granted, d is the nearest
+// split directory.
 func (s *state) where(p int) (place, *Dir) {
 	cur, owned := p, false
 	defer func() {
@@ -172,9 +173,9 @@ func (s *state) where(p int) (place, *Dir) {
 			case s.protected[child]:
 				return protected, nil
 			case s.isGranted(child):
-				return granted, nil
+				return granted, d
 			}
-			return managed, nil
+			return managed, d
 		}
 		if s.protected[k] {
 			return protected, nil

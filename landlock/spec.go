@@ -58,6 +58,12 @@ type Options struct {
 	// as for LateReadDenied, and the directories above each are split, so
 	// the name stays unreadable whatever stands there.
 	MaskedFiles []string
+	// LateWriteDenied, with Exact, are write-denied paths no mount
+	// covers (mountns.View.LateWriteDenied: in a root holding a writable
+	// git directory): the directories above each are split as in
+	// Landlock-only mode, so that they cannot be written, made or
+	// replaced.
+	LateWriteDenied []string
 	// Errata is the kernel's errata mask (Errata), nil when the kernel did
 	// not answer the query: unfixed errata that widen access become gaps.
 	Errata *uint64
@@ -141,10 +147,21 @@ const WriteSplitEffect = "entries directly in it cannot be created, removed or r
 // Split is a directory split on the write side, and the names in it that
 // lead to a denied path: the denied entries themselves and the directories
 // above denied paths. Whatever else is made in it, nothing of those may be.
+// Git says it lies in a writable git directory (policy.GitDir), where no
+// link, FIFO or socket may be made and nothing moved in or out.
 type Split struct {
 	Dir   string
 	Names []string
+	Git   bool
 }
+
+// GitWithheld are the rights a writable git directory (policy.GitDir)
+// never grants beneath it: a symbolic link there would be followed by git
+// on the host when it writes the file (a reflog is appended to through
+// one, COMMIT_EDITMSG written through one), a FIFO or a socket would hang
+// or fail it, and a file or directory moved in (Refer) could bring links
+// along.
+const GitWithheld = MakeSym | MakeFifo | MakeSock | MakeChar | MakeBlock | Refer
 
 // ReadWrite is every right the sandbox ever grants on a directory: for a
 // directory the supervisor created for the program alone.
@@ -196,7 +213,10 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		}
 	}
 
-	var readDenied, writeDenied []string
+	var readDenied, writeDenied, gitDirs []string
+	for _, g := range p.Filesystem.GitDirs {
+		gitDirs = append(gitDirs, g.Path)
+	}
 	for _, d := range p.Filesystem.ReadDenied {
 		readDenied = append(readDenied, d.Path)
 		writeDenied = append(writeDenied, d.Path)
@@ -206,8 +226,9 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 	}
 	if opt.Exact {
 		// The mounts deny what exists; Landlock what may appear, and the
-		// names of masked files, which may be replaced.
-		readDenied, writeDenied = append(append([]string(nil), opt.LateReadDenied...), opt.MaskedFiles...), nil
+		// names of masked files, which may be replaced; and, around a
+		// writable git directory, what the mounts leave to it.
+		readDenied, writeDenied = append(append([]string(nil), opt.LateReadDenied...), opt.MaskedFiles...), opt.LateWriteDenied
 	}
 
 	read := &walker{denied: sortedUnique(readDenied), access: (readRights | ReadDir) & s.HandledFS, listSplit: opt.Exact}
@@ -221,13 +242,13 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 		}
 		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: effect})
 	}
-	write := &walker{denied: sortedUnique(writeDenied), access: (writeRights | ResolveUnx) & s.HandledFS}
+	write := &walker{denied: sortedUnique(writeDenied), access: (writeRights | ResolveUnx) & s.HandledFS, limited: gitDirs, withheld: GitWithheld}
 	for _, r := range p.Filesystem.WritableRoots {
 		write.grant(r.Path, true, 0)
 	}
 	for _, d := range write.split {
 		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: WriteSplitEffect})
-		s.WriteSplits = append(s.WriteSplits, Split{Dir: d, Names: write.namesBelow(d)})
+		s.WriteSplits = append(s.WriteSplits, Split{Dir: d, Names: write.namesBelow(d), Git: within(d, gitDirs)})
 	}
 	if read.err != nil {
 		return nil, read.err
@@ -268,9 +289,15 @@ type walker struct {
 	// itself: listing, not reading, what is beneath it. Only where mounts
 	// keep the denied directories that exist unlistable (exact mode).
 	listSplit bool
-	rules     []Rule
-	split     []string
-	err       error
+	// limited are directories beneath which a rule grants access less
+	// withheld (the writable git directories): a grant above one is
+	// split on the way to it, since Landlock adds up the rights of every
+	// rule above a file.
+	limited  []string
+	withheld AccessFS
+	rules    []Rule
+	split    []string
+	err      error
 }
 
 // covers reports whether p is denied or beneath a denied path, and whether
@@ -294,8 +321,14 @@ func (w *walker) grant(p string, required bool, listed Listed) {
 	if covered || w.err != nil {
 		return
 	}
+	access := w.access
+	if within(p, w.limited) {
+		access &^= w.withheld
+	} else if w.access&w.withheld != 0 && holds(p, w.limited) {
+		below = true
+	}
 	if !below {
-		w.rules = append(w.rules, Rule{Path: p, Access: w.access, Required: required, Listed: listed})
+		w.rules = append(w.rules, Rule{Path: p, Access: access, Required: required, Listed: listed})
 		return
 	}
 	// The listing is recorded (fsdeps): an entry made, removed or renamed
@@ -352,7 +385,7 @@ func (w *walker) grant(p string, required bool, listed Listed) {
 // path (the first component of each denied path beneath it), sorted.
 func (w *walker) namesBelow(dir string) []string {
 	var names []string
-	for _, d := range w.denied {
+	for _, d := range append(append([]string(nil), w.denied...), w.limited...) {
 		if !policy.Beneath(d, dir) {
 			continue
 		}
@@ -364,6 +397,26 @@ func (w *walker) namesBelow(dir string) []string {
 		}
 	}
 	return sortedUnique(names)
+}
+
+// within reports whether p is one of dirs or lies beneath one.
+func within(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if policy.Within(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// holds reports whether one of dirs lies strictly beneath p.
+func holds(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if policy.Beneath(d, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedUnique(in []string) []string {

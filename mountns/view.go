@@ -117,6 +117,14 @@ type View struct {
 	// renamed over it) is a new entry no mount covers, so Landlock must
 	// keep the name unreadable too (landlock.Options.MaskedFiles).
 	MaskedFiles []string
+	// LateWriteDenied are the write-denied paths the view leaves to
+	// Landlock (landlock.Options.LateWriteDenied): in a root holding a
+	// writable git directory (--allow-git-commit), whose top level
+	// Landlock splits anyway, those in the git directory (a placeholder
+	// where git looks for a file, commondir, would stop git) and those
+	// that do not exist (a placeholder made and removed by every run
+	// would change the root's listing, on which the split depends).
+	LateWriteDenied []string
 
 	opts    Options      // what the view was built for
 	exact   bool         // the filesystem view (Build), not only the isolation (Isolation)
@@ -206,7 +214,9 @@ func (v *View) placeholderParents() []string {
 		add(d.Path)
 	}
 	for _, d := range v.plan.Filesystem.WriteDenied {
-		add(d.Path)
+		if !inGitRoot(d.Path, v.plan.Filesystem.GitDirs) {
+			add(d.Path)
+		}
 	}
 	sort.Strings(out)
 	return out
@@ -476,9 +486,14 @@ func (v *View) decideMasks(registered func(string) bool) error {
 	}
 
 	// Write-denied paths only matter inside a writable root: everything
-	// else is read-only already.
+	// else is read-only already. In a root holding a writable git
+	// directory some are Landlock's alone (LateWriteDenied).
 	for _, d := range p.Filesystem.WriteDenied {
 		if !inRoot(d.Path) || masked[d.Path] || coveredBy(d.Path, masked) {
+			continue
+		}
+		if inGitDir(d.Path, p.Filesystem.GitDirs) {
+			v.LateWriteDenied = append(v.LateWriteDenied, d.Path)
 			continue
 		}
 		target, kind, err := target(d.Path)
@@ -489,6 +504,10 @@ func (v *View) decideMasks(registered func(string) bool) error {
 		case targetNone:
 			continue
 		case targetPlaceholder:
+			if inGitRoot(d.Path, p.Filesystem.GitDirs) {
+				v.LateWriteDenied = append(v.LateWriteDenied, d.Path)
+				continue
+			}
 			v.addPlaceholder(target, d.Path)
 		}
 		if masked[target] {
@@ -624,6 +643,27 @@ func outermost(paths []string) []string {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return strings.Count(out[i], "/") < strings.Count(out[j], "/") })
 	return out
+}
+
+// inGitDir reports whether p lies in one of the writable git directories.
+func inGitDir(p string, dirs []policy.GitDir) bool {
+	for _, g := range dirs {
+		if policy.Within(p, g.Path) {
+			return true
+		}
+	}
+	return false
+}
+
+// inGitRoot reports whether p lies in a root that holds a writable git
+// directory.
+func inGitRoot(p string, dirs []policy.GitDir) bool {
+	for _, g := range dirs {
+		if policy.Within(p, g.Root) {
+			return true
+		}
+	}
+	return false
 }
 
 func coveredBy(p string, set map[string]bool) bool {

@@ -4,8 +4,9 @@
 #
 #   packaging/release.sh [VERSION [OUTDIR]]
 #
-# VERSION defaults to `git describe --always --dirty` (or "dev" outside a
-# checkout), OUTDIR to dist. Writes, for each ARCH of RELEASE_ARCHES,
+# VERSION defaults to `git describe --tags --always --dirty` (the tag when
+# HEAD has one, else the latest tag with the commits since, else the commit;
+# "dev" outside a checkout), OUTDIR to dist. Writes, for each ARCH of RELEASE_ARCHES,
 #   OUTDIR/sandbox-executable-VERSION-linux-ARCH
 #   OUTDIR/sandbox-executable-VERSION-linux-ARCH.sha256
 # and then runs packaging/verify-release.sh on each. `make release` and
@@ -25,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
-version=${1:-$(git describe --always --dirty 2>/dev/null || echo dev)}
+version=${1:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 outdir=${2:-dist}
 
 # The version goes into a file name and into -X main.version=...: refuse

@@ -27,6 +27,11 @@ type Changes struct {
 	// LiftDefaults: the denied paths are the built-in default's (no
 	// policy was given), so a Writable or ReadOnly path may lift them.
 	LiftDefaults bool
+	// GitCommit, when set, says where --allow-git-commit was asked for:
+	// the ".git" directory at the top of each writable root becomes
+	// writable but for what git runs or loads (see gitDirEntries), so
+	// that commits can be made in the sandbox.
+	GitCommit string
 }
 
 // ChangedPath is a path a change names: absolute, or "~/..." (expanded

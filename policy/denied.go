@@ -156,8 +156,21 @@ func (r *resolver) resolveSensitive(e sensitiveEntry, home func() (string, error
 // sensitive_paths_for_execution).
 var protectedNames = []string{".git", ".vtcode", ".codex", ".agents"}
 
+// gitDirEntries are the entries of a git directory that git runs or
+// loads (gitrepository-layout(5)): the configuration, the worktree's own,
+// the pointer to a common directory (whose config and hooks git would then
+// use), the hooks, info (attributes and exclude), the submodules' and the
+// linked worktrees' own git directories (each with a config and hooks),
+// and the remotes and branches files of old, which define a remote's URL.
+// --allow-git-commit keeps them unwritable in a writable git directory;
+// everything else there (objects, refs, logs, the index, HEAD, the
+// state of a rebase or a merge) is data git reads and writes.
+var gitDirEntries = []string{"config", "config.worktree", "commondir", "hooks", "info", "modules", "worktrees", "remotes", "branches"}
+
 // protectMetadata write-denies the protected names beneath every writable
-// root, existing or not, and the git directories a ".git" file points to.
+// root, existing or not, and the git directories a ".git" file points to;
+// with --allow-git-commit, a root's ".git" directory is writable instead,
+// but for its gitDirEntries.
 func (r *resolver) protectMetadata(roots []WritablePath, write *deniedList) error {
 	for _, root := range roots {
 		for _, name := range protectedNames {
@@ -165,6 +178,15 @@ func (r *resolver) protectMetadata(roots []WritablePath, write *deniedList) erro
 			c, err := r.memo.resolveLenient(given)
 			if err != nil {
 				return r.policyErr("", "protected metadata "+plain(given)+": "+errnoText(err))
+			}
+			if name == ".git" && r.in.Changes != nil && r.in.Changes.GitCommit != "" {
+				ok, err := r.writableGitDir(root.Path, given, c, write)
+				if err != nil {
+					return err
+				}
+				if ok {
+					continue
+				}
 			}
 			write.addResolved(c, given, "protected_metadata", true)
 			if name == ".git" && c.Exists {
@@ -175,6 +197,40 @@ func (r *resolver) protectMetadata(roots []WritablePath, write *deniedList) erro
 		}
 	}
 	return nil
+}
+
+// writableGitDir makes the ".git" of root (given, resolved to c) a
+// writable git directory for --allow-git-commit when it is one git would
+// use as it is: a directory (not a link to one) with no commondir of its
+// own; its gitDirEntries are write-denied. Otherwise (a ".git" file of a
+// linked worktree or a submodule, whose git directory lies elsewhere; a
+// link; nothing yet) it stays protected as a whole, and a note says so.
+func (r *resolver) writableGitDir(root, given string, c canonical, write *deniedList) (bool, error) {
+	from := r.in.Changes.GitCommit
+	fi, err := fsdeps.Lstat(given)
+	switch {
+	case err != nil || !c.Exists:
+		r.note(from + ": " + plain(root) + " has no .git directory, so nothing of git's becomes writable there, and no repository can be made there (a repository above it is committed to from its top: run there, or name the top with --rw).")
+		return false, nil
+	case c.Link != "" || !fi.IsDir():
+		r.note(from + ": " + plain(given) + " is not a git directory but a link or a gitdir file (a linked worktree, a submodule); it and what it points to stay unwritable.")
+		return false, nil
+	}
+	if _, err := fsdeps.Lstat(filepath.Join(c.Path, "commondir")); err == nil {
+		r.note(from + ": " + plain(c.Path) + " has a commondir (its config and hooks are another directory's); it stays unwritable.")
+		return false, nil
+	}
+	source := "protected_metadata (what git runs or loads in " + plain(c.Path) + ", writable by " + from + ")"
+	for _, name := range gitDirEntries {
+		p := filepath.Join(c.Path, name)
+		e, err := r.memo.resolveLenient(p)
+		if err != nil {
+			return false, r.policyErr("", "protected metadata "+plain(p)+": "+errnoText(err))
+		}
+		write.addResolved(e, p, source, true)
+	}
+	r.plan.Filesystem.GitDirs = append(r.plan.Filesystem.GitDirs, GitDir{Path: c.Path, Root: root, From: from})
+	return true, nil
 }
 
 // protectGitFile handles a ".git" that is a file "gitdir: X" (worktrees,

@@ -52,6 +52,23 @@ type Filesystem struct {
 	// what a run that succeeds adds to its scratch caches is written back
 	// to the host's (new names only).
 	PersistCaches string
+	// GitDirs are the git directories --allow-git-commit makes writable
+	// (Changes.GitCommit). What git runs or loads in each stays
+	// write-denied (WriteDenied), and the enforcement keeps links, FIFOs
+	// and sockets out of it: git on the host follows a link in its git
+	// directory when it writes there (a reflog, COMMIT_EDITMSG), so one
+	// made by the program would have it write wherever the link points.
+	GitDirs []GitDir
+}
+
+// GitDir is a git directory that --allow-git-commit makes writable.
+type GitDir struct {
+	// Path is the ".git" directory at the top of Root, canonical.
+	Path string
+	// Root is the writable root whose repository it is.
+	Root string
+	// From is where --allow-git-commit was asked for.
+	From string
 }
 
 // WritablePath is one writable root.

@@ -143,6 +143,7 @@ type fileJSON struct {
 	CPU           *word    `json:"cpu"`
 	PersistCache  *bool    `json:"persist_cache"`
 	ScratchCaches *bool    `json:"scratch_caches"`
+	GitCommit     *bool    `json:"allow_git_commit"`
 }
 
 // word is a JSON string or number, as text.
@@ -220,6 +221,7 @@ func parseFile(data []byte, path, dir string) (Settings, error) {
 		return &Value{Text: strconv.FormatBool(*b), From: path + ": " + key, Dir: dir}
 	}
 	s.PersistCache, s.ScratchCaches = flag("persist_cache", j.PersistCache), flag("scratch_caches", j.ScratchCaches)
+	s.GitCommit = flag("allow_git_commit", j.GitCommit)
 	return s, nil
 }
 

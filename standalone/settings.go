@@ -33,12 +33,16 @@ type Settings struct {
 	// ScratchCaches gives a given policy the built-in default's scratch
 	// caches (the default has them anyway).
 	ScratchCaches *Value
+	// GitCommit makes the git directory of each writable root's
+	// repository writable but for what git runs or loads
+	// (policy.Changes.GitCommit).
+	GitCommit *Value
 }
 
 // Empty reports whether s sets nothing.
 func (s *Settings) Empty() bool {
 	return len(s.RW)+len(s.RO)+len(s.Hide)+len(s.Net) == 0 && s.Timeout == nil && s.Memory == nil && s.Pids == nil &&
-		s.CPU == nil && s.PersistCache == nil && s.ScratchCaches == nil
+		s.CPU == nil && s.PersistCache == nil && s.ScratchCaches == nil && s.GitCommit == nil
 }
 
 // Merge returns s with over on top: over's lists after s's, over's single
@@ -53,7 +57,7 @@ func (s Settings) Merge(over Settings) Settings {
 	}
 	for _, p := range []struct{ dst, src **Value }{
 		{&out.Timeout, &over.Timeout}, {&out.Memory, &over.Memory}, {&out.Pids, &over.Pids}, {&out.CPU, &over.CPU},
-		{&out.PersistCache, &over.PersistCache}, {&out.ScratchCaches, &over.ScratchCaches},
+		{&out.PersistCache, &over.PersistCache}, {&out.ScratchCaches, &over.ScratchCaches}, {&out.GitCommit, &over.GitCommit},
 	} {
 		if *p.src != nil {
 			*p.dst = *p.src
@@ -133,7 +137,7 @@ func (s Settings) Decide() (*Decided, error) {
 	for _, sw := range []struct {
 		v   *Value
 		dst *string
-	}{{s.PersistCache, &d.PersistCache}, {s.ScratchCaches, &d.ScratchCaches}} {
+	}{{s.PersistCache, &d.PersistCache}, {s.ScratchCaches, &d.ScratchCaches}, {s.GitCommit, &d.Changes.GitCommit}} {
 		if sw.v != nil && sw.v.Text == "true" {
 			*sw.dst = sw.v.From
 		}

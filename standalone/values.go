@@ -1,9 +1,9 @@
 // Package standalone is the vocabulary a person uses to change the
 // built-in default: the command line's composing flags (--rw, --ro, --hide,
 // --net, --timeout, --memory, --pids, --cpu, --persist-cache,
-// --scratch-caches) and the project files that say the same in JSON
-// (.sandbox.json in the working directory or a parent, and the user's
-// $XDG_CONFIG_HOME/sandbox-executable/config.json). One parser reads both,
+// --scratch-caches, --allow-git-commit) and the project files that say the
+// same in JSON (.sandbox.json in the working directory or a parent, and the
+// user's $XDG_CONFIG_HOME/sandbox-executable/config.json). One parser reads both,
 // so a setting means the same wherever it is written; the result is a
 // policy.Changes and the limits to set, for policy.Resolve.
 package standalone

@@ -47,12 +47,13 @@ type AccessRules struct {
 	TmpDir          string                `json:"tmp_dir,omitempty"`
 	ScratchCaches   []string              `json:"scratch_caches,omitempty"`
 	WritableRoots   []policy.WritablePath `json:"writable_roots,omitempty"`
+	GitDirs         []policy.GitDir       `json:"git_dirs,omitempty"`
 }
 
 func (pr *Prepared) accessRules() AccessRules {
 	fs := &pr.Plan.Filesystem
 	return AccessRules{ReadDenied: fs.ReadDenied, WriteDenied: fs.WriteDenied, WritableDevices: fs.WritableDevices,
-		TmpDir: pr.tmpDir, ScratchCaches: pr.Enforcement.Filesystem.ScratchCaches, WritableRoots: fs.WritableRoots}
+		TmpDir: pr.tmpDir, ScratchCaches: pr.Enforcement.Filesystem.ScratchCaches, WritableRoots: fs.WritableRoots, GitDirs: fs.GitDirs}
 }
 
 // Access says what may be done with path (absolute; its existing part
@@ -98,6 +99,14 @@ func (fs AccessRules) Access(path string) PathAccess {
 		if a.Write.Allowed {
 			break
 		}
+		for _, g := range fs.GitDirs {
+			if policy.Within(path, g.Path) {
+				a.Write = Verdict{Allowed: true, Rule: "in a writable git directory, but for what git runs or loads (no link, FIFO or socket may be made there, nothing moved in or out)", Source: g.From, Entry: g.Path}
+			}
+		}
+		if a.Write.Allowed {
+			break
+		}
 		for _, r := range fs.WritableRoots {
 			if policy.Within(path, r.Path) {
 				a.Write = Verdict{Allowed: true, Rule: "in a writable root", Source: r.Source, Entry: r.Path, Given: r.Given}
@@ -126,6 +135,8 @@ func (v Verdict) Advice(op, path, dir string, standalone bool) string {
 		entry = v.Given
 	}
 	switch {
+	case v.Source == "protected_metadata" && filepath.Base(v.Entry) == ".git" && standalone:
+		return "never writable as a whole: a program could plant a hook or change what git runs; --allow-git-commit makes it writable but for what git runs or loads"
 	case IsProtectedMetadata(v.Source):
 		return "never writable: a program could plant a hook or change what git runs"
 	case strings.HasPrefix(v.Source, "sandbox-executable's state"):

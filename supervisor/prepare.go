@@ -501,12 +501,13 @@ func (pr *Prepared) decideLandlock() error {
 	// masked file's mask covers only the directory entry it was mounted
 	// on: Landlock keeps the name unreadable should the file be replaced.
 	readsByMounts := exact && (!pr.fs.namespaces.Privileged || !p.Seccomp.AllowNamespaces)
-	var late, maskedFiles []string
+	var late, maskedFiles, lateWrite []string
 	if exact {
-		late, maskedFiles = pr.View.LateReadDenied, pr.View.MaskedFiles
+		late, maskedFiles, lateWrite = pr.View.LateReadDenied, pr.View.MaskedFiles, pr.View.LateWriteDenied
 	}
 	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts,
-		LogDenials: pr.cfg.LogDenials || pr.audit.Read, LateReadDenied: late, MaskedFiles: maskedFiles, ResolveUnix: pr.net.sockets.landlock, Errata: pr.facts.LandlockErrata})
+		LogDenials: pr.cfg.LogDenials || pr.audit.Read, LateReadDenied: late, MaskedFiles: maskedFiles, LateWriteDenied: lateWrite,
+		ResolveUnix: pr.net.sockets.landlock, Errata: pr.facts.LandlockErrata})
 	if err != nil {
 		return err
 	}
@@ -519,6 +520,17 @@ func (pr *Prepared) decideLandlock() error {
 	pr.Landlock = spec
 	pr.freshRules = freshRules(spec, pr.View, pr.tmpDir)
 	pr.decideFiles()
+	if g := p.Filesystem.GitDirs; len(g) > 0 && pr.files == nil {
+		// The git directory's top level is split: without the
+		// supervisor making its entries (index.lock, ORIG_HEAD) no
+		// commit could be made, and without Landlock nothing would keep
+		// its hooks and links out.
+		why := "this kernel has no Landlock, which keeps what git runs or loads, and any link, out of " + g[0].Path
+		if abi >= 1 {
+			why = "the supervisor cannot make the entries of " + g[0].Path + " for the program on this host (it needs to read the program's memory, which Yama's ptrace_scope forbids here, and openat2's RESOLVE_IN_ROOT)"
+		}
+		return &RefusedError{Reason: "refusing to run: " + g[0].From + ": " + why + "; drop " + g[0].From + " and commit outside the sandbox"}
+	}
 	return nil
 }
 
@@ -528,7 +540,9 @@ func (pr *Prepared) decideLandlock() error {
 // without the sandbox, but for its protected names.
 func (pr *Prepared) decideFiles() {
 	spec := pr.Landlock
-	if pr.exact() || len(spec.WriteSplits) == 0 || spec.ABI < 1 || !pr.facts.FileMediation {
+	// Exact mode splits only for a writable git directory (its own top
+	// level, and the root's above it).
+	if (pr.exact() && len(pr.Plan.Filesystem.GitDirs) == 0) || len(spec.WriteSplits) == 0 || spec.ABI < 1 || !pr.facts.FileMediation {
 		return
 	}
 	c := &fsmed.Config{ABI: spec.ABI}
@@ -540,12 +554,15 @@ func (pr *Prepared) decideFiles() {
 	}
 	effect := map[string]string{}
 	for _, sp := range spec.WriteSplits {
-		d := fsmed.Dir{Path: sp.Dir, Names: sp.Names}
+		d := fsmed.Dir{Path: sp.Dir, Names: sp.Names, Git: sp.Git}
 		if fi, err := fsdeps.Lstat(sp.Dir); err == nil {
 			d.Dev, d.Ino = fi.Dev(), fi.Ino()
 		}
 		c.Dirs = append(c.Dirs, d)
 		effect[sp.Dir] = "the supervisor makes, removes and renames entries directly in it for the program, never " + strings.Join(sp.Names, ", ")
+		if sp.Git {
+			effect[sp.Dir] += "; in this writable git directory no link, FIFO or socket is made, nor anything moved in or out"
+		}
 	}
 	narrowed := slices.Clone(spec.Narrowed)
 	for i, n := range narrowed {

@@ -34,7 +34,7 @@ type options struct {
 	// built-in default; where they came from is kept with each value.
 	rw, ro, hide, net             []string
 	timeout, memory, pids, cpu    string
-	persistCache                  bool
+	persistCache, gitCommit       bool
 	scratchCaches, noProjectFiles bool
 	quiet, explainEndings         bool
 
@@ -89,6 +89,7 @@ var optionSpecs = map[string]optSpec{
 	"--pids":               {kind: optString, str: func(o *options) *string { return &o.pids }},
 	"--cpu":                {kind: optString, str: func(o *options) *string { return &o.cpu }},
 	"--persist-cache":      {kind: optBool, flag: func(o *options) *bool { return &o.persistCache }},
+	"--allow-git-commit":   {kind: optBool, flag: func(o *options) *bool { return &o.gitCommit }},
 	"--scratch-caches":     {kind: optBool, flag: func(o *options) *bool { return &o.scratchCaches }},
 	"--no-project-files":   {kind: optBool, flag: func(o *options) *bool { return &o.noProjectFiles }},
 	"--quiet":              {kind: optBool, flag: func(o *options) *bool { return &o.quiet }},

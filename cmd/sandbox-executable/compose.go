@@ -116,6 +116,7 @@ func flagSettings(o *options, cwd string) standalone.Settings {
 	}
 	s.Timeout, s.Memory, s.Pids, s.CPU = one("--timeout", o.timeout), one("--memory", o.memory), one("--pids", o.pids), one("--cpu", o.cpu)
 	s.PersistCache, s.ScratchCaches = one("--persist-cache", "true"), one("--scratch-caches", "true")
+	s.GitCommit = one("--allow-git-commit", "true")
 	return s
 }
 
@@ -223,7 +224,7 @@ func (c *composed) resolve(o *options, cwd string, settings standalone.Settings)
 	if c.standalone {
 		plan.Settings = append(plan.Settings, fmt.Sprintf("the built-in default (no --sandbox-policy), its limits for this host (%d CPUs, %d MB of memory)", host.CPUs, host.MemoryBytes>>20))
 	}
-	for _, f := range []struct{ on, what string }{{d.PersistCache, "persist_cache"}, {d.ScratchCaches, "scratch_caches"}} {
+	for _, f := range []struct{ on, what string }{{d.PersistCache, "persist_cache"}, {d.ScratchCaches, "scratch_caches"}, {d.Changes.GitCommit, "allow_git_commit"}} {
 		if f.on != "" {
 			plan.Settings = append(plan.Settings, f.on+": "+f.what)
 		}
@@ -247,6 +248,9 @@ func onlyNarrowing(d *standalone.Decided, pol *policy.SandboxPolicy) error {
 	}
 	if d.PersistCache != "" {
 		return refuse(d.PersistCache, "would write the run's build caches back to the host's")
+	}
+	if d.Changes.GitCommit != "" {
+		return refuse(d.Changes.GitCommit, "would make the repository's .git writable")
 	}
 	return nil
 }

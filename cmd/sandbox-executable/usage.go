@@ -50,6 +50,14 @@ Changing the built-in default (each repeatable where it names a path):
                               build caches back to the host's (new files
                               only): later builds, sandboxed or not, use
                               them, so only for commands trusted that much
+  --allow-git-commit          make the .git directory at the top of each
+                              writable root writable (git add, commit,
+                              stash, checkout -b, rebase work) but for what
+                              git runs or loads (config, hooks, info,
+                              modules, worktrees, commondir, the files the
+                              config names); no link, FIFO or socket in it.
+                              A repository the program adds as a submodule
+                              is still one git enters: see the README
   --scratch-caches            give a --sandbox-policy the default's
                               throwaway build caches
   --no-project-files          read no settings file

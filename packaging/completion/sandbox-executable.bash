@@ -6,7 +6,7 @@
 _sandbox_executable() {
 	# Options that take a value, as one word or as --opt=VALUE.
 	local with_value="--rw --ro --hide --net --timeout --memory --pids --cpu --sandbox-policy --sandbox-policy-cwd --seccomp-profile --resource-limits --keep-fd --fs-mode --cgroup-parent --cpu-quota --report-file --report-fd --log-denials --log-level --log-format --log-file"
-	local flags="--persist-cache --scratch-caches --no-project-files --quiet -q --explain-endings --keep-env --allow-degraded --explain --help -h --version"
+	local flags="--persist-cache --allow-git-commit --scratch-caches --no-project-files --quiet -q --explain-endings --keep-env --allow-degraded --explain --help -h --version"
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	local i w program_at='' explain=''
 

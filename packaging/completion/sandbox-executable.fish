@@ -17,6 +17,7 @@ complete -c $c -l memory -x -d 'memory limit of the tree (512M, 8G, unlimited)'
 complete -c $c -l pids -x -d 'processes and threads of the tree'
 complete -c $c -l cpu -x -d 'CPU-time budget of the tree'
 complete -c $c -l persist-cache -d "write a successful run's cache additions back"
+complete -c $c -l allow-git-commit -d "make .git writable but for what git runs or loads"
 complete -c $c -l scratch-caches -d 'give a policy the throwaway build caches'
 complete -c $c -l no-project-files -d 'read no settings file'
 complete -c $c -l quiet -s q -d 'say nothing on stderr but a refusal'
