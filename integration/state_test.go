@@ -204,9 +204,20 @@ func TestStateCannotBeForged(t *testing.T) {
 				if c, why := seccompCache(t, rep); c != "rejected" || !strings.Contains(why, "tag") {
 					t.Errorf("forged entry: report says cache %q (%q), want rejected with the reason", c, why)
 				}
-				victim("--report-file", rep)
+				// Decided again (the warm path would carry out the recipe
+				// the run above stored, whose filter is its own): the
+				// rebuilt entry is loaded.
+				if r := sb([]string{"SANDBOX_EXECUTABLE_WARM=off"}, wsPolicy(t, w.root), []string{"--report-file", rep}, probe, "unshare-user"); probeResult(r) != "EPERM" {
+					t.Errorf("after the rebuild: the run's filter is gone (%v)", r)
+				}
 				if c, _ := seccompCache(t, rep); c != "loaded" {
 					t.Errorf("after the rebuild: cache %q, want loaded", c)
+				}
+				// A run of the stored recipe says so, not what the decision
+				// it came from found in the cache.
+				victim("--report-file", rep)
+				if c, _ := seccompCache(t, rep); c != "recipe" && c != "loaded" {
+					t.Errorf("the next run: cache %q, want recipe (or loaded, decided again)", c)
 				}
 
 				// The key is where it must be, the user's alone.

@@ -369,6 +369,10 @@ func serveWarm(args []string, svc *spawn.Service, rec []byte) {
 		stored.Service = &supervisor.ServiceRecord{}
 		svc.Fail()
 	}
+	if stored.Explain != nil {
+		// The filter is the recipe's: no cache was asked this time.
+		stored.Explain.Enforcement.Seccomp.Cache, stored.Explain.Enforcement.Seccomp.CacheRejected = "recipe", ""
+	}
 	inv := &invocation{o: o, out: out}
 	inv.startedAt, _ = svc.ProgramStarted()
 	inv.out.log.Debug("served from the stored decision")
