@@ -36,6 +36,7 @@ var (
 	noBw       = flag.Bool("no-bwrap", false, "leave bubblewrap out (where it cannot run)")
 	staticTrue = flag.Bool("static-true", false, "start the static probe doing nothing instead of /bin/true (where a dynamic exec is slow: the VM guest's 9p root)")
 	vsBin      = flag.String("vs", "", "another sandbox-executable binary (an earlier build) as one more contender, \"before\"")
+	vsCold     = flag.Bool("vs-cold", false, "with -vs and -cold: the earlier build with the warm path off too, \"before-cold\"")
 	landlockC  = flag.Bool("landlock", true, "one more contender, \"landlock\": the helper in Landlock-only mode (--fs-mode landlock), whose writable root's top level the supervisor mediates")
 	cold       = flag.Bool("cold", false, "one more contender, \"cold\": the helper with the warm path off ("+warmOff+"=off), every run decided by Go")
 )
@@ -129,11 +130,15 @@ func contenders(ws string) []contender {
 		cs = append(cs, contender{name: "cold", wrap: func(a []string) []string { return ours(ws, a...) }, env: []string{warmOff + "=off"}})
 	}
 	if *vsBin != "" {
-		cs = append(cs, contender{name: "before", wrap: func(a []string) []string {
+		before := func(a []string) []string {
 			o := ours(ws, a...)
 			o[0] = *vsBin
 			return o
-		}})
+		}
+		cs = append(cs, contender{name: "before", wrap: before})
+		if *vsCold && *cold {
+			cs = append(cs, contender{name: "before-cold", wrap: before, env: []string{warmOff + "=off"}})
+		}
 	}
 	return cs
 }
@@ -354,7 +359,7 @@ func table(ws string) {
 					rs = append(rs, a/b)
 				}
 			}
-			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "landlock": "landlock", "cold": "cold", "before": "before"}[cs[j].name]
+			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "landlock": "landlock", "cold": "cold", "before": "before", "before-cold": "b-cold"}[cs[j].name]
 			if i < startupRows {
 				st := summarize(rs)
 				parts = append(parts, fmt.Sprintf("%s +%s ms", short, num(st.med)))
