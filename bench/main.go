@@ -50,20 +50,22 @@ func main() {
 	if what == "" {
 		what = "table"
 	}
-	ws, err := os.MkdirTemp("", "se-bench-ws-")
+	// The items' HOME holds the workspace, as a user's does
+	// (~/project), in a directory of the run's own outside /tmp: the
+	// helper grants the entries of every directory above a secret that
+	// does not exist yet one by one (a secret made there during the run
+	// stays unreadable), and a shared /tmp's hundreds of entries would
+	// be the benchmark's, not a user's. HOME is never inside the
+	// workspace: each of the default secrets under it would then be a
+	// placeholder the helper makes and removes on every run.
+	base, err := os.MkdirTemp("/var/tmp", "se-bench-")
 	check(err)
-	ws, err = filepath.EvalSymlinks(ws)
+	base, err = filepath.EvalSymlinks(base)
 	check(err)
-	defer os.RemoveAll(ws)
-	// The items' HOME: beside the workspace, not in it, as a user's is
-	// (the workspace is somewhere under HOME, never the reverse). A HOME
-	// inside the writable workspace makes each of the 25 default secrets
-	// under it a placeholder the helper makes and removes on every run.
-	home, err = os.MkdirTemp("", "se-bench-home-")
-	check(err)
-	home, err = filepath.EvalSymlinks(home)
-	check(err)
-	defer os.RemoveAll(home)
+	defer os.RemoveAll(base)
+	home = filepath.Join(base, "home")
+	ws := filepath.Join(home, "project")
+	check(os.MkdirAll(ws, 0o755))
 	if *probe == "" {
 		*probe = filepath.Join(ws, "probe")
 		out, err := exec.Command("gcc", "-static", "-O2", "-o", *probe, "integration/probes/probe.c").CombinedOutput()

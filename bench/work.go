@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// home is the work items' HOME, made beside the workspace by main.
+// home is the work items' HOME, which holds the workspace (main).
 var home string
 
 // workItem makes the work item called name ready in ws (generating its

@@ -52,6 +52,7 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	code = m.Run()
+	os.RemoveAll(toolDir)
 	if code == 0 && testBase != "" {
 		os.RemoveAll(testBase)
 	}
@@ -107,6 +108,7 @@ func setup() (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	toolDir = dir
 	// Tools built here are removed when the process exits normally.
 	_, file, _, _ := runtime.Caller(0)
 	here := filepath.Dir(file)
@@ -168,8 +170,8 @@ func setup() (int, error) {
 }
 
 // testBase is the directory of the tests' temp dirs (setup), removed
-// when they pass.
-var testBase string
+// when they pass; toolDir holds the copies of the binary and the probe.
+var testBase, toolDir string
 
 // result is one run of the helper.
 type result struct {
