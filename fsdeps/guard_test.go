@@ -54,9 +54,6 @@ var allowed = map[string]string{
 	"hostfacts/cgroupadvice.go": "advice and --explain's forecast only: doctor, a run's refusal, Foresee; no decision stored depends on it",
 	"hostfacts.openat2InRoot":   "a kernel feature probe (openat2 RESOLVE_IN_ROOT on /), the boot's answer (boot_id is recorded)",
 
-	// mountns: the placeholder registry's run-time side
-	"mountns.SweepStale": "run time: stale sweep",
-	"mountns.hasRecords": "run time: stale sweep",
 	// mountns: advice
 	"mountns.appArmorLabel": "the words of a refusal's or degradation's fix only (this process's AppArmor label, when namespaces failed): nothing is decided from it",
 
