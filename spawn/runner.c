@@ -2098,38 +2098,6 @@ static int oom_watch(struct se_runner *s)
 
 /* ---- ending the tree ---- */
 
-/* signal_listed sends sig to every pid a cgroup.procs file lists, and
- * returns how many it listed. */
-static int signal_listed(const char *procs, int sig)
-{
-	char buf[8192];
-	int fd = open(procs, O_RDONLY | O_CLOEXEC), found = 0;
-	if (fd < 0)
-		return 0;
-	ssize_t n;
-	long pid = 0;
-	int have = 0;
-	while ((n = read(fd, buf, sizeof buf)) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			if (buf[i] >= '0' && buf[i] <= '9') {
-				pid = pid * 10 + (buf[i] - '0');
-				have = 1;
-			} else if (have) {
-				kill((pid_t)pid, sig);
-				found++;
-				pid = 0;
-				have = 0;
-			}
-		}
-	}
-	if (have) {
-		kill((pid_t)pid, sig);
-		found++;
-	}
-	close(fd);
-	return found;
-}
-
 /* signal_descendants sends sig to every descendant of parent but skip
  * (whose own descendants it does reach) and the guardian, from
  * /proc/PID/task/TID/children: the run's processes where it has no cgroup.
@@ -2175,7 +2143,7 @@ static void tree_signal(struct se_runner *s, int sig)
 	if (s->ncg > 0) {
 		char *procs = join2(s->cg[0], "cgroup.procs");
 		if (procs)
-			signal_listed(procs, sig);
+			se_signal_listed(procs, sig);
 		free(procs);
 		return;
 	}

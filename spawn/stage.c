@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
@@ -1802,35 +1803,43 @@ static void se_sleep_ms(long ms)
 	SYS2(SYS_nanosleep, &ts, 0);
 }
 
-/* se_kill_listed SIGKILLs every pid in a cgroup.procs file; returns how
- * many it found. */
-static int se_kill_listed(const char *procs)
+/* signal_pid sends sig to pid, a number read from a cgroup.procs file, and
+ * says whether it did. A 0 there is a process of a PID namespace this one
+ * cannot see (the kernel lists what it cannot name as 0): no number reaches
+ * it, and kill(0) would signal this process's own group, the caller's
+ * included. */
+static int signal_pid(long pid, int sig)
+{
+	if (pid <= 0 || pid > INT_MAX)
+		return 0;
+	SYS2(SYS_kill, pid, sig);
+	return 1;
+}
+
+/* se_signal_listed sends sig to every pid a cgroup.procs file lists and
+ * returns how many it signalled. */
+int se_signal_listed(const char *procs, int sig)
 {
 	char buf[4096];
 	long fd = SYS4(SYS_openat, AT_FDCWD, procs, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
 	int found = 0;
-	long pid = 0, n;
-	int have = 0;
+	long pid = -1, n; /* -1: no digit since the last number */
 	while ((n = SYS3(SYS_read, fd, buf, sizeof buf)) > 0) {
 		for (long i = 0; i < n; i++) {
-			char c = buf[i];
-			if (c >= '0' && c <= '9') {
-				pid = pid * 10 + (c - '0');
-				have = 1;
-			} else if (have) {
-				SYS2(SYS_kill, pid, SIGKILL);
-				found++;
-				pid = 0;
-				have = 0;
+			if (buf[i] >= '0' && buf[i] <= '9') {
+				if (pid < 0)
+					pid = 0;
+				if (pid <= INT_MAX) /* past it: no pid, and no overflow */
+					pid = pid * 10 + (buf[i] - '0');
+			} else {
+				found += signal_pid(pid, sig);
+				pid = -1;
 			}
 		}
 	}
-	if (have) {
-		SYS2(SYS_kill, pid, SIGKILL);
-		found++;
-	}
+	found += signal_pid(pid, sig);
 	SYS1(SYS_close, fd);
 	return found;
 }
@@ -1903,7 +1912,7 @@ int se_kill_tree(const struct se_guard *g, int once)
 	for (int round = 0; round < rounds && !empty; round++) {
 		int found = 0;
 		for (int i = 0; i < g->nprocs; i++)
-			found += se_kill_listed(g->procs[i]);
+			found += se_signal_listed(g->procs[i], SIGKILL);
 		empty = !found;
 		if (!empty && !once)
 			se_sleep_ms(g->kill_interval_ms);

@@ -375,6 +375,10 @@ void *se_guard_alloc(size_t size);
  * without __WALL or __WCLONE waits for, and returns its pid or -errno. */
 long se_guardian(struct se_guard *g, void *stack, size_t stack_size);
 
+/* se_signal_listed sends sig to every pid a cgroup.procs file lists but 0
+ * (see stage.c); returns how many it signalled. */
+int se_signal_listed(const char *procs, int sig);
+
 /* se_kill_tree ends the tree in g's cgroups (see stage.c); once: one round. */
 int se_kill_tree(const struct se_guard *g, int once);
 
