@@ -13,45 +13,50 @@ import (
 // command is about to make (mkdir -p D && echo > D/f); macOS Seatbelt lets
 // it. The run makes D (only D, below its existing parent), the command
 // writes into it, nothing else appears in the parent, and D stays the
-// user's. A root whose parent is missing too stays an error.
+// user's. It reads what it wrote there, in a parent whose reads are
+// granted entry by entry too (HOME: secrets that may appear lie beneath it,
+// and the listing made at the decision cannot show D). A root whose parent
+// is missing too stays an error.
 func TestWritableRootNotYetThere(t *testing.T) {
 	isoNeedRoot(t)
 	for _, u := range []isoUser{isoRoot, isoNobody} {
 		for _, mode := range fsModes {
-			t.Run(u.name+"/"+mode, func(t *testing.T) {
-				w := isoWorkspace(t, u)
-				parent := w.out
-				d := filepath.Join(parent, "made-by-the-command")
-				before := listing(t, parent)
-				pol := policyJSON(t, map[string]any{"type": "workspace_write", "writable_roots": []map[string]string{{"root": w.root}, {"root": d}}})
-				args := append(fsOpts(t, mode), "--sandbox-policy-cwd", w.root, "--sandbox-policy", pol, "--",
-					"/bin/sh", "-c", `mkdir -p "$0" && echo written > "$0/f" && cat "$0/f"; touch "$1/other" 2>/dev/null && echo widened; true`, d, parent)
-				r := run(t, runOpts{env: w.env(), dir: w.root, cred: u.cred}, args...)
-				if mode == "landlock" {
-					// Landlock alone cannot grant a root with protected
-					// names (.git, ...) that do not exist, other than entry
-					// by entry: an empty root is narrowed to nothing, and
-					// --explain says so. The run starts all the same.
-					if r.code != 0 || strings.Contains(r.stdout, "widened") {
-						t.Fatalf("%v", r)
+			for _, where := range []string{"out", "home"} {
+				t.Run(u.name+"/"+mode+"/"+where, func(t *testing.T) {
+					w := isoWorkspace(t, u)
+					parent := map[string]string{"out": w.out, "home": w.home}[where]
+					d := filepath.Join(parent, "made-by-the-command")
+					before := listing(t, parent)
+					pol := policyJSON(t, map[string]any{"type": "workspace_write", "writable_roots": []map[string]string{{"root": w.root}, {"root": d}}})
+					args := append(fsOpts(t, mode), "--sandbox-policy-cwd", w.root, "--sandbox-policy", pol, "--",
+						"/bin/sh", "-c", `mkdir -p "$0" && echo written > "$0/f" && cat "$0/f"; touch "$1/other" 2>/dev/null && echo widened; true`, d, parent)
+					r := run(t, runOpts{env: w.env(), dir: w.root, cred: u.cred}, args...)
+					if mode == "landlock" {
+						// Landlock alone cannot grant a root with protected
+						// names (.git, ...) that do not exist, other than entry
+						// by entry: an empty root is narrowed to nothing, and
+						// --explain says so. The run starts all the same.
+						if r.code != 0 || strings.Contains(r.stdout, "widened") {
+							t.Fatalf("%v", r)
+						}
+						return
 					}
-					return
-				}
-				if r.code != 0 || r.stdout != "written\n" {
-					t.Fatalf("the command could not make and write its directory: %v", r)
-				}
-				after := listing(t, parent)
-				if want := append(slices.Clone(before), filepath.Base(d)); !slices.Equal(after, sorted(want)) {
-					t.Errorf("the parent holds %v after the run, want %v (only the granted directory added)", after, sorted(want))
-				}
-				st, err := os.Stat(d)
-				if err != nil || !st.IsDir() {
-					t.Fatalf("the granted directory is not there after the run: %v", err)
-				}
-				if uid := fileUID(t, d); u.cred != nil && uid != int(u.cred.Uid) {
-					t.Errorf("the granted directory belongs to uid %d, want the user's %d", uid, u.cred.Uid)
-				}
-			})
+					if r.code != 0 || r.stdout != "written\n" {
+						t.Fatalf("the command could not make and write its directory: %v", r)
+					}
+					after := listing(t, parent)
+					if want := append(slices.Clone(before), filepath.Base(d)); !slices.Equal(after, sorted(want)) {
+						t.Errorf("the parent holds %v after the run, want %v (only the granted directory added)", after, sorted(want))
+					}
+					st, err := os.Stat(d)
+					if err != nil || !st.IsDir() {
+						t.Fatalf("the granted directory is not there after the run: %v", err)
+					}
+					if uid := fileUID(t, d); u.cred != nil && uid != int(u.cred.Uid) {
+						t.Errorf("the granted directory belongs to uid %d, want the user's %d", uid, u.cred.Uid)
+					}
+				})
+			}
 		}
 	}
 	t.Run("parent missing", func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -232,6 +233,11 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 	}
 
 	read := &walker{denied: sortedUnique(readDenied), access: (readRights | ReadDir) & s.HandledFS, listSplit: opt.Exact}
+	for _, r := range p.Filesystem.WritableRoots {
+		if r.Create {
+			read.made = append(read.made, r.Path)
+		}
+	}
 	if read.access != 0 {
 		read.grant("/", true, 0)
 	}
@@ -295,9 +301,13 @@ type walker struct {
 	// rule above a file.
 	limited  []string
 	withheld AccessFS
-	rules    []Rule
-	split    []string
-	err      error
+	// made are the writable roots the run makes at its start: entries of
+	// their parents that no listing made at the decision can show, yet
+	// the program's own to read.
+	made  []string
+	rules []Rule
+	split []string
+	err   error
 }
 
 // covers reports whether p is denied or beneath a denied path, and whether
@@ -378,6 +388,12 @@ func (w *walker) grant(p string, required bool, listed Listed) {
 			listed = ListedDir
 		}
 		w.grant(filepath.Join(p, e.Name()), false, listed)
+	}
+	for _, m := range w.made {
+		if filepath.Dir(m) == p && !slices.ContainsFunc(entries, func(e fsdeps.DirEntry) bool { return e.Name() == filepath.Base(m) }) {
+			// Made after this listing, before the rules are opened.
+			w.grant(m, false, ListedDir)
+		}
 	}
 }
 
