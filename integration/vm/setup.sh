@@ -90,8 +90,14 @@ install_packages() {
 # state never touches /etc/apt nor the machine's lists: its own sources.list,
 # lists and caches under $VM_CACHE/apt-<suite>/.
 APT_OPTS=()
+# The package whose first linux-image-* dependency is the kernel.
+KMETA=linux-image-amd64
 apt_private() {
 	local suite=$1 d=$VM_CACHE/apt-$1 codename mirror
+	if vm_suite_ubuntu "$suite"; then
+		apt_ubuntu "$suite" "$d"
+		return
+	fi
 	# shellcheck disable=SC1091
 	codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
 	# Reuse the mirror the machine already uses for its main suite.
@@ -111,6 +117,34 @@ apt_private() {
 	fi
 }
 
+# apt_ubuntu SUITE DIR: a private apt state on Ubuntu's archive (main, amd64
+# only), for the kernel with AppArmor's user-namespace restriction.
+#
+# What is checked, and how: Debian has no package with Ubuntu's archive keys
+# (no ubuntu-keyring in bookworm), so the signature of the suite's InRelease
+# is NOT verified ([trusted=yes]: apt then says "NO_PUBKEY 871920D1991BC93C"
+# and goes on). The rest of apt's chain still holds: the Packages index must
+# match the SHA256 the (In)Release file lists for it, and each .deb the
+# SHA256 the Packages index lists for it (apt refuses a "Hash Sum mismatch").
+# So the kernel is exactly what that Release file names; trusting the Release
+# file itself comes down to the connection to the archive. This kernel only
+# ever runs inside the throwaway guest, never on the host.
+apt_ubuntu() {
+	local suite=$1 d=$2
+	KMETA=linux-image-generic
+	mkdir -p "$d/lists/partial" "$d/cache/archives/partial" "$d/parts"
+	printf 'deb [trusted=yes] http://archive.ubuntu.com/ubuntu %s main\n' "$suite" >"$d/sources.list"
+	# APT::Architectures: the machine's dpkg also knows arm64; only the
+	# amd64 index is wanted.
+	APT_OPTS=(-o "Dir::Etc::SourceList=$d/sources.list" -o "Dir::Etc::SourceParts=$d/parts"
+		-o "Dir::State::Lists=$d/lists" -o "Dir::Cache=$d/cache" -o Acquire::Languages=none
+		-o APT::Architectures=amd64 -o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false)
+	if ! compgen -G "$d/lists/*Packages*" >/dev/null; then
+		vm_log "fetching Ubuntu's $suite package list into a private apt state (its signature is not checked: no Ubuntu keyring in Debian; the hashes are)"
+		apt-get "${APT_OPTS[@]}" update -qq >&2
+	fi
+}
+
 apt_update() {
 	vm_log "apt-get update"
 	apt-get "${APT_OPTS[@]}" -o DPkg::Lock::Timeout=300 update -qq >&2
@@ -118,7 +152,7 @@ apt_update() {
 
 # Prints "package version" of the kernel image package to use.
 resolve_kernel() {
-	local meta=linux-image-amd64 pkg dep ver
+	local meta=$KMETA pkg dep ver
 	[[ $VM_KERNEL == linux-image-* ]] && meta='' pkg=$VM_KERNEL
 	if [[ -n $meta ]]; then
 		dep=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions "$meta" 2>/dev/null | sed -n 's/^Depends: //p' | head -n1) || true
@@ -167,10 +201,12 @@ fetch_kernel() {
 	fi
 	# Newer kernels (trixie-backports' 7.x) split the image package: it only
 	# depends on linux-binary-* (the vmlinuz), linux-base-* (the config) and
-	# linux-modules-* of the same version. Fetch those too.
+	# linux-modules-* of the same version. Ubuntu's image package holds the
+	# vmlinuz and depends on linux-modules-* (with no version: the same
+	# one). Fetch those too.
 	local parts
 	parts=$(apt-cache "${APT_OPTS[@]}" show "$pkg=$ver" 2>/dev/null | sed -n 's/^Depends: //p' | head -n1 |
-		grep -oE "linux-(binary|base|modules)-[^ ,]+ \(= [^)]+\)" | sed 's/ (= /=/; s/)$//') || true
+		grep -oE "linux-(binary|base|modules)-[^ ,]+( \(= [^)]+\))?" | sed "s/ (= /=/; s/)\$//; /=/!s/\$/=$ver/") || true
 	if [[ -n $parts ]]; then
 		vm_log "downloading its parts: $(tr '\n' ' ' <<<"$parts")"
 		# shellcheck disable=SC2086 # one word per package
@@ -302,7 +338,7 @@ if [[ $refresh != 1 && -r $pointer ]] && ready "$KROOT/$(cat "$pointer")"; then
 	kdir=$KROOT/$(cat "$pointer")
 else
 	suite=$(vm_kernel_suite "$VM_KERNEL") ||
-		vm_die "SE_VM_KERNEL=$VM_KERNEL: want 5.10, 6.1, 6.12, 7.3 (or bookworm, backports, a linux-image-* package name)"
+		vm_die "SE_VM_KERNEL=$VM_KERNEL: want 5.10, 6.1, 6.12, 7.3, ubuntu-6.8 (or bookworm, backports, a linux-image-* package name)"
 	[[ -z $suite ]] || apt_private "$suite"
 	read -r pkg ver < <(resolve_kernel)
 	[[ -n ${pkg:-} ]] || exit 125
