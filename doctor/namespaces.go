@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -50,6 +51,8 @@ type nsFacts struct {
 	container                                              bool
 	// helper is what the helper's own pre-check (mountns.Probe) predicts.
 	helper mountns.Availability
+	// exe is this binary's path, for the AppArmor profile's attachment.
+	exe string
 }
 
 func nsFactsOf(f *hostfacts.Facts, d *hostfacts.Diagnosis, h Host) nsFacts {
@@ -65,10 +68,31 @@ func nsFactsOf(f *hostfacts.Facts, d *hostfacts.Diagnosis, h Host) nsFacts {
 		filtered:    d.Status.Seccomp == 2,
 		container:   h.Container.Likely,
 		helper:      f.Namespaces,
+		exe:         executable(),
 	}
 }
 
-const apparmorFix = "install the AppArmor profile shipped in packaging/apparmor/sandbox-executable (it must name the installed binary's path): sudo install -m 0644 packaging/apparmor/sandbox-executable /etc/apparmor.d/sandbox-executable && sudo apparmor_parser -r /etc/apparmor.d/sandbox-executable; or run as root"
+// executable is this binary's path, "" when unknown.
+func executable() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// apparmorFix names the packaged profile and how to install it. Its
+// attachment must name the binary's path (exe, this one's): a binary built
+// from source or unpacked elsewhere is not covered as shipped, as the
+// run's own refusal says (mountns).
+func apparmorFix(exe string) string {
+	path := "the installed binary's path"
+	if exe != "" {
+		path = "this binary's path, " + exe + ","
+	}
+	return "install the AppArmor profile shipped in packaging/apparmor/sandbox-executable with " + path +
+		" in its attachment: sudo install -m 0644 packaging/apparmor/sandbox-executable /etc/apparmor.d/sandbox-executable && sudo apparmor_parser -r /etc/apparmor.d/sandbox-executable; or run as root"
+}
 
 // usernsBlock says why the sysctls keep unprivileged users from user
 // namespaces, with the fix; empty when they do not.
@@ -79,7 +103,7 @@ func usernsBlock(f nsFacts) (why, fix string) {
 	case f.unprivClone == 0:
 		return "kernel.unprivileged_userns_clone is 0 (Debian's switch)", "sysctl -w kernel.unprivileged_userns_clone=1 && echo kernel.unprivileged_userns_clone=1 > /etc/sysctl.d/60-userns.conf; or run as root"
 	case f.aaRestrict == 1:
-		return "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns is 1, Ubuntu 23.10+)", apparmorFix
+		return "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns is 1, Ubuntu 23.10+)", apparmorFix(f.exe)
 	}
 	return "", ""
 }

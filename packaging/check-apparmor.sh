@@ -7,9 +7,11 @@
 # The profile uses AppArmor 4 (abi <abi/4.0>, the userns rule), so this
 # needs apparmor_parser 4.0 or newer and its /etc/apparmor.d (abi/4.0,
 # tunables/global): Ubuntu 24.04, Debian 13. Debian 12's apparmor is 3.0.8,
-# which cannot parse it; there the check is skipped with a message, unless
-# APPARMOR_REQUIRE=1. APPARMOR_PARSER and APPARMOR_BASE name another parser
-# and include directory.
+# which cannot parse it (a syntax error at `userns,`); there the check is
+# skipped with a message, unless APPARMOR_REQUIRE=1. APPARMOR_PARSER and
+# APPARMOR_BASE name another parser and include directory: `make
+# lint-packaging` passes Debian 13's parser, unpacked with its own libc by
+# integration/vm/setup.sh --apparmor, and requires the check.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

@@ -16,21 +16,28 @@ VM_CACHE=${SE_VM_CACHE:-$REPO_ROOT/.vmcache}
 # pins one from the machine's sources.
 VM_KERNEL=${SE_VM_KERNEL:-bookworm}
 
-# vm_kernel_suite NAME prints the Debian suite a kernel name means, "" for the
+# vm_kernel_suite NAME prints the suite a kernel name means, "" for the
 # machine's own sources; fails for an unknown name. One row per kernel:
-#   5.10  bullseye            (Debian 11: no Landlock, no CLOSE_RANGE_CLOEXEC)
-#   6.1   the machine's own   (bookworm: Landlock ABI 2)
-#   6.12  bookworm-backports  (Landlock ABI 6: scoping)
-#   7.3   trixie-backports    (Landlock ABI 11)
+#   5.10        bullseye            (Debian 11: no Landlock, no CLOSE_RANGE_CLOEXEC)
+#   6.1         the machine's own   (bookworm: Landlock ABI 2)
+#   6.12        bookworm-backports  (Landlock ABI 6: scoping)
+#   7.3         trixie-backports    (Landlock ABI 11)
+#   ubuntu-6.8  noble-updates       (Ubuntu 24.04's, from Ubuntu's archive:
+#               AppArmor's user-namespace restriction, an Ubuntu patch no
+#               Debian kernel has; vm_suite_ubuntu)
 vm_kernel_suite() {
 	case $1 in
 	6.1 | bookworm | stable | default | linux-image-*) echo "" ;;
 	5.10 | bullseye) echo bullseye ;;
 	6.12 | backports | bookworm-backports) echo bookworm-backports ;;
 	7.3 | trixie-backports) echo trixie-backports ;;
+	ubuntu-6.8 | noble) echo noble-updates ;;
 	*) return 1 ;;
 	esac
 }
+
+# vm_suite_ubuntu SUITE: whether the suite is Ubuntu's rather than Debian's.
+vm_suite_ubuntu() { [[ $1 == noble* ]]; }
 
 # The kernels `make vm-test-kernels` runs the suite on, besides the default.
 VM_EXTRA_KERNELS=(5.10 6.12 7.3)

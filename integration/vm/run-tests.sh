@@ -34,6 +34,7 @@ if [[ -n ${SE_STRICT:-} ]]; then
 	[[ ${SE_VM_USER:-root} == root ]] && strict+=,root
 	[[ $(field landlock_abi) =~ ^[1-9] ]] && strict+=,landlock
 	[[ $(field controllers) == *memory* && $(field controllers) == *pids* ]] && strict+=,unified-cgroup
+	[[ $(field apparmor_userns) == yes ]] && strict+=,apparmor-userns
 	# The arm64 guest has its own, smaller /usr; amd64 ones run the host's.
 	[[ $VM_ARCH == amd64 ]] && strict+=,installed
 	export SE_STRICT=$strict

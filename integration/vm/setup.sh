@@ -11,19 +11,24 @@
 # base initramfs is keyed by a hash of its inputs, so editing guest/init
 # rebuilds it on the next run. A warm call takes a few milliseconds.
 #
-# Usage: setup.sh [--refresh]
+# Usage: setup.sh [--refresh | --apparmor]
 #   --refresh  re-resolve the kernel package from apt (default: reuse the last
 #              resolved one for $SE_VM_KERNEL, so runs are reproducible).
-# Output (stdout): KEY=VALUE lines (KDIR, KERNEL, INITRD, KREL).
+#   --apparmor instead: an AppArmor 4 parser and Ubuntu's AppArmor defaults,
+#              unpacked (apparmor_parser_4).
+# Output (stdout): KEY=VALUE lines (KDIR, KERNEL, INITRD, KREL; with
+# --apparmor, APPARMOR_PARSER, APPARMOR_BASE and APPARMOR_UBUNTU).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 
 refresh=${SE_VM_REFRESH:-0}
+apparmor=0
 case ${1:-} in
 --refresh) refresh=1 ;;
+--apparmor) apparmor=1 ;;
 "") ;;
-*) vm_die "usage: setup.sh [--refresh]" ;;
+*) vm_die "usage: setup.sh [--refresh | --apparmor]" ;;
 esac
 
 KROOT=$VM_CACHE/kernel
@@ -51,7 +56,7 @@ emit() {
 }
 
 # Fast path: everything already there, no lock, no apt.
-if [[ $refresh != 1 && -r $pointer ]]; then
+if [[ $refresh != 1 && $apparmor != 1 && -r $pointer ]]; then
 	kdir=$KROOT/$(cat "$pointer")
 	if ready "$kdir" && [[ -x /bin/busybox ]] && command -v qemu-system-x86_64 >/dev/null &&
 		[[ -e $kdir/initrd-base-$(base_key "$kdir").cpio ]]; then
@@ -90,8 +95,14 @@ install_packages() {
 # state never touches /etc/apt nor the machine's lists: its own sources.list,
 # lists and caches under $VM_CACHE/apt-<suite>/.
 APT_OPTS=()
+# The package whose first linux-image-* dependency is the kernel.
+KMETA=linux-image-amd64
 apt_private() {
 	local suite=$1 d=$VM_CACHE/apt-$1 codename mirror
+	if vm_suite_ubuntu "$suite"; then
+		apt_ubuntu "$suite" "$d"
+		return
+	fi
 	# shellcheck disable=SC1091
 	codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
 	# Reuse the mirror the machine already uses for its main suite.
@@ -111,6 +122,34 @@ apt_private() {
 	fi
 }
 
+# apt_ubuntu SUITE DIR: a private apt state on Ubuntu's archive (main, amd64
+# only), for the kernel with AppArmor's user-namespace restriction.
+#
+# What is checked, and how: Debian has no package with Ubuntu's archive keys
+# (no ubuntu-keyring in bookworm), so the signature of the suite's InRelease
+# is NOT verified ([trusted=yes]: apt then says "NO_PUBKEY 871920D1991BC93C"
+# and goes on). The rest of apt's chain still holds: the Packages index must
+# match the SHA256 the (In)Release file lists for it, and each .deb the
+# SHA256 the Packages index lists for it (apt refuses a "Hash Sum mismatch").
+# So the kernel is exactly what that Release file names; trusting the Release
+# file itself comes down to the connection to the archive. This kernel only
+# ever runs inside the throwaway guest, never on the host.
+apt_ubuntu() {
+	local suite=$1 d=$2
+	KMETA=linux-image-generic
+	mkdir -p "$d/lists/partial" "$d/cache/archives/partial" "$d/parts"
+	printf 'deb [trusted=yes] http://archive.ubuntu.com/ubuntu %s main\n' "$suite" >"$d/sources.list"
+	# APT::Architectures: the machine's dpkg also knows arm64; only the
+	# amd64 index is wanted.
+	APT_OPTS=(-o "Dir::Etc::SourceList=$d/sources.list" -o "Dir::Etc::SourceParts=$d/parts"
+		-o "Dir::State::Lists=$d/lists" -o "Dir::Cache=$d/cache" -o Acquire::Languages=none
+		-o APT::Architectures=amd64 -o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false)
+	if ! compgen -G "$d/lists/*Packages*" >/dev/null; then
+		vm_log "fetching Ubuntu's $suite package list into a private apt state (its signature is not checked: no Ubuntu keyring in Debian; the hashes are)"
+		apt-get "${APT_OPTS[@]}" update -qq >&2
+	fi
+}
+
 apt_update() {
 	vm_log "apt-get update"
 	apt-get "${APT_OPTS[@]}" -o DPkg::Lock::Timeout=300 update -qq >&2
@@ -118,7 +157,7 @@ apt_update() {
 
 # Prints "package version" of the kernel image package to use.
 resolve_kernel() {
-	local meta=linux-image-amd64 pkg dep ver
+	local meta=$KMETA pkg dep ver
 	[[ $VM_KERNEL == linux-image-* ]] && meta='' pkg=$VM_KERNEL
 	if [[ -n $meta ]]; then
 		dep=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions "$meta" 2>/dev/null | sed -n 's/^Depends: //p' | head -n1) || true
@@ -167,10 +206,12 @@ fetch_kernel() {
 	fi
 	# Newer kernels (trixie-backports' 7.x) split the image package: it only
 	# depends on linux-binary-* (the vmlinuz), linux-base-* (the config) and
-	# linux-modules-* of the same version. Fetch those too.
+	# linux-modules-* of the same version. Ubuntu's image package holds the
+	# vmlinuz and depends on linux-modules-* (with no version: the same
+	# one). Fetch those too.
 	local parts
 	parts=$(apt-cache "${APT_OPTS[@]}" show "$pkg=$ver" 2>/dev/null | sed -n 's/^Depends: //p' | head -n1 |
-		grep -oE "linux-(binary|base|modules)-[^ ,]+ \(= [^)]+\)" | sed 's/ (= /=/; s/)$//') || true
+		grep -oE "linux-(binary|base|modules)-[^ ,]+( \(= [^)]+\))?" | sed "s/ (= /=/; s/)\$//; /=/!s/\$/=$ver/") || true
 	if [[ -n $parts ]]; then
 		vm_log "downloading its parts: $(tr '\n' ' ' <<<"$parts")"
 		# shellcheck disable=SC2086 # one word per package
@@ -293,6 +334,80 @@ build_base_initrd() {
 	rm -rf "$st"
 }
 
+# apparmor_parser_4 prints where an AppArmor 4 parser and its
+# /etc/apparmor.d are, fetching them once into $VM_CACHE/apparmor/. The
+# packaged profile (packaging/apparmor) is AppArmor 4 (abi/4.0, the userns
+# rule): Debian 12's parser (3.0.8) stops at `userns,` with a syntax error,
+# and the AppArmor 4 packages (Debian 13's, Ubuntu 24.04's) need glibc 2.38,
+# newer than Debian 12's. So this unpacks Debian 13's apparmor and libc6
+# (never installed; apt checks them against Debian's archive keyring) and
+# runs that parser with its own dynamic loader and libc. It runs anywhere:
+# on the host (packaging/check-apparmor.sh) and in the guests, which see the
+# host's root.
+#
+# APPARMOR_UBUNTU is Ubuntu 24.04's apparmor package, unpacked, for what
+# Ubuntu's userland sets at boot: the sysctl that turns the restriction on
+# (usr/lib/sysctl.d/10-apparmor.conf) and the profile an unconfined process
+# is moved to when it makes a user namespace (etc/apparmor.d/
+# unprivileged_userns: no capabilities; Debian 13's copy is in complain
+# mode, Ubuntu's enforces). Fetched as the Ubuntu kernel is (apt_ubuntu).
+AA_SUITE=trixie
+AA_UBUNTU_SUITE=noble-updates
+apparmor_parser_4() {
+	local top=$VM_CACHE/apparmor cur d tmp ver libc deb
+	if [[ -r $top/current ]]; then
+		d=$top/$(cat "$top/current")
+		if [[ -x $d/apparmor_parser && -e $d/ready ]]; then
+			printf 'APPARMOR_PARSER=%s\nAPPARMOR_BASE=%s\nAPPARMOR_UBUNTU=%s\n' "$d/apparmor_parser" "$d/root/etc/apparmor.d" "$d/ubuntu"
+			return 0
+		fi
+	fi
+	apt_private "$AA_UBUNTU_SUITE"
+	local uver
+	uver=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions apparmor | sed -n 's/^Version: //p' | head -n1)
+	[[ -n $uver ]] || vm_die "no apparmor in Ubuntu's $AA_UBUNTU_SUITE"
+	tmp=$(mktemp -d "$VM_CACHE/tmp.XXXXXX")
+	vm_log "downloading Ubuntu's apparmor $uver ($AA_UBUNTU_SUITE) for its AppArmor defaults"
+	(cd "$tmp" && apt-get "${APT_OPTS[@]}" -o APT::Sandbox::User=root -qq download "apparmor=$uver" >&2)
+	mkdir -p "$tmp/ubuntu"
+	dpkg-deb -x "$tmp"/apparmor_*.deb "$tmp/ubuntu"
+	rm -f "$tmp"/*.deb
+	[[ -f $tmp/ubuntu/etc/apparmor.d/unprivileged_userns && -f $tmp/ubuntu/usr/lib/sysctl.d/10-apparmor.conf ]] ||
+		vm_die "Ubuntu's apparmor $uver lacks unprivileged_userns or 10-apparmor.conf"
+	apt_private "$AA_SUITE"
+	ver=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions apparmor | sed -n 's/^Version: //p' | head -n1)
+	libc=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions libc6 | sed -n 's/^Version: //p' | head -n1)
+	[[ -n $ver && -n $libc ]] || vm_die "no apparmor or libc6 in $AA_SUITE"
+	cur=apparmor_${ver}_libc6_${libc}_ubuntu_$uver
+	d=$top/$cur
+	vm_log "downloading apparmor $ver and libc6 $libc ($AA_SUITE) for an AppArmor 4 parser"
+	(cd "$tmp" && apt-get "${APT_OPTS[@]}" -o APT::Sandbox::User=root -qq download "apparmor=$ver" "libc6=$libc" >&2)
+	mkdir -p "$tmp/root"
+	for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/root"; done
+	rm -f "$tmp"/*.deb
+	[[ -x $tmp/root/usr/sbin/apparmor_parser && -e $tmp/root/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 ]] ||
+		vm_die "apparmor $ver or libc6 $libc lacks the parser or the loader"
+	# The loader runs the parser with the libc beside it, not the host's.
+	cat >"$tmp/apparmor_parser" <<-EOF
+		#!/bin/sh
+		# apparmor_parser $ver, with Debian $AA_SUITE's libc6 $libc (integration/vm/setup.sh --apparmor)
+		r=$d/root
+		exec "\$r/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" --library-path "\$r/usr/lib/x86_64-linux-gnu" "\$r/usr/sbin/apparmor_parser" "\$@"
+	EOF
+	chmod 0755 "$tmp/apparmor_parser"
+	rm -rf "$d"
+	mkdir -p "$top"
+	mv "$tmp" "$d"
+	: >"$d/ready"
+	echo "$cur" >"$top/current.tmp"
+	mv "$top/current.tmp" "$top/current"
+	printf 'APPARMOR_PARSER=%s\nAPPARMOR_BASE=%s\nAPPARMOR_UBUNTU=%s\n' "$d/apparmor_parser" "$d/root/etc/apparmor.d" "$d/ubuntu"
+}
+if [[ $apparmor == 1 ]]; then
+	apparmor_parser_4
+	exit 0
+fi
+
 install_packages
 # ldd fails on a static binary; the initramfs has no libc for a dynamic one.
 ! ldd /bin/busybox >/dev/null 2>&1 || vm_die "/bin/busybox is dynamically linked: install busybox-static"
@@ -302,7 +417,7 @@ if [[ $refresh != 1 && -r $pointer ]] && ready "$KROOT/$(cat "$pointer")"; then
 	kdir=$KROOT/$(cat "$pointer")
 else
 	suite=$(vm_kernel_suite "$VM_KERNEL") ||
-		vm_die "SE_VM_KERNEL=$VM_KERNEL: want 5.10, 6.1, 6.12, 7.3 (or bookworm, backports, a linux-image-* package name)"
+		vm_die "SE_VM_KERNEL=$VM_KERNEL: want 5.10, 6.1, 6.12, 7.3, ubuntu-6.8 (or bookworm, backports, a linux-image-* package name)"
 	[[ -z $suite ]] || apt_private "$suite"
 	read -r pkg ver < <(resolve_kernel)
 	[[ -n ${pkg:-} ]] || exit 125

@@ -41,9 +41,14 @@ const (
 	// Installed is a program that .ci/install-deps installs, or a file
 	// that CI lays beside the checkout (shared/).
 	Installed Capability = "installed"
+	// AppArmorUserns is AppArmor's mediation of user namespaces with
+	// Ubuntu's switch for restricting them
+	// (kernel.apparmor_restrict_unprivileged_userns): an Ubuntu kernel,
+	// such as the ubuntu-6.8 VM guest's.
+	AppArmorUserns Capability = "apparmor-userns"
 )
 
-var all = []Capability{Root, Landlock, Cgroups, UnifiedCgroup, Namespaces, Installed}
+var all = []Capability{Root, Landlock, Cgroups, UnifiedCgroup, Namespaces, Installed, AppArmorUserns}
 
 // Skipf skips t for want of c, saying why with format and args; where
 // SE_STRICT expects c, it fails t instead.

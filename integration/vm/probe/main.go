@@ -1,5 +1,6 @@
 // Command probe prints, on one line of key=value pairs, what the kernel it runs
-// on offers the sandbox: release, Landlock ABI, cgroup mode and controllers.
+// on offers the sandbox: release, Landlock ABI, cgroup mode and controllers,
+// and whether AppArmor mediates user namespaces as Ubuntu's kernel does.
 // run-tests.sh runs it once inside the VM guest before the tests; it is also
 // harmless on the host.
 package main
@@ -56,8 +57,16 @@ func main() {
 			}
 		}
 	}
-	fmt.Printf("kernel=%s landlock_abi=%s cgroup=%s controllers=%q cgroup_self=%s root=%s\n",
-		release, abi, mode, controllers, self, os.Getenv("SE_VM_ROOT"))
+	// Ubuntu's restriction of unprivileged user namespaces (a kernel patch
+	// of Ubuntu's), with AppArmor enabled.
+	aaUserns := "no"
+	if _, err := os.Stat("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); err == nil {
+		if b, err := os.ReadFile("/sys/module/apparmor/parameters/enabled"); err == nil && strings.TrimSpace(string(b)) == "Y" {
+			aaUserns = "yes"
+		}
+	}
+	fmt.Printf("kernel=%s landlock_abi=%s cgroup=%s controllers=%q cgroup_self=%s root=%s apparmor_userns=%s\n",
+		release, abi, mode, controllers, self, os.Getenv("SE_VM_ROOT"), aaUserns)
 }
 
 func cString(b []int8) string {
