@@ -155,8 +155,13 @@ vm-test-kernels: build probe
 # parser and Ubuntu's defaults; /usr/local/bin is overlaid writable in the
 # guest for the binary's copy where the profile names it.
 VM_UBUNTU_RUN ?= ^TestUbuntuAppArmorUserns$$
+# Ubuntu's archive is not one of this machine kind's registries: where it
+# cannot be reached the target says so and passes.
 vm-test-ubuntu: build probe
-	@set -e; aa=$$(integration/vm/setup.sh --apparmor); eval "$$aa"; \
+	@if ! curl -sf --max-time 30 -o /dev/null http://archive.ubuntu.com/ubuntu/dists/noble-updates/InRelease; then \
+		echo "vm-test-ubuntu: skipped: archive.ubuntu.com cannot be reached (the guest's kernel and AppArmor defaults come from it)"; exit 0; fi; \
+	set -e; aa=$$(integration/vm/setup.sh --apparmor); eval "$$aa"; \
+	au=$$(integration/vm/setup.sh --apparmor-ubuntu); eval "$$au"; \
 	SE_VM_KERNEL=ubuntu-6.8 SE_VM_WRITABLE=/usr/local/bin SE_APPARMOR_PARSER="$$APPARMOR_PARSER" \
 		SE_APPARMOR_BASE="$$APPARMOR_BASE" SE_APPARMOR_UBUNTU="$$APPARMOR_UBUNTU" \
 		SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) SANDBOX_PROBE=$(CURDIR)/$(PROBE) \

@@ -11,13 +11,14 @@
 # base initramfs is keyed by a hash of its inputs, so editing guest/init
 # rebuilds it on the next run. A warm call takes a few milliseconds.
 #
-# Usage: setup.sh [--refresh | --apparmor]
+# Usage: setup.sh [--refresh | --apparmor | --apparmor-ubuntu]
 #   --refresh  re-resolve the kernel package from apt (default: reuse the last
 #              resolved one for $SE_VM_KERNEL, so runs are reproducible).
-#   --apparmor instead: an AppArmor 4 parser and Ubuntu's AppArmor defaults,
-#              unpacked (apparmor_parser_4).
+#   --apparmor instead: an AppArmor 4 parser, unpacked (apparmor_parser_4);
+#   --apparmor-ubuntu: Ubuntu's AppArmor defaults, unpacked (apparmor_ubuntu).
 # Output (stdout): KEY=VALUE lines (KDIR, KERNEL, INITRD, KREL; with
-# --apparmor, APPARMOR_PARSER, APPARMOR_BASE and APPARMOR_UBUNTU).
+# --apparmor, APPARMOR_PARSER and APPARMOR_BASE; with --apparmor-ubuntu,
+# APPARMOR_UBUNTU).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
@@ -27,8 +28,9 @@ apparmor=0
 case ${1:-} in
 --refresh) refresh=1 ;;
 --apparmor) apparmor=1 ;;
+--apparmor-ubuntu) apparmor=ubuntu ;;
 "") ;;
-*) vm_die "usage: setup.sh [--refresh | --apparmor]" ;;
+*) vm_die "usage: setup.sh [--refresh | --apparmor | --apparmor-ubuntu]" ;;
 esac
 
 KROOT=$VM_CACHE/kernel
@@ -56,7 +58,7 @@ emit() {
 }
 
 # Fast path: everything already there, no lock, no apt.
-if [[ $refresh != 1 && $apparmor != 1 && -r $pointer ]]; then
+if [[ $refresh != 1 && $apparmor == 0 && -r $pointer ]]; then
 	kdir=$KROOT/$(cat "$pointer")
 	if ready "$kdir" && [[ -x /bin/busybox ]] && command -v qemu-system-x86_64 >/dev/null &&
 		[[ -e $kdir/initrd-base-$(base_key "$kdir").cpio ]]; then
@@ -344,42 +346,24 @@ build_base_initrd() {
 # runs that parser with its own dynamic loader and libc. It runs anywhere:
 # on the host (packaging/check-apparmor.sh) and in the guests, which see the
 # host's root.
-#
-# APPARMOR_UBUNTU is Ubuntu 24.04's apparmor package, unpacked, for what
-# Ubuntu's userland sets at boot: the sysctl that turns the restriction on
-# (usr/lib/sysctl.d/10-apparmor.conf) and the profile an unconfined process
-# is moved to when it makes a user namespace (etc/apparmor.d/
-# unprivileged_userns: no capabilities; Debian 13's copy is in complain
-# mode, Ubuntu's enforces). Fetched as the Ubuntu kernel is (apt_ubuntu).
 AA_SUITE=trixie
-AA_UBUNTU_SUITE=noble-updates
 apparmor_parser_4() {
 	local top=$VM_CACHE/apparmor cur d tmp ver libc deb
 	if [[ -r $top/current ]]; then
 		d=$top/$(cat "$top/current")
 		if [[ -x $d/apparmor_parser && -e $d/ready ]]; then
-			printf 'APPARMOR_PARSER=%s\nAPPARMOR_BASE=%s\nAPPARMOR_UBUNTU=%s\n' "$d/apparmor_parser" "$d/root/etc/apparmor.d" "$d/ubuntu"
+			printf 'APPARMOR_PARSER=%s\nAPPARMOR_BASE=%s\n' "$d/apparmor_parser" "$d/root/etc/apparmor.d"
 			return 0
 		fi
 	fi
-	apt_private "$AA_UBUNTU_SUITE"
-	local uver
-	uver=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions apparmor | sed -n 's/^Version: //p' | head -n1)
-	[[ -n $uver ]] || vm_die "no apparmor in Ubuntu's $AA_UBUNTU_SUITE"
-	tmp=$(mktemp -d "$VM_CACHE/tmp.XXXXXX")
-	vm_log "downloading Ubuntu's apparmor $uver ($AA_UBUNTU_SUITE) for its AppArmor defaults"
-	(cd "$tmp" && apt-get "${APT_OPTS[@]}" -o APT::Sandbox::User=root -qq download "apparmor=$uver" >&2)
-	mkdir -p "$tmp/ubuntu"
-	dpkg-deb -x "$tmp"/apparmor_*.deb "$tmp/ubuntu"
-	rm -f "$tmp"/*.deb
-	[[ -f $tmp/ubuntu/etc/apparmor.d/unprivileged_userns && -f $tmp/ubuntu/usr/lib/sysctl.d/10-apparmor.conf ]] ||
-		vm_die "Ubuntu's apparmor $uver lacks unprivileged_userns or 10-apparmor.conf"
 	apt_private "$AA_SUITE"
 	ver=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions apparmor | sed -n 's/^Version: //p' | head -n1)
 	libc=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions libc6 | sed -n 's/^Version: //p' | head -n1)
 	[[ -n $ver && -n $libc ]] || vm_die "no apparmor or libc6 in $AA_SUITE"
-	cur=apparmor_${ver}_libc6_${libc}_ubuntu_$uver
+	cur=apparmor_${ver}_libc6_${libc}
 	d=$top/$cur
+	mkdir -p "$top"
+	tmp=$(mktemp -d "$top/tmp.XXXXXX")
 	vm_log "downloading apparmor $ver and libc6 $libc ($AA_SUITE) for an AppArmor 4 parser"
 	(cd "$tmp" && apt-get "${APT_OPTS[@]}" -o APT::Sandbox::User=root -qq download "apparmor=$ver" "libc6=$libc" >&2)
 	mkdir -p "$tmp/root"
@@ -396,15 +380,56 @@ apparmor_parser_4() {
 	EOF
 	chmod 0755 "$tmp/apparmor_parser"
 	rm -rf "$d"
-	mkdir -p "$top"
 	mv "$tmp" "$d"
 	: >"$d/ready"
 	echo "$cur" >"$top/current.tmp"
 	mv "$top/current.tmp" "$top/current"
-	printf 'APPARMOR_PARSER=%s\nAPPARMOR_BASE=%s\nAPPARMOR_UBUNTU=%s\n' "$d/apparmor_parser" "$d/root/etc/apparmor.d" "$d/ubuntu"
+	printf 'APPARMOR_PARSER=%s\nAPPARMOR_BASE=%s\n' "$d/apparmor_parser" "$d/root/etc/apparmor.d"
 }
+
+# apparmor_ubuntu prints APPARMOR_UBUNTU: Ubuntu 24.04's apparmor package,
+# unpacked once into $VM_CACHE/apparmor-ubuntu/, for what Ubuntu's userland
+# sets at boot: the sysctl that turns the restriction on
+# (usr/lib/sysctl.d/10-apparmor.conf) and the profile an unconfined process
+# is moved to when it makes a user namespace (etc/apparmor.d/
+# unprivileged_userns: no capabilities; Debian 13's copy is in complain
+# mode, Ubuntu's enforces). Fetched as the Ubuntu kernel is (apt_ubuntu), so
+# only the Ubuntu guest depends on Ubuntu's archive.
+AA_UBUNTU_SUITE=noble-updates
+apparmor_ubuntu() {
+	local top=$VM_CACHE/apparmor-ubuntu d tmp uver
+	if [[ -r $top/current && -e $top/$(cat "$top/current")/ready ]]; then
+		printf 'APPARMOR_UBUNTU=%s\n' "$top/$(cat "$top/current")"
+		return 0
+	fi
+	apt_private "$AA_UBUNTU_SUITE"
+	uver=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions apparmor | sed -n 's/^Version: //p' | head -n1)
+	[[ -n $uver ]] || vm_die "no apparmor in Ubuntu's $AA_UBUNTU_SUITE"
+	mkdir -p "$top"
+	tmp=$(mktemp -d "$top/tmp.XXXXXX")
+	vm_log "downloading Ubuntu's apparmor $uver ($AA_UBUNTU_SUITE) for its AppArmor defaults"
+	(cd "$tmp" && apt-get "${APT_OPTS[@]}" -o APT::Sandbox::User=root -qq download "apparmor=$uver" >&2)
+	mkdir -p "$tmp/root"
+	dpkg-deb -x "$tmp"/apparmor_*.deb "$tmp/root"
+	rm -f "$tmp"/*.deb
+	[[ -f $tmp/root/etc/apparmor.d/unprivileged_userns && -f $tmp/root/usr/lib/sysctl.d/10-apparmor.conf ]] ||
+		vm_die "Ubuntu's apparmor $uver lacks unprivileged_userns or 10-apparmor.conf"
+	d=$top/apparmor_$uver
+	rm -rf "$d"
+	mv "$tmp/root" "$d"
+	rm -rf "$tmp"
+	: >"$d/ready"
+	echo "apparmor_$uver" >"$top/current.tmp"
+	mv "$top/current.tmp" "$top/current"
+	printf 'APPARMOR_UBUNTU=%s\n' "$d"
+}
+
 if [[ $apparmor == 1 ]]; then
 	apparmor_parser_4
+	exit 0
+fi
+if [[ $apparmor == ubuntu ]]; then
+	apparmor_ubuntu
 	exit 0
 fi
 
