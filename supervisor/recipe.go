@@ -45,8 +45,12 @@ func (pr *Prepared) Recipe(says [spawn.EndingsN]string) (*spawn.Recipe, error) {
 		Layers:      pr.View != nil && pr.View.KeepsLayers,
 		Say:         says,
 	}
-	if len(pr.Degradations) > 0 && r.Say[0] == "" {
-		r.Say[0] = "sandbox-executable: degraded (--allow-degraded): " + strings.Join(pr.Degradations, "; ")
+	if len(pr.Degradations) > 0 {
+		degraded := "sandbox-executable: degraded (--allow-degraded): " + strings.Join(pr.Degradations, "; ")
+		if r.Say[0] != "" {
+			degraded = r.Say[0] + "\n" + degraded
+		}
+		r.Say[0] = degraded
 	}
 	for _, root := range p.Filesystem.WritableRoots {
 		if root.Create {

@@ -353,14 +353,17 @@ func limitText(v uint64) string {
 	return strconv.FormatUint(v, 10)
 }
 
-// sayNotes writes the settings' notes on stderr (a settings file ignored,
-// and why): in the standalone form, unless --quiet; --explain shows them in
-// plan.settings instead.
-func (inv *invocation) sayNotes() {
+// notesLine is the settings' notes (a settings file ignored, and why) as
+// the lines the run says as it starts: in the standalone form, unless
+// --quiet; --explain shows them in plan.settings instead. They are part
+// of the recipe (spawn.Recipe.Say), so that a warm run says them too.
+func (inv *invocation) notesLine() string {
 	if inv.composed == nil || !inv.composed.standalone || inv.o.quiet || inv.o.explain {
-		return
+		return ""
 	}
-	for _, n := range inv.composed.notes {
-		fmt.Fprintf(os.Stderr, "%s: %s\n", prog, n)
+	lines := make([]string, len(inv.composed.notes))
+	for i, n := range inv.composed.notes {
+		lines[i] = prog + ": " + n
 	}
+	return strings.Join(lines, "\n")
 }

@@ -25,11 +25,12 @@ func (inv *invocation) wantEndings() bool {
 	return inv.composed != nil && inv.composed.standalone && !inv.o.quiet
 }
 
-// says are the lines the run says on stderr: as it starts (index 0, a
-// degradation --allow-degraded let go: Recipe fills it in) and for each
-// ending the runner gives it.
+// says are the lines the run says on stderr: as it starts (index 0: the
+// settings' notes, and a degradation --allow-degraded let go, which Recipe
+// adds) and for each ending the runner gives it.
 func (inv *invocation) says(pr *supervisor.Prepared) [spawn.EndingsN]string {
 	var s [spawn.EndingsN]string
+	s[0] = inv.notesLine()
 	// A run the helper could not serve as decided is a fatal error, said
 	// in every form (the runner adds what failed).
 	s[spawn.EndService] = prog + ": the helper ended the run (exit 125): it could not serve it as decided"

@@ -130,7 +130,6 @@ func (inv *invocation) run() int {
 	if err != nil {
 		return inv.refuse(supervisor.ExitSetup, err, nil)
 	}
-	inv.sayNotes()
 	t0 := time.Now()
 	// --explain writes nothing: the state directory and its key are
 	// looked up, not made, and the filter cache is only read. A run's own
@@ -171,6 +170,11 @@ func (inv *invocation) run() int {
 // says why.
 func (inv *invocation) refuse(code int, err error, pr *supervisor.Prepared) int {
 	inv.out.log.Info("refused", "error", err.Error())
+	// A run carried out says the settings' notes as it starts; a refused
+	// one says them before its line.
+	if notes := inv.notesLine(); notes != "" {
+		fmt.Fprintln(os.Stderr, notes)
+	}
 	var explain *report.Explain
 	if pr != nil {
 		explain = report.NewExplain(pr)
