@@ -272,9 +272,9 @@ func TestNamespaceItems(t *testing.T) {
 		detail string
 		fix    string
 	}{
-		{"apparmor", func(f *nsFacts) { f.aaRestrict = 1 }, "kernel.apparmor_restrict_unprivileged_userns is 1", "packaging/apparmor/sandbox-executable with the installed binary's path in its attachment"},
+		{"apparmor", func(f *nsFacts) { f.aaRestrict = 1 }, "kernel.apparmor_restrict_unprivileged_userns is 1", "packaging/apparmor/sandbox-executable in /etc/apparmor.d with the installed binary's path in its attachment"},
 		{"apparmor, this binary's path", func(f *nsFacts) { f.aaRestrict, f.exe = 1, "/home/u/bin/sandbox-executable" },
-			"kernel.apparmor_restrict_unprivileged_userns is 1", "with this binary's path, /home/u/bin/sandbox-executable, in its attachment: sudo install"},
+			"kernel.apparmor_restrict_unprivileged_userns is 1", "with this binary's path, /home/u/bin/sandbox-executable, in its attachment, and load it (sudo apparmor_parser -r)"},
 		{"max_user_namespaces", func(f *nsFacts) { f.maxUserNS = 0 }, "user.max_user_namespaces is 0", "sysctl -w user.max_user_namespaces=15000"},
 		{"debian switch", func(f *nsFacts) { f.unprivClone = 0 }, "kernel.unprivileged_userns_clone is 0", "sysctl -w kernel.unprivileged_userns_clone=1"},
 		{"max_mnt_namespaces", func(f *nsFacts) { f.maxMntNS = 0 }, "user.max_mnt_namespaces is 0", "sysctl -w user.max_mnt_namespaces=15000"},

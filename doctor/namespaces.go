@@ -51,8 +51,9 @@ type nsFacts struct {
 	container                                              bool
 	// helper is what the helper's own pre-check (mountns.Probe) predicts.
 	helper mountns.Availability
-	// exe is this binary's path, for the AppArmor profile's attachment.
-	exe string
+	// exe is this binary's path, for the AppArmor profile's attachment,
+	// and aaLabel this process's AppArmor label.
+	exe, aaLabel string
 }
 
 func nsFactsOf(f *hostfacts.Facts, d *hostfacts.Diagnosis, h Host) nsFacts {
@@ -69,6 +70,7 @@ func nsFactsOf(f *hostfacts.Facts, d *hostfacts.Diagnosis, h Host) nsFacts {
 		container:   h.Container.Likely,
 		helper:      f.Namespaces,
 		exe:         executable(),
+		aaLabel:     mountns.AppArmorLabel(),
 	}
 }
 
@@ -81,19 +83,6 @@ func executable() string {
 	return p
 }
 
-// apparmorFix names the packaged profile and how to install it. Its
-// attachment must name the binary's path (exe, this one's): a binary built
-// from source or unpacked elsewhere is not covered as shipped, as the
-// run's own refusal says (mountns).
-func apparmorFix(exe string) string {
-	path := "the installed binary's path"
-	if exe != "" {
-		path = "this binary's path, " + exe + ","
-	}
-	return "install the AppArmor profile shipped in packaging/apparmor/sandbox-executable with " + path +
-		" in its attachment: sudo install -m 0644 packaging/apparmor/sandbox-executable /etc/apparmor.d/sandbox-executable && sudo apparmor_parser -r /etc/apparmor.d/sandbox-executable; or run as root"
-}
-
 // usernsBlock says why the sysctls keep unprivileged users from user
 // namespaces, with the fix; empty when they do not.
 func usernsBlock(f nsFacts) (why, fix string) {
@@ -103,7 +92,7 @@ func usernsBlock(f nsFacts) (why, fix string) {
 	case f.unprivClone == 0:
 		return "kernel.unprivileged_userns_clone is 0 (Debian's switch)", "sysctl -w kernel.unprivileged_userns_clone=1 && echo kernel.unprivileged_userns_clone=1 > /etc/sysctl.d/60-userns.conf; or run as root"
 	case f.aaRestrict == 1:
-		return "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns is 1, Ubuntu 23.10+)", apparmorFix(f.exe)
+		return "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns is 1, Ubuntu 23.10+)", mountns.AppArmorFix(f.aaLabel, f.exe)
 	}
 	return "", ""
 }

@@ -55,7 +55,7 @@ var allowed = map[string]string{
 	"hostfacts.openat2InRoot":   "a kernel feature probe (openat2 RESOLVE_IN_ROOT on /), the boot's answer (boot_id is recorded)",
 
 	// mountns: advice
-	"mountns.appArmorLabel": "the words of a refusal's or degradation's fix only (this process's AppArmor label, when namespaces failed): nothing is decided from it",
+	"mountns.AppArmorLabel": "the words of a refusal's or degradation's fix only (this process's AppArmor label, when namespaces failed): nothing is decided from it",
 
 	// supervisor: run time
 	"supervisor/stale.go":         "run time: stale sweeps",

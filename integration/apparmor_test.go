@@ -88,8 +88,8 @@ const aaLimits = `{"max_memory_mb":0,"max_pids":0,"max_disk_mb":0,"cpu_time_secs
 // no profile covers: one line naming the packaged profile and the path.
 func aaRefusal(path string) string {
 	return `^sandbox-executable: refusing to run: no namespaces: .*\(AppArmor restricts unprivileged user namespaces\); ` +
-		`install the AppArmor profile shipped with sandbox-executable \(packaging/apparmor/sandbox-executable\) with this binary's path, ` +
-		regexp.QuoteMeta(path) + `, in its attachment .*, or pass --allow-degraded for Landlock-only mode$`
+		`install packaging/apparmor/sandbox-executable in /etc/apparmor.d with this binary's path, ` +
+		regexp.QuoteMeta(path) + `, in its attachment, and load it .*, or pass --allow-degraded for Landlock-only mode$`
 }
 
 // aaDoctor runs doctor --json as nobody with bin and returns its checks by id.
@@ -165,7 +165,7 @@ func TestUbuntuAppArmorUserns(t *testing.T) {
 		for _, id := range []string{"mountns", "userns"} {
 			c := d[id]
 			if c.Status != "missing" || !strings.Contains(c.Detail, "kernel.apparmor_restrict_unprivileged_userns is 1") ||
-				!strings.Contains(c.Fix, "packaging/apparmor/sandbox-executable with this binary's path, "+binary+",") {
+				!strings.Contains(c.Fix, "packaging/apparmor/sandbox-executable in /etc/apparmor.d with this binary's path, "+binary+",") {
 				t.Errorf("doctor's %s: %+v, want missing, naming the sysctl, the packaged profile and the binary's path", id, c)
 			}
 		}

@@ -263,21 +263,26 @@ func ContainerFix(root bool) string {
 	return containerFixUser
 }
 
-// apparmorFix names what gives a binary at exe, whose AppArmor label is
-// label, its user namespaces where AppArmor restricts them (Ubuntu 23.10
-// and later): the shipped profile (packaging/apparmor), attached to the
-// binary's own path; a profile that already confines it needs userns.
-func apparmorFix(label, exe string) string {
+// AppArmorFix names what gives a binary at exe ("" when unknown), whose
+// AppArmor label is label, its user namespaces where AppArmor restricts
+// them (Ubuntu 23.10 and later): the shipped profile (packaging/apparmor),
+// attached to the binary's own path, and how to load it; a profile that
+// already confines it needs userns. The run's refusal and doctor say it.
+func AppArmorFix(label, exe string) string {
 	if label != "" && label != "unconfined" {
 		return "the AppArmor profile " + label + " does not allow userns: add `userns,` to it (packaging/apparmor/sandbox-executable has it), or run as root"
 	}
-	return "install the AppArmor profile shipped with sandbox-executable (packaging/apparmor/sandbox-executable) with this binary's path, " + exe +
-		", in its attachment (sudo apparmor_parser -r it), or run as root"
+	path := "the installed binary's path"
+	if exe != "" {
+		path = "this binary's path, " + exe + ","
+	}
+	return "install packaging/apparmor/sandbox-executable in /etc/apparmor.d with " + path +
+		" in its attachment, and load it (sudo apparmor_parser -r), or run as root"
 }
 
-// appArmorLabel is this process's AppArmor label ("unconfined", or a
+// AppArmorLabel is this process's AppArmor label ("unconfined", or a
 // profile's name and mode), "" where AppArmor says nothing.
-func appArmorLabel() string {
+func AppArmorLabel() string {
 	for _, f := range []string{"/proc/self/attr/apparmor/current", "/proc/self/attr/current"} {
 		if b, err := os.ReadFile(f); err == nil {
 			l := strings.TrimSpace(strings.TrimRight(string(b), "\x00"))
@@ -307,7 +312,7 @@ func diagnose(priv bool, a Attempt) (why, fix string) {
 	case !priv && sysctl("kernel/unprivileged_userns_clone", 0):
 		return why + " (kernel.unprivileged_userns_clone is 0)", "set kernel.unprivileged_userns_clone to 1, or run as root"
 	case !priv && sysctl("kernel/apparmor_restrict_unprivileged_userns", 1):
-		return why + " (AppArmor restricts unprivileged user namespaces)", apparmorFix(appArmorLabel(), executable())
+		return why + " (AppArmor restricts unprivileged user namespaces)", AppArmorFix(AppArmorLabel(), executable())
 	case a.Errno != unix.EPERM && a.Errno != unix.ENOSYS && a.Errno != unix.EACCES:
 		return why, "see sandbox-executable doctor"
 	case seccompFiltered() && os.Geteuid() == 0:

@@ -11,12 +11,13 @@ import (
 // userns.
 func TestAppArmorFix(t *testing.T) {
 	for _, c := range []struct{ label, exe, want string }{
-		{"unconfined", "/home/u/bin/sandbox-executable", "packaging/apparmor/sandbox-executable) with this binary's path, /home/u/bin/sandbox-executable,"},
+		{"unconfined", "/home/u/bin/sandbox-executable", "packaging/apparmor/sandbox-executable in /etc/apparmor.d with this binary's path, /home/u/bin/sandbox-executable,"},
 		{"", "/opt/se/sandbox-executable", "/opt/se/sandbox-executable"},
+		{"", "", "with the installed binary's path in its attachment, and load it"},
 		{"sandbox-executable (enforce)", "/usr/bin/sandbox-executable", "the AppArmor profile sandbox-executable (enforce) does not allow userns"},
 	} {
-		if got := apparmorFix(c.label, c.exe); !strings.Contains(got, c.want) {
-			t.Errorf("apparmorFix(%q, %q) = %q, want %q in it", c.label, c.exe, got, c.want)
+		if got := AppArmorFix(c.label, c.exe); !strings.Contains(got, c.want) {
+			t.Errorf("AppArmorFix(%q, %q) = %q, want %q in it", c.label, c.exe, got, c.want)
 		}
 	}
 }
