@@ -873,8 +873,17 @@ static void se_set_rlimits(struct se_req *r)
 {
 	for (int i = 0; i < r->nrlimits; i++) {
 		const struct se_rlimit *l = &r->rlimits[i];
-		uint64_t v[2] = {l->cur, l->max};
+		uint64_t v[2] = {l->cur, l->max}, had[2];
 		long ret = SYS4(SYS_prlimit64, 0, l->resource, v, 0);
+		if (ret == -EPERM && SYS4(SYS_prlimit64, 0, l->resource, 0, had) == 0 && had[1] < v[1]) {
+			/* Only a privileged process raises a hard limit: where the
+			 * caller's is lower than the policy's, it is the stricter
+			 * one, and it stays. */
+			v[1] = had[1];
+			if (v[0] > v[1])
+				v[0] = v[1];
+			ret = SYS4(SYS_prlimit64, 0, l->resource, v, 0);
+		}
 		if (ret < 0)
 			se_fail(r, SE_STEP_RLIMIT, i, ret);
 	}

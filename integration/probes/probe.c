@@ -884,7 +884,7 @@ int main(int argc, char **argv)
 		return result(0);
 	}
 	if (!strcmp(op, "rlimit") && a) {
-		int res = !strcmp(a, "core") ? 4 : !strcmp(a, "cpu") ? 0 : !strcmp(a, "fsize") ? 1 : !strcmp(a, "nofile") ? 7 : -1;
+		int res = !strcmp(a, "core") ? 4 : !strcmp(a, "cpu") ? 0 : !strcmp(a, "fsize") ? 1 : !strcmp(a, "nofile") ? 7 : !strcmp(a, "nproc") ? 6 : -1;
 		struct { unsigned long cur, max; } l;
 		if (syscall(SYS_prlimit64, 0, res, NULL, &l) < 0)
 			return result(-1);
