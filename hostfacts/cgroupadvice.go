@@ -51,7 +51,9 @@ func CgroupAdvice(f CgroupAdviceFacts, w remedy.Words) string {
 	case f.Systemd:
 		return root + ", or in a delegated cgroup: " + scope
 	}
-	return root + ", or in a cgroup delegated to this user: " + scope + " (needs a systemd user manager; systemd is not running here)"
+	// Without systemd there is no user manager to delegate a scope:
+	// the delegation is root's to make, by hand (cgroup v2's own rule).
+	return root + ", or in a cgroup v2 directory root delegated to this user (the user owns it and its cgroup.procs, cgroup.threads and cgroup.subtree_control)"
 }
 
 // ForecastCgroup is what a run of this process would find of the cgroup
