@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -43,6 +44,7 @@ var (
 func TestMain(m *testing.M) {
 	// Run as the container launcher (containers_test.go), it never returns.
 	dockerlike.Main()
+	catchIgnoredInterrupts()
 	code, err := setup()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration setup:", err)
@@ -435,4 +437,31 @@ func fsOpts(t *testing.T, mode string) []string {
 		t.Fatalf("Landlock ABI %d without truncate: helper did not refuse: %v", landlockABI(t), r)
 	}
 	return append(opts, "--allow-degraded")
+}
+
+// catchIgnoredInterrupts catches SIGINT and SIGQUIT when this process was
+// started with them ignored, as a shell starts a background job (the VM
+// guest's payload is one): a caught signal is reset to the default by an
+// exec, so the helpers the tests run, and their programs, start as from an
+// interactive shell instead of with Ctrl-C and Ctrl-\ ignored.
+func catchIgnoredInterrupts() {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		hex, ok := strings.CutPrefix(line, "SigIgn:")
+		if !ok {
+			continue
+		}
+		ign, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+		if err != nil {
+			return
+		}
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT} {
+			if ign&(1<<(uint(sig)-1)) != 0 {
+				signal.Notify(make(chan os.Signal, 1), sig)
+			}
+		}
+	}
 }
