@@ -193,7 +193,7 @@ func TestCgroupsUnified(t *testing.T) {
 		t.Errorf("not delegated: %+v", it)
 	}
 	// No systemd here: no systemd-run, and the delegation root makes.
-	if strings.Contains(it.Fix, "systemd-run") || !strings.Contains(it.Fix, "delegated to this user (the user owns it and its cgroup.procs") {
+	if strings.Contains(it.Fix, "systemd-run") || !strings.Contains(it.Fix, "delegated to this user (owning its cgroup.procs") {
 		t.Errorf("fix: %q", it.Fix)
 	}
 

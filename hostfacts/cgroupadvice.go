@@ -53,7 +53,7 @@ func CgroupAdvice(f CgroupAdviceFacts, w remedy.Words) string {
 	}
 	// Without systemd there is no user manager to delegate a scope:
 	// the delegation is root's to make, by hand (cgroup v2's own rule).
-	return root + ", or in a cgroup v2 directory root delegated to this user (the user owns it and its cgroup.procs, cgroup.threads and cgroup.subtree_control)"
+	return root + ", or in a cgroup v2 subtree root delegated to this user (owning its cgroup.procs and cgroup.subtree_control)"
 }
 
 // ForecastCgroup is what a run of this process would find of the cgroup

@@ -356,8 +356,10 @@ func TestExplainForeseesTheCgroup(t *testing.T) {
 	// each one's: faccessat's answers, the first write that failed).
 	refused, _ := field(m, "refused").(string)
 	const head = "refusing to run: no cgroup for the memory, pids and CPU limits of the whole tree ("
-	_, foreseen, _ := strings.Cut(refused, "); ")
-	_, said, _ := strings.Cut(r.stderr, "); ")
+	// The advice follows the last "); " (the details hold parentheses
+	// of their own).
+	foreseen := refused[strings.LastIndex(refused, "); ")+1:]
+	said := r.stderr[strings.LastIndex(r.stderr, "); ")+1:]
 	if !strings.HasPrefix(refused, head) || !strings.HasPrefix(r.stderr, "sandbox-executable: "+head) || foreseen == "" || foreseen+"\n" != said {
 		t.Errorf("--explain foresaw %q; the run said %q", refused, r.stderr)
 	}

@@ -38,8 +38,11 @@ pointer=$KROOT/current-$VM_KERNEL
 
 # Modules the guest loads, roots only: dependencies come from each module's
 # own modinfo. Anything not shipped as a module is assumed built in. veth is
-# for the network tests' own hosts (a veth pair into a namespace).
-ROOT_MODULES=(virtio_pci 9pnet_virtio 9p overlay veth)
+# for the network tests' own hosts (a veth pair into a namespace); unix_diag
+# is sock_diag for unix sockets, which the helper asks which abstract socket
+# a name is bound to (sockmed): a host loads it on demand through modprobe,
+# which the guest cannot (the host's /lib/modules is another kernel's).
+ROOT_MODULES=(virtio_pci 9pnet_virtio 9p overlay veth unix_diag)
 
 # ready says a kernel directory is complete for this module list: a cache
 # made for another list is fetched again.
