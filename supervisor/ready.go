@@ -116,8 +116,10 @@ func (pr *Prepared) readyCgroup() error {
 // as --explain foresees it) and carries out a fall back to per-process
 // rlimits.
 func (pr *Prepared) noCgroup(why, fix string) error {
-	pr.cgroupPlan.host = nil
+	// Decided while the host is known: the cgroups this process is in
+	// (EnclosingLimits) are read through it.
 	held, degraded, err := pr.withoutCgroup(why, fix)
+	pr.cgroupPlan.host = nil
 	switch {
 	case err != nil:
 		return err
