@@ -302,16 +302,21 @@ func TestWholeSecondTimesTaint(t *testing.T) {
 	sub := filepath.Join(d, "sub")
 	os.Mkdir(sub, 0o755)
 	for _, c := range []struct {
-		ago   time.Duration
+		ago   time.Duration // before now, then truncated to the second
 		taint bool
-	}{{time.Second, true}, {5 * time.Second, false}} {
+	}{{0, true}, {5 * time.Second, false}} {
 		Reset()
 		when := time.Now().Add(-c.ago).Truncate(time.Second)
 		if err := os.Chtimes(sub, when, when); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(30 * time.Millisecond)
 		ReadDir(sub)
+		if c.taint && time.Since(when) >= 2*time.Second {
+			// A busy machine took the read out of the window: the
+			// case says nothing then.
+			t.Logf("the read came %v after the time set; not judged", time.Since(when))
+			continue
+		}
 		if got := len(Tainted()) > 0; got != c.taint {
 			t.Errorf("a directory's mtime a whole second %v ago: tainted %v (%v), want %v", c.ago, got, Tainted(), c.taint)
 		} else if got && !strings.Contains(Tainted()[0], "of the decision, a whole-second time") {
