@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"sandbox-executable/internal/testcap"
 )
@@ -163,7 +164,9 @@ func buildEnv(w *workspace, extra ...string) []string {
 // inDefault runs argv under the built-in default in w.root.
 func inDefault(t *testing.T, w *workspace, env []string, argv ...string) result {
 	t.Helper()
-	return run(t, runOpts{env: env, dir: w.root}, append([]string{"--"}, argv...)...)
+	// A real build from empty caches takes as long as the machine makes
+	// it: the bound is the default's own wall-clock limit, for a hang.
+	return run(t, runOpts{env: env, dir: w.root, timeout: 10 * time.Minute}, append([]string{"--"}, argv...)...)
 }
 
 // goProxy writes a GOPROXY file tree serving one module, example.com/dep
