@@ -64,7 +64,11 @@ func workItem(ws, name string) (item, bool) {
 			return skip(err.Error())
 		}
 		return item{name: "git status, 50k files", argv: argv, dir: repo, env: env, rounds: 20, alone: true}, true
-	case "npmci":
+	case "npmci", "npmtop":
+		// npmtop: the same install with the project as the writable
+		// root: its node_modules is made at the root's top level, which
+		// Landlock-only mode splits (no .git in it), so every file of it
+		// is made by the supervisor for the program.
 		if _, err := exec.LookPath("npm"); err != nil {
 			return skip("no npm on PATH")
 		}
@@ -76,24 +80,11 @@ func workItem(ws, name string) (item, bool) {
 		if err := warm(argv, dir, env); err != nil {
 			return skip(err.Error())
 		}
-		return item{name: "npm ci, local tarballs", argv: argv, dir: dir, env: env, rounds: 8, alone: true}, true
-	case "npmtop":
-		// The same install with the project as the writable root: its
-		// node_modules is made at the root's top level, which Landlock-only
-		// mode splits (no .git in it), so every file of it is made by the
-		// supervisor for the program.
-		if _, err := exec.LookPath("npm"); err != nil {
-			return skip("no npm on PATH")
+		it := item{name: "npm ci, local tarballs", argv: argv, dir: dir, env: env, rounds: 8, alone: true}
+		if name == "npmtop" {
+			it.name, it.root = "npm ci, at the root's top", dir
 		}
-		dir, env, err := genNpm(ws)
-		if err != nil {
-			return skip(err.Error())
-		}
-		argv := []string{"npm", "ci", "--offline", "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error"}
-		if err := warm(argv, dir, env); err != nil {
-			return skip(err.Error())
-		}
-		return item{name: "npm ci, at the root's top", argv: argv, dir: dir, env: env, rounds: 8, alone: true, root: dir}, true
+		return it, true
 	case "compileall":
 		py, err := exec.LookPath("/usr/bin/python3")
 		if err != nil {
