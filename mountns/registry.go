@@ -1,7 +1,10 @@
 package mountns
 
 import (
+	"errors"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 
 	"sandbox-executable/fsdeps"
 	"sandbox-executable/runstate"
@@ -62,8 +65,18 @@ func groupDir(reg, parent string) string { return spawn.PlaceholderGroupDir(reg,
 // peekRegistered returns a test for recorded placeholders that takes no
 // claim, for the decision (Build): the runner checks again under its
 // claims. What it reads is the decision's: the record (a recorded
-// readlink) and, where there is one, the directory's identity with its
-// ctime (a recorded lstat that compares the ctime).
+// readlink) and the directory's identity with its ctime (a recorded lstat
+// that compares the ctime). It is asked of a directory seen to exist, and
+// answers for the moment it reads:
+//
+//   - It first waits for any run deciding in the group: a run makes a
+//     placeholder and then records it, both under the group's decide lock,
+//     so a directory made a moment ago is not taken for the user's.
+//   - A name that is gone by then counts as a placeholder (a missing name
+//     is covered by one): its last run removed it, and with it the record.
+//
+// Taking either for the user's directory would have the run bind a
+// directory that is about to go, and fail at start-up.
 func peekRegistered() func(string) bool {
 	reg := ""
 	return func(path string) bool {
@@ -73,18 +86,29 @@ func peekRegistered() func(string) bool {
 				return false
 			}
 		}
-		text, err := fsdeps.Readlink(spawn.PlaceholderRecordPath(groupDir(reg, filepath.Dir(path)), path))
+		group := groupDir(reg, filepath.Dir(path))
+		spawn.WaitPlaceholderDecisions(group)
+		text, err := fsdeps.Readlink(spawn.PlaceholderRecordPath(group, path))
 		if err != nil {
-			return false
+			return gone(path)
 		}
 		d, ok := spawn.ParsePlaceholderRecord(text)
 		if !ok {
-			return false
+			return gone(path)
 		}
 		fi, err := fsdeps.LstatCtime(path)
-		return err == nil && fi.IsDir() && fi.Dev() == d.Dev && fi.Ino() == d.Ino &&
+		if err != nil {
+			return errors.Is(err, unix.ENOENT)
+		}
+		return fi.IsDir() && fi.Dev() == d.Dev && fi.Ino() == d.Ino &&
 			fi.Ctime.Sec == d.Ctime.Sec && fi.Ctime.Nsec == d.Ctime.Nsec
 	}
+}
+
+// gone reports whether path no longer exists.
+func gone(path string) bool {
+	_, err := fsdeps.LstatCtime(path)
+	return errors.Is(err, unix.ENOENT)
 }
 
 // SweepStale removes the placeholders that no run claims: left by runs

@@ -331,6 +331,12 @@ void se_sweep_placeholders(const char *registry);
  * malloc'd, NULL when out of memory. */
 char *se_record_path(const char *group, const char *path);
 
+/* se_wait_decisions waits (boundedly, as a claim does) until no run is
+ * deciding in group: a run makes a placeholder and records it under the
+ * group's "decide" lock, so a reader that waited never sees a placeholder
+ * without its record. A group without that file has never been decided in. */
+void se_wait_decisions(const char *group);
+
 /* se_cgroup_stale reports whether name is a run's group (the runner's
  * make_name) whose supervisor is gone: no process has its pid, or a zombie
  * does, or one that started at another time (the pid was reused). A name of

@@ -467,6 +467,17 @@ char *se_record_path(const char *group, const char *path)
 	return p;
 }
 
+void se_wait_decisions(const char *group)
+{
+	char *path = join2(group, "decide");
+	int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+	free(path);
+	if (fd < 0)
+		return;
+	(void)lock_wait(fd, LOCK_SH);
+	close(fd);
+}
+
 /* se_record_parse reads a placeholder's record, the text of its n-<name>
  * link: "<dev>:<ino>:<ctime sec>:<ctime nsec>" as claim writes it. 1 when
  * it is one. Go's decision reads records with it too

@@ -56,6 +56,15 @@ func SweepPlaceholders(registry string) {
 	C.se_sweep_placeholders(r)
 }
 
+// WaitPlaceholderDecisions waits, for a bounded time, until no run is
+// deciding in the placeholder group (the runner's se_wait_decisions): after
+// it, a placeholder a run has made is recorded.
+func WaitPlaceholderDecisions(group string) {
+	g := C.CString(group)
+	defer C.free(unsafe.Pointer(g))
+	C.se_wait_decisions(g)
+}
+
 // PlaceholderRecordPath is where the registry group directory records the
 // placeholder path (the runner's se_record_path).
 func PlaceholderRecordPath(group, path string) string {

@@ -1,0 +1,116 @@
+package mountns
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sandbox-executable/runstate"
+	"sandbox-executable/spawn"
+)
+
+// registryFixture gives a fresh registry, a workspace and the group
+// directory of the workspace's placeholders, as the runner lays it out.
+func registryFixture(t *testing.T) (ws, group string) {
+	t.Helper()
+	runstate.Base = t.TempDir()
+	t.Cleanup(func() { runstate.Base = "" })
+	reg, err := runstate.Dir(registryDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws = t.TempDir()
+	group = groupDir(reg, ws)
+	if err := os.MkdirAll(group, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return ws, group
+}
+
+// recordPlaceholder writes path's record as the runner does.
+func recordPlaceholder(t *testing.T, group, path string) {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf("%d:%d:%d:%d", st.Dev, st.Ino, st.Ctim.Sec, st.Ctim.Nsec)
+	if err := os.Symlink(text, spawn.PlaceholderRecordPath(group, path)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A run makes a placeholder and records it under the group's decide lock.
+// A decision that looks in between must wait for the record, not take the
+// directory for the user's: it would bind a directory its last run is
+// about to remove, and fail at start-up with ESTALE.
+func TestPeekWaitsForARunDeciding(t *testing.T) {
+	ws, group := registryFixture(t)
+	lock, err := os.OpenFile(filepath.Join(group, "decide"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	ph := filepath.Join(ws, ".vtcode")
+	if err := os.Mkdir(ph, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	answer := make(chan bool, 1)
+	go func() { answer <- peekRegistered()(ph) }()
+	select {
+	case got := <-answer:
+		t.Fatalf("the decision answered %v while a run was between making %s and recording it", got, ph)
+	case <-time.After(200 * time.Millisecond):
+	}
+	recordPlaceholder(t, group, ph)
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	if !<-answer {
+		t.Errorf("%s, made and recorded by a run, was taken for the user's directory", ph)
+	}
+}
+
+// A placeholder its last run removed (with its record) after the decision
+// saw it is missing now: it counts as a placeholder, not the user's.
+func TestPeekTakesARemovedPlaceholderAsMissing(t *testing.T) {
+	ws, _ := registryFixture(t)
+	ph := filepath.Join(ws, ".codex")
+	if peekRegistered()(ph) != true {
+		t.Errorf("%s, gone, was taken for the user's directory", ph)
+	}
+	user := filepath.Join(ws, ".agents")
+	if err := os.Mkdir(user, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if peekRegistered()(user) {
+		t.Errorf("%s, the user's own and unrecorded, was taken for a placeholder", user)
+	}
+}
+
+// A recorded placeholder is one; a directory at its name that does not
+// match the record (made since by the user) is not.
+func TestPeekMatchesTheRecord(t *testing.T) {
+	ws, group := registryFixture(t)
+	ph := filepath.Join(ws, ".git")
+	if err := os.Mkdir(ph, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	recordPlaceholder(t, group, ph)
+	if !peekRegistered()(ph) {
+		t.Errorf("%s, recorded, was not taken for a placeholder", ph)
+	}
+	if err := os.Chmod(ph, 0o755); err != nil { // its ctime moves
+		t.Fatal(err)
+	}
+	if peekRegistered()(ph) {
+		t.Errorf("%s, changed since it was recorded, was taken for a placeholder", ph)
+	}
+}
