@@ -81,12 +81,19 @@ func tag(t *testing.T) string {
 // processesTagged lists the pids whose command line holds tag, but for the
 // helper's own guardian (and init): they share the helper's memory, so
 // they show its command line, and a guardian released at the helper's
-// exit may take a moment longer to go on a loaded machine.
+// exit may take a moment longer to go on a loaded machine. One that exits
+// between the two reads (its memory, and with it both its command line and
+// its executable, gone) is not counted: its command line is read again
+// after the executable.
 func processesTagged(tag string) []string {
 	var out []string
 	for _, pid := range taggedPIDs(tag) {
-		if exe, err := os.Readlink("/proc/" + pid + "/exe"); err == nil && filepath.Base(exe) == filepath.Base(binary) {
+		exe, err := os.Readlink("/proc/" + pid + "/exe")
+		if err == nil && filepath.Base(exe) == filepath.Base(binary) {
 			continue
+		}
+		if b, err := os.ReadFile("/proc/" + pid + "/cmdline"); err != nil || !bytes.Contains(b, []byte(tag)) {
+			continue // exited meanwhile
 		}
 		out = append(out, pid)
 	}
