@@ -356,3 +356,20 @@ func TestComputeOK(t *testing.T) {
 		t.Error("a degraded strict item must make OK false")
 	}
 }
+
+// Where abstract names are mediated (no Landlock scoping) and sock_diag
+// cannot list unix sockets, doctor says that a run sharing the network is
+// refused every abstract name, and how to load what is missing.
+func TestNetnsSaysWhenAbstractNamesCannotBeMediated(t *testing.T) {
+	f := nsFake(true)
+	f.abstractMediated, f.diagErr = true, "no such file or directory"
+	if n := notes(netnsItem(f)); !strings.Contains(n, "refused every abstract name") || !strings.Contains(n, "modprobe unix_diag") {
+		t.Errorf("no note on the missing unix_diag: %q", n)
+	}
+	for _, g := range []nsFacts{{abstractMediated: false, diagErr: "x"}, {abstractMediated: true}} {
+		g.probes = f.probes
+		if n := notes(netnsItem(g)); strings.Contains(n, "abstract") {
+			t.Errorf("%+v: a note where none is due: %q", g, n)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sandbox-executable/hostfacts"
+	"sandbox-executable/landlock"
 	"sandbox-executable/mountns"
 )
 
@@ -54,6 +55,11 @@ type nsFacts struct {
 	// exe is this binary's path, for the AppArmor profile's attachment,
 	// and aaLabel this process's AppArmor label.
 	exe, aaLabel string
+	// abstractMediated: abstract unix names are mediated, not scoped by
+	// Landlock (ABI < 6), where a run shares the host's network; diagErr is
+	// why sock_diag, which the mediation asks, cannot answer ("" when it can).
+	abstractMediated bool
+	diagErr          string
 }
 
 func nsFactsOf(f *hostfacts.Facts, d *hostfacts.Diagnosis, h Host) nsFacts {
@@ -71,6 +77,9 @@ func nsFactsOf(f *hostfacts.Facts, d *hostfacts.Diagnosis, h Host) nsFacts {
 		helper:      f.Namespaces,
 		exe:         executable(),
 		aaLabel:     mountns.AppArmorLabel(),
+
+		abstractMediated: !landlock.Supports(f.LandlockABI, landlock.FeatScoping),
+		diagErr:          d.UnixDiagErr,
 	}
 }
 
@@ -179,6 +188,10 @@ func mountnsItem(f nsFacts) Item {
 
 func netnsItem(f nsFacts) Item {
 	it := Item{ID: "netns", Title: "network namespace (network allowlist)", Strict: true}
+	if f.abstractMediated && f.diagErr != "" {
+		it.Notes = append(it.Notes, "abstract unix sockets: sock_diag cannot list unix sockets ("+f.diagErr+
+			"; the unix_diag module: modprobe unix_diag), so a run that shares the host's network is refused every abstract name")
+	}
 	a := f.probes.net
 	if a.ok {
 		it.Status = StatusOK

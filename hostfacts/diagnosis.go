@@ -18,6 +18,7 @@ import (
 	"sandbox-executable/mountns"
 	"sandbox-executable/runstate"
 	"sandbox-executable/seccomp"
+	"sandbox-executable/sockmed"
 )
 
 // Everything in this file is doctor's: no run decides from it, so its
@@ -56,6 +57,10 @@ type Diagnosis struct {
 	// (no CAP_AUDIT_CONTROL, not the initial PID namespace).
 	Audit    *auditlog.Status
 	AuditErr string
+	// UnixDiagErr is why sock_diag could not list this network namespace's
+	// unix sockets, which the mediation of abstract names needs where
+	// Landlock cannot scope them (sockmed.DiagError); "" when it could.
+	UnixDiagErr string
 }
 
 // Seccomp is what the kernel said of seccomp.
@@ -151,6 +156,9 @@ func startDiagnosis(o Options) func(f *Facts) *Diagnosis {
 			d.Audit = &st
 		} else {
 			d.AuditErr = err.Error()
+		}
+		if err := sockmed.DiagError(); err != nil {
+			d.UnixDiagErr = err.Error()
 		}
 		if f.Cgroups != nil {
 			a := CgroupAccessOf(f.Cgroups, f.EUID, writable)

@@ -105,6 +105,15 @@ func diagAbstract(name []byte, typ int) (boundAbstract, error) {
 	}
 }
 
+// DiagError is the error sock_diag gives when asked for the unix sockets of
+// this network namespace (nil when it answers). Without unix_diag (a module
+// the kernel loads on demand; a guest or container may not find it) every
+// abstract name is refused where the mediation decides: doctor says so.
+func DiagError() error {
+	_, err := diagAbstract(nil, unix.SOCK_STREAM)
+	return err
+}
+
 // matchDiag reads one struct unix_diag_msg (family, type, state, pad, ino,
 // cookie[2], then attributes) and reports whether it is a socket of type
 // typ named want exactly, and its inode when the kernel would look the name
