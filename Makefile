@@ -110,7 +110,7 @@ VM_PKGS ?= ./integration/ ./cgroups/ ./spawn/ ./integration/vm/selftest/
 VM_SKIP ?= ^Test(GitRunsNothingTheProgramWrote|GitCommitInTheSandbox|GitCommitKeepsWhatGitRuns|GitConfigEditedBetweenRuns|NetworkAllowlistFirstRequest|ProxyNeverReachesTheHost)$$
 # A guest's limits follow its progress, not the wall clock (SE_VM_TIMEOUT,
 # integration/vm/README.md): the -short integration package in one guest
-# took 990 s on a quiet machine (some 700 s with VM_SKIP).
+# took 1,120 s on a quiet machine, 825 s with VM_SKIP.
 vm-test: build probe
 	SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) SANDBOX_PROBE=$(CURDIR)/$(PROBE) integration/vm/run-tests.sh -short $(if $(VM_SKIP),-skip '$(VM_SKIP)') $(VM_PKGS)
 
