@@ -105,9 +105,12 @@ func peekRegistered() func(string) bool {
 	}
 }
 
-// gone reports whether path no longer exists.
+// gone reports whether path no longer exists. It asks what maskTarget
+// asked (a recorded lstat, without the ctime): the user's own directory
+// stays one dependency, which a write into it (git's, into .git) leaves as
+// it was.
 func gone(path string) bool {
-	_, err := fsdeps.LstatCtime(path)
+	_, err := fsdeps.Lstat(path)
 	return errors.Is(err, unix.ENOENT)
 }
 

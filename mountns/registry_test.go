@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"sandbox-executable/fsdeps"
 	"sandbox-executable/runstate"
 	"sandbox-executable/spawn"
 )
@@ -90,8 +92,22 @@ func TestPeekTakesARemovedPlaceholderAsMissing(t *testing.T) {
 	if err := os.Mkdir(user, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	fsdeps.Reset()
 	if peekRegistered()(user) {
 		t.Errorf("%s, the user's own and unrecorded, was taken for a placeholder", user)
+	}
+	// What the decision read of the user's directory must not change when
+	// something writes into it (git, into .git): its ctime is neither
+	// recorded nor, as here where it is recent, a taint.
+	for _, d := range fsdeps.Deps() {
+		if d.Path == user && d.Flags&fsdeps.FlagCtime != 0 {
+			t.Errorf("the decision depends on the ctime of %s, the user's own directory: every write into it ends the warm path", user)
+		}
+	}
+	for _, why := range fsdeps.Tainted() {
+		if strings.Contains(why, user) {
+			t.Errorf("the decision is tainted by the user's own directory: %s", why)
+		}
 	}
 }
 
