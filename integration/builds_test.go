@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -205,17 +206,53 @@ func goProxy(t *testing.T) string {
 // test, and warms the build and module caches under w.home on the host.
 func writeGoModule(t *testing.T, w *workspace, goTool string) (gocache, modcache string) {
 	t.Helper()
-	write(t, filepath.Join(w.root, "go.mod"), "module example.com/app\n\ngo 1.21\n\nrequire example.com/dep v1.0.0\n")
-	write(t, filepath.Join(w.root, "main.go"), "package main\n\nimport \"example.com/dep\"\n\nfunc main() { println(dep.Greeting()) }\n")
-	write(t, filepath.Join(w.root, "main_test.go"), "package main\n\nimport (\n\t\"testing\"\n\n\t\"example.com/dep\"\n)\n\nfunc TestGreeting(t *testing.T) {\n\tif dep.Greeting() == \"\" {\n\t\tt.Fatal(\"empty\")\n\t}\n}\n")
-	env := buildEnv(w, "GOPROXY="+goProxy(t), "GOSUMDB=off", "GOFLAGS=-modcacherw -buildvcs=false", "GOTOOLCHAIN=local")
-	host(t, w.root, env, goTool, "mod", "tidy")
-	host(t, w.root, env, goTool, "build", "./...")
-	host(t, w.root, env, goTool, "test", "./...")
 	gocache = filepath.Join(w.home, ".cache", "go-build")
 	modcache = filepath.Join(w.home, "go", "pkg", "mod")
 	t.Cleanup(func() { exec.Command("chmod", "-R", "u+w", w.home).Run() })
+	shared := sharedGoCaches(t, goTool)
+	mustMkdir(t, filepath.Dir(gocache))
+	host(t, w.home, nil, "cp", "-a", filepath.Join(shared, ".cache", "go-build"), filepath.Dir(gocache))
+	host(t, w.home, nil, "cp", "-a", filepath.Join(shared, "go"), w.home)
+	warmGoModule(t, w.root, buildEnv(w), goTool)
 	return gocache, modcache
+}
+
+// sharedGoCaches is a home whose build and module caches hold what
+// writeGoModule's module needs, warmed once per package run: a test starts
+// from a copy, so that the host compiles only its own module's packages
+// (the standard library from an empty cache took some 16 s each time).
+func sharedGoCaches(t *testing.T, goTool string) string {
+	t.Helper()
+	goCaches.once.Do(func() {
+		base := filepath.Join(toolDir, "go-caches")
+		home, ws := filepath.Join(base, "home"), filepath.Join(base, "ws")
+		mustMkdir(t, home)
+		mustMkdir(t, ws)
+		warmGoModule(t, ws, []string{"HOME=" + home, "PATH=" + systemPath, "LANG=C"}, goTool)
+		goCaches.home = home
+	})
+	if goCaches.home == "" {
+		t.Fatal("the shared Go caches could not be warmed: see the first test that tried")
+	}
+	return goCaches.home
+}
+
+var goCaches struct {
+	once sync.Once
+	home string
+}
+
+// warmGoModule writes the module into dir and builds and tests it on the
+// host with env, which warms the caches of env's HOME.
+func warmGoModule(t *testing.T, dir string, env []string, goTool string) {
+	t.Helper()
+	write(t, filepath.Join(dir, "go.mod"), "module example.com/app\n\ngo 1.21\n\nrequire example.com/dep v1.0.0\n")
+	write(t, filepath.Join(dir, "main.go"), "package main\n\nimport \"example.com/dep\"\n\nfunc main() { println(dep.Greeting()) }\n")
+	write(t, filepath.Join(dir, "main_test.go"), "package main\n\nimport (\n\t\"testing\"\n\n\t\"example.com/dep\"\n)\n\nfunc TestGreeting(t *testing.T) {\n\tif dep.Greeting() == \"\" {\n\t\tt.Fatal(\"empty\")\n\t}\n}\n")
+	env = append(env, "GOPROXY="+goProxy(t), "GOSUMDB=off", "GOFLAGS=-modcacherw -buildvcs=false", "GOTOOLCHAIN=local")
+	host(t, dir, env, goTool, "mod", "tidy")
+	host(t, dir, env, goTool, "build", "./...")
+	host(t, dir, env, goTool, "test", "./...")
 }
 
 // TestDefaultGoBuildWarmCache: go build and go test of a module with a
