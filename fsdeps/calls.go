@@ -82,12 +82,6 @@ func (i Info) Ino() uint64 { return i.ino }
 // UID is the file's owner.
 func (i Info) UID() uint32 { return i.uid }
 
-// GID is the file's group.
-func (i Info) GID() uint32 { return i.gid }
-
-// Rdev is the device a device file stands for.
-func (i Info) Rdev() uint64 { return i.rdev }
-
 // SameFile reports whether i and j are the same file (device and inode).
 func (i Info) SameFile(j Info) bool { return i.dev == j.dev && i.ino == j.ino }
 

@@ -1,9 +1,9 @@
 // Package recipestore keeps recipes: a run's complete decision, as Go made
 // it, stored under the invocation's recipe key (spawn.RecipeKey) so that a
 // later run of the same invocation can be carried out before the Go
-// runtime starts. The C side of the helper looks entries up
-// (spawn/recipestore.h, se_recipe_lookup); Lookup here checks exactly what
-// it checks, for tests and for tools that show what is stored.
+// runtime starts. Go stores and removes entries; only the C side of the
+// helper looks them up (spawn/recipestore.h, se_recipe_lookup), and the
+// tests look through it too (spawn's recipestore_test.go).
 //
 // An entry is the file recipes/<hex of the key> in the state directory
 // (runstate.Dir("recipes")):
@@ -26,15 +26,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"sandbox-executable/runstate"
 )
@@ -106,46 +103,6 @@ func Remove(key [KeySize]byte) error {
 	return nil
 }
 
-// Lookup returns the body stored under key, with the checks the C lookup
-// makes: the state directory and its "recipes" as runstate.Lookup checks
-// them, the entry and the key file the user's private regular files
-// (never a link), the magic, the length, the key it was stored under and
-// its MAC. An error that wraps fs.ErrNotExist means nothing is stored.
-//
-// With runstate.Base set (tests), runstate checks the state directory
-// itself less than the C lookup with its base set does: the C side checks
-// that directory and its parent as it checks the normal one.
-func Lookup(key [KeySize]byte) ([]byte, error) {
-	dir, err := runstate.Lookup(subdir)
-	if err != nil {
-		return nil, fmt.Errorf("recipe lookup: %w", err)
-	}
-	path := filepath.Join(dir, name(key))
-	f, err := readPrivate(path, headerSize, headerSize+MaxBody)
-	if err != nil {
-		return nil, err
-	}
-	blen := binary.LittleEndian.Uint32(f[len(Magic):])
-	switch {
-	case string(f[:len(Magic)]) != Magic:
-		return nil, fmt.Errorf("recipe %s: no %s magic", path, Magic)
-	case int64(blen) != int64(len(f)-headerSize):
-		return nil, fmt.Errorf("recipe %s: body length %d in a file of %d bytes", path, blen, len(f))
-	case string(f[len(Magic)+4:len(Magic)+4+KeySize]) != string(key[:]):
-		return nil, fmt.Errorf("recipe %s: stored under another key", path)
-	}
-	secret, err := runstate.LookupKey()
-	if err != nil {
-		return nil, fmt.Errorf("recipe lookup: %w", err)
-	}
-	body := f[headerSize:]
-	want := mac(secret, f[:len(Magic)+4+KeySize], body)
-	if !hmac.Equal(want, f[len(Magic)+4+KeySize:headerSize]) {
-		return nil, fmt.Errorf("recipe %s: not authenticated by this user's key", path)
-	}
-	return body, nil
-}
-
 // name is an entry's file name: the key in lowercase hex.
 func name(key [KeySize]byte) string { return hex.EncodeToString(key[:]) }
 
@@ -178,39 +135,6 @@ func mac(secret, head, body []byte) []byte {
 	m.Write(head)
 	m.Write(body)
 	return m.Sum(nil)
-}
-
-// readPrivate reads path whole: the user's regular file, not a link, with
-// no rights for group or others, of lo..hi bytes.
-func readPrivate(path string, lo, hi int) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil, fmt.Errorf("recipe %s: %w", path, fs.ErrNotExist)
-		}
-		return nil, fmt.Errorf("recipe %s: %w", path, err)
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("recipe %s: %w", path, err)
-	}
-	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return nil, fmt.Errorf("recipe %s: not a regular file", path)
-	case int(st.Uid) != os.Geteuid():
-		return nil, fmt.Errorf("recipe %s: owned by uid %d, not by this user", path, st.Uid)
-	case st.Mode&0o077 != 0:
-		return nil, fmt.Errorf("recipe %s: mode %04o gives rights to group or others", path, st.Mode&0o7777)
-	case st.Size < int64(lo) || st.Size > int64(hi):
-		return nil, fmt.Errorf("recipe %s: %d bytes, not %d to %d", path, st.Size, lo, hi)
-	}
-	b := make([]byte, st.Size)
-	if _, err := io.ReadFull(f, b); err != nil {
-		return nil, fmt.Errorf("recipe %s: %w", path, err)
-	}
-	return b, nil
 }
 
 // prune keeps the directory at MaxEntries entries, removing the oldest,

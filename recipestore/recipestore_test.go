@@ -18,25 +18,16 @@ func base(t *testing.T) string {
 	return runstate.Base
 }
 
-// TestStoreLookupRemove: a stored body is found under its key only, with
-// the format the package documents; Remove makes it a miss, twice.
-func TestStoreLookupRemove(t *testing.T) {
+// TestStoreRemove: a stored body is written in the format the package
+// documents (what C looks up: spawn's recipestore_test.go); Remove
+// removes it, twice.
+func TestStoreRemove(t *testing.T) {
 	dir := base(t)
-	var key, other [KeySize]byte
-	key[0], other[0] = 1, 2
-	if _, err := Lookup(key); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("lookup before any store: %v, want a miss", err)
-	}
+	var key [KeySize]byte
+	key[0] = 1
 	body := []byte("recipe")
 	if err := Store(key, body); err != nil {
 		t.Fatal(err)
-	}
-	got, err := Lookup(key)
-	if err != nil || !bytes.Equal(got, body) {
-		t.Fatalf("lookup: %q, %v", got, err)
-	}
-	if _, err := Lookup(other); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("lookup of another key: %v, want a miss", err)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "recipes", name(key)))
 	if err != nil {
@@ -60,8 +51,8 @@ func TestStoreLookupRemove(t *testing.T) {
 		if err := Remove(key); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Lookup(key); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("lookup after Remove: %v, want a miss", err)
+		if _, err := os.Lstat(filepath.Join(dir, "recipes", name(key))); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the entry after Remove: %v, want it gone", err)
 		}
 	}
 }
