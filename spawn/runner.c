@@ -1528,14 +1528,14 @@ static int terminating(int sig)
 }
 
 /* The signals the helper passes on to the program. They are blocked in the
- * helper's only thread from its first constructor on (se_block_signals), and
- * while no Go runtime runs the runner reads them from a signalfd. Once Go
- * runs (a run it decides, or one it serves) its runtime takes SIGTERM,
- * SIGINT, SIGHUP and SIGQUIT itself in every thread it makes, whatever the
- * mask: Go catches them with os/signal from its first package's init and
- * passes each on to the runner, one byte on the service's sig pipe
- * (spawn/signals.go). Either way the runner alone decides what to do with
- * them. */
+ * helper's only thread from its first constructor on (se_block_signals),
+ * and the runner reads them from a signalfd. Once Go runs (a run it
+ * decides, or one it serves) its runtime takes SIGTERM, SIGINT, SIGHUP and
+ * SIGQUIT itself in every thread it makes, whatever the mask: Go catches
+ * those with os/signal from its first package's init and passes each on to
+ * the runner, one byte on the service's sig pipe (spawn/signals.go); the
+ * others stay blocked in Go's threads too and come through the signalfd.
+ * Either way the runner alone decides what to do with them. */
 static const int se_forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
 #define SE_NFORWARDED ((int)(sizeof se_forwarded / sizeof se_forwarded[0]))
 

@@ -18,11 +18,18 @@ import (
 // SIGTERM, SIGINT, SIGHUP and SIGQUIT in every thread it makes, whatever
 // mask the process started with, and without os/signal it would end the
 // process with them; so the helper's binary (not a test binary) catches
-// every forwarded signal from this package's init on, and passes each, as
-// it comes, to the runner of the run it serves (Service's sig pipe), which
-// alone decides what to do with it. Signals that come before there is a run
-// (while Go decides) wait here and go to the first service made. A command
-// that runs nothing gives them their default actions back (StopRelaying).
+// those from this package's init on, and passes each, as it comes, to the
+// runner of the run it serves (Service's sig pipe), which alone decides
+// what to do with it. Signals that come before there is a run (while Go
+// decides) wait here and go to the first service made. A command that runs
+// nothing gives them their default actions back (StopRelaying).
+//
+// The other forwarded signals stay blocked in every thread, as the
+// constructor blocked them, and the runner reads them from its signalfd
+// under Go as without it: catching them too cost a round trip to the
+// runtime's signal thread each, on every start Go decides.
+// TestSignalsReachTheProgram (integration) sends each to a run Go decided.
+var runtimeTaken = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT}
 var relay struct {
 	mu      sync.Mutex
 	to      int // the service's sig pipe, or -1
@@ -36,7 +43,7 @@ func init() {
 		return
 	}
 	relay.ch = make(chan os.Signal, 64)
-	signal.Notify(relay.ch, forwardedSignals()...)
+	signal.Notify(relay.ch, runtimeTaken...)
 	go func() {
 		for s := range relay.ch {
 			n, ok := s.(unix.Signal)
@@ -71,13 +78,5 @@ func StopRelaying() {
 	if relay.ch == nil {
 		return
 	}
-	signal.Reset(forwardedSignals()...)
-}
-
-func forwardedSignals() []os.Signal {
-	var out []os.Signal
-	for _, s := range Forwarded() {
-		out = append(out, s)
-	}
-	return out
+	signal.Reset(runtimeTaken...)
 }
