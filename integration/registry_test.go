@@ -395,11 +395,11 @@ func TestSweepRemovesOrphanedPlaceholders(t *testing.T) {
 	waitFile(t, ready, cmd, out)
 	_ = os.Remove(ready)
 	// The helper and the processes it cloned (guardian, init) share its
-	// command name: stopped first, so that none sees the others die, and
-	// killed helper last. The guardian leads a process group of its own:
-	// the helper's death orphans that group, and the kernel then sends a
-	// stopped member SIGHUP and SIGCONT, so a guardian still alive would
-	// wake and clean up (1 run in 10 did).
+	// command name: all stopped first, so that none sees the others die,
+	// then killed, the helper last. The guardian leads a process group of
+	// its own: the helper's death orphans that group, and the kernel then
+	// sends a stopped member SIGHUP and SIGCONT, so a guardian still alive
+	// would wake and clean up (1 run in 10 did).
 	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid))
 	ours := []int{cmd.Process.Pid}
 	for _, c := range childrenOf(strconv.Itoa(cmd.Process.Pid)) {

@@ -30,6 +30,9 @@ import (
 // runtime's signal thread each, on every start Go decides.
 // TestSignalsReachTheProgram (integration) sends each to a run Go decided.
 var runtimeTaken = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT}
+
+// relay holds what the relaying goroutine needs: where to write, and what
+// came before there was a run.
 var relay struct {
 	mu      sync.Mutex
 	to      int // the service's sig pipe, or -1
