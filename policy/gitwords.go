@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // gitName is a path a git configuration value may name, as the value
@@ -189,12 +190,12 @@ func isGitBool(v string) bool {
 	case "", "true", "yes", "on", "false", "no", "off":
 		return true
 	}
-	return gitInteger.MatchString(v)
+	return gitInteger().MatchString(v)
 }
 
 // gitInteger is an integer as git_parse_int reads one (a unit suffix
 // allowed).
-var gitInteger = regexp.MustCompile(`^[-+]?[0-9]+[kKmMgG]?$`)
+var gitInteger = lazyRegexp(`^[-+]?[0-9]+[kKmMgG]?$`)
 
 // splitCmdline splits s into words as git's split_cmdline does: at
 // whitespace outside quotes, with '...' and "..." quoting and a backslash
@@ -336,7 +337,7 @@ var shRunners = map[string]bool{"exec": true, "command": true, "builtin": true, 
 	"time": true, "sudo": true, "xargs": true, ".": true, "source": true, "sh": true, "bash": true, "dash": true, "zsh": true,
 	"ksh": true, "python": true, "python3": true, "perl": true, "ruby": true, "node": true}
 
-var shAssignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+var shAssignment = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 // analyzeShell records what shell text names: every word that is, or may
 // be, a path. A word in a command's position is a program; a cd changes
@@ -383,7 +384,7 @@ func analyzeShell(text string, ctx gitValueContext, firstPrefix, via string, dep
 			redirect = false
 			classifyWord(t.segs, false, ctx, via, depth, out)
 		case cmdPos && shReserved[plain]:
-		case cmdPos && shAssignment.MatchString(plain):
+		case cmdPos && shAssignment().MatchString(plain):
 			classifyWord(t.segs, false, ctx, via, depth, out)
 		case cmdPos && runner && strings.HasPrefix(plain, "-"):
 		case cmdPos:
@@ -431,7 +432,7 @@ func tildeExpand(w string, ctx gitValueContext) string {
 	return w
 }
 
-var shOptionOrAssignment = regexp.MustCompile(`^-{0,2}[A-Za-z_][A-Za-z0-9_.-]*=`)
+var shOptionOrAssignment = lazyRegexp(`^-{0,2}[A-Za-z_][A-Za-z0-9_.-]*=`)
 
 // classifyWord records what one shell word names (see gitNameRule).
 func classifyWord(segs []shSeg, program bool, ctx gitValueContext, via string, depth int, out *gitValueNames) {
@@ -442,7 +443,7 @@ func classifyWord(segs []shSeg, program bool, ctx gitValueContext, via string, d
 	// An assignment or an option with a value ("--file=x", "LESSOPEN=x"):
 	// the value is what may be a path.
 	if !segs[0].expand {
-		if m := shOptionOrAssignment.FindString(segs[0].text); m != "" {
+		if m := shOptionOrAssignment().FindString(segs[0].text); m != "" {
 			segs[0].text = segs[0].text[len(m):]
 			program = false
 		} else if strings.HasPrefix(segs[0].text, "-") {
@@ -576,4 +577,11 @@ func unquotedGlob(segs []shSeg) int {
 		off += len(s.text)
 	}
 	return -1
+}
+
+// lazyRegexp compiles expr on first use: compiled at package init, the
+// three above cost some 80 µs of every start of the helper's Go runtime,
+// whether or not it reads a git setting.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
