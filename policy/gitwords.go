@@ -580,8 +580,8 @@ func unquotedGlob(segs []shSeg) int {
 }
 
 // lazyRegexp compiles expr on first use: compiled at package init, the
-// three above cost some 80 µs of every start of the helper's Go runtime,
-// whether or not it reads a git setting.
+// three in this file cost some 80 µs of every start of the helper's Go
+// runtime, whether or not it reads a git setting.
 func lazyRegexp(expr string) func() *regexp.Regexp {
 	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
