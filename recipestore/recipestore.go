@@ -42,8 +42,13 @@ const (
 	// MaxBody is the largest body stored or accepted.
 	MaxBody = 4 << 20
 	// MaxEntries is how many entries the directory keeps: a store that
-	// leaves more removes the oldest (by modification time).
+	// leaves more removes the oldest (by modification time) down to
+	// PrunedTo. The gap makes the pass that reads every entry's time rare:
+	// it is on the start-up path of the run that stores, and in a full
+	// directory it cost more than the store itself.
 	MaxEntries = 256
+	// PrunedTo is how many entries a store that found too many leaves.
+	PrunedTo = MaxEntries - MaxEntries/4
 	// KeySize is the length of a recipe key.
 	KeySize = 32
 
@@ -137,8 +142,9 @@ func mac(secret, head, body []byte) []byte {
 	return m.Sum(nil)
 }
 
-// prune keeps the directory at MaxEntries entries, removing the oldest,
-// and removes the temporary files of stores that died before their
+// prune keeps the directory at most MaxEntries entries, removing the
+// oldest down to PrunedTo when there are more, and removes the temporary
+// files of stores that died before their
 // rename. Races with other runs pruning or storing are harmless: an entry
 // removed twice is gone, and one removed just after it was stored is a
 // miss, which Go answers by deciding again.
@@ -176,7 +182,7 @@ func prune(dir string) {
 		}
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].mtime.Before(entries[j].mtime) })
-	for _, e := range entries[:max(len(entries)-MaxEntries, 0)] {
+	for _, e := range entries[:max(len(entries)-PrunedTo, 0)] {
 		os.Remove(filepath.Join(dir, e.name))
 	}
 }

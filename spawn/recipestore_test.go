@@ -204,13 +204,14 @@ func TestRecipeLookupRefusesTampering(t *testing.T) {
 	}
 }
 
-// TestRecipeStoreIsBounded: past MaxEntries, a store removes the oldest
-// entries; stale temporary files go too, and fresh ones stay.
+// TestRecipeStoreIsBounded: up to MaxEntries every entry stays; the store
+// that makes one more removes the oldest down to PrunedTo; stale temporary
+// files go too, and fresh ones stay.
 func TestRecipeStoreIsBounded(t *testing.T) {
 	base := recipeBase(t)
 	recipes := filepath.Join(base, "recipes")
 	var keys [][32]byte
-	for i := 0; i < recipestore.MaxEntries+5; i++ {
+	for i := 0; i < recipestore.MaxEntries; i++ {
 		k := randomKey(t)
 		keys = append(keys, k)
 		if err := recipestore.Store(k, []byte{byte(i)}); err != nil {
@@ -230,6 +231,11 @@ func TestRecipeStoreIsBounded(t *testing.T) {
 	}
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(stale, old, old)
+	for _, k := range keys {
+		if _, ok := spawn.LookupRecipeC(k); !ok {
+			t.Fatalf("with %d entries, one stored was removed", recipestore.MaxEntries)
+		}
+	}
 	last := randomKey(t)
 	if err := recipestore.Store(last, []byte("last")); err != nil {
 		t.Fatal(err)
@@ -246,12 +252,12 @@ func TestRecipeStoreIsBounded(t *testing.T) {
 			n++
 		}
 	}
-	if n != recipestore.MaxEntries {
-		t.Errorf("%d entries, want %d", n, recipestore.MaxEntries)
+	if n != recipestore.PrunedTo {
+		t.Errorf("%d entries, want %d", n, recipestore.PrunedTo)
 	}
 	for i, k := range append(keys, last) {
 		_, ok := spawn.LookupRecipeC(k)
-		if want := i >= 6; ok != want {
+		if want := i > recipestore.MaxEntries-recipestore.PrunedTo; ok != want {
 			t.Errorf("entry %d (stored %d from the last): found %t, want %t", i, len(keys)-i, ok, want)
 		}
 	}
