@@ -41,7 +41,7 @@ const (
 	Magic = "SERECIP1"
 	// MaxBody is the largest body stored or accepted.
 	MaxBody = 4 << 20
-	// MaxEntries is how many entries the directory keeps: a store that
+	// MaxEntries is the most entries the directory keeps: a store that
 	// leaves more removes the oldest (by modification time) down to
 	// PrunedTo. The gap makes the pass that reads every entry's time rare:
 	// it is on the start-up path of the run that stores, and in a full
@@ -144,10 +144,10 @@ func mac(secret, head, body []byte) []byte {
 
 // prune keeps the directory at most MaxEntries entries, removing the
 // oldest down to PrunedTo when there are more, and removes the temporary
-// files of stores that died before their
-// rename. Races with other runs pruning or storing are harmless: an entry
-// removed twice is gone, and one removed just after it was stored is a
-// miss, which Go answers by deciding again.
+// files of stores that died before their rename. Races with other runs
+// pruning or storing are harmless: an entry removed twice is gone, and one
+// removed just after it was stored is a miss, which Go answers by deciding
+// again.
 func prune(dir string) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
