@@ -3,16 +3,12 @@ package main
 import (
 	"os"
 	"testing"
-
-	"sandbox-executable/fsdeps"
-	"sandbox-executable/hostfacts"
-	"sandbox-executable/supervisor"
 )
 
 // BenchmarkColdDecision is the Go half of a cold run's start-up, in
-// process: the policy resolved, the host probed and the run prepared, for
-// a workspace_write policy in a fresh directory. Profile it with
-// -cpuprofile to see where a cold start spends Go's time.
+// process (decide: the policy resolved, the host probed and the run
+// prepared), for a workspace_write policy in a fresh directory. Profile
+// it with -cpuprofile to see where a cold start spends Go's time.
 func BenchmarkColdDecision(b *testing.B) {
 	ws := b.TempDir()
 	b.Chdir(ws)
@@ -27,13 +23,8 @@ func BenchmarkColdDecision(b *testing.B) {
 			b.Fatal(err)
 		}
 		inv := &invocation{o: o, out: out}
-		fsdeps.Begin()
-		cfg, err := inv.config()
+		cfg, _, _, err := inv.decide()
 		if err != nil {
-			b.Fatal(err)
-		}
-		facts := hostfacts.Probe(hostfacts.Options{AssumeNamespaces: true, TempDir: cfg.TempDir})
-		if _, err := supervisor.Prepare(cfg, facts); err != nil {
 			b.Fatal(err)
 		}
 		out.close()

@@ -125,10 +125,27 @@ func (inv *invocation) run() int {
 	if _, assumed := mountns.Assume(); o.explain || !assumed {
 		go mountns.Probe()
 	}
+	cfg, facts, pr, err := inv.decide()
+	if err != nil {
+		return inv.refuse(supervisor.ExitSetup, err, nil)
+	}
+	if o.explain {
+		return inv.explain(pr)
+	}
+	if len(pr.Candidates) == 0 {
+		return inv.refuse(supervisor.ExitNotFound, fmt.Errorf("%s: command not found", quoteArg(o.argv[0])), pr)
+	}
+	return inv.execute(cfg, facts, pr)
+}
+
+// decide resolves the policy, probes the host and prepares the run: the
+// Go half of a cold start, all of it before anything is made for the run.
+func (inv *invocation) decide() (supervisor.Config, *hostfacts.Facts, *supervisor.Prepared, error) {
+	o := inv.o
 	fsdeps.Begin()
 	cfg, err := inv.config()
 	if err != nil {
-		return inv.refuse(supervisor.ExitSetup, err, nil)
+		return cfg, nil, nil, err
 	}
 	t0 := time.Now()
 	// --explain writes nothing: the state directory and its key are
@@ -146,24 +163,18 @@ func (inv *invocation) run() int {
 	// on a file the rest did not see.
 	for try := 1; err == nil && len(fsdeps.Unstable()) > 0; try++ {
 		if try == 3 {
-			return inv.refuse(supervisor.ExitSetup, fmt.Errorf("the filesystem kept changing while the run was decided (%s): refusing rather than running on a decision that saw two things at one path; run the command again",
-				strings.Join(fsdeps.Unstable(), ", ")), nil)
+			return cfg, facts, nil, fmt.Errorf("the filesystem kept changing while the run was decided (%s): refusing rather than running on a decision that saw two things at one path; run the command again",
+				strings.Join(fsdeps.Unstable(), ", "))
 		}
 		inv.out.log.Debug("a path gave two answers while deciding: deciding again", "paths", fsdeps.Unstable())
 		fsdeps.Begin()
 		pr, err = supervisor.Prepare(cfg, facts)
 	}
 	if err != nil {
-		return inv.refuse(supervisor.ExitSetup, err, nil)
+		return cfg, facts, nil, err
 	}
 	inv.out.log.Debug("prepared", "took", time.Since(t0))
-	if o.explain {
-		return inv.explain(pr)
-	}
-	if len(pr.Candidates) == 0 {
-		return inv.refuse(supervisor.ExitNotFound, fmt.Errorf("%s: command not found", quoteArg(o.argv[0])), pr)
-	}
-	return inv.execute(cfg, facts, pr)
+	return cfg, facts, pr, nil
 }
 
 // refuse ends a run that never started: one stderr line, and the report
