@@ -18,11 +18,20 @@ import (
 // SIGTERM, SIGINT, SIGHUP and SIGQUIT in every thread it makes, whatever
 // mask the process started with, and without os/signal it would end the
 // process with them; so the helper's binary (not a test binary) catches
-// those from this package's init on, and passes each, as it comes, to the
-// runner of the run it serves (Service's sig pipe), which alone decides
-// what to do with it. Signals that come before there is a run (while Go
-// decides) wait here and go to the first service made. A command that runs
-// nothing gives them their default actions back (StopRelaying).
+// those, and passes each, as it comes, to the runner of the run it serves
+// (Service's sig pipe), which alone decides what to do with it. Signals
+// that come before there is a run (while Go decides) wait here and go to
+// the first service made. A command that runs nothing gives them their
+// default actions back (StopRelaying).
+//
+// signal.Notify takes a round trip to the runtime's signal thread for each
+// signal, which in a fresh process is a few hundred microseconds; so this
+// package's init calls it on a goroutine, beside the decision, and the
+// first service waits for it (relayTo) before the runner makes anything. A
+// signal that comes before Notify has returned has the runtime's default
+// action, as one before any init has: the helper ends of it before its
+// runner has made anything, leaving at most what a SIGKILL then would
+// (the private temp dir of a Landlock-only run, which the sweep removes).
 //
 // The other forwarded signals stay blocked in every thread, as the
 // constructor blocked them, and the runner reads them from its signalfd
@@ -38,6 +47,8 @@ var relay struct {
 	to      int // the service's sig pipe, or -1
 	pending []byte
 	ch      chan os.Signal
+	// caught is closed once signal.Notify has returned.
+	caught chan struct{}
 }
 
 func init() {
@@ -46,8 +57,10 @@ func init() {
 		return
 	}
 	relay.ch = make(chan os.Signal, 64)
-	signal.Notify(relay.ch, runtimeTaken...)
+	relay.caught = make(chan struct{})
 	go func() {
+		signal.Notify(relay.ch, runtimeTaken...)
+		close(relay.caught)
 		for s := range relay.ch {
 			n, ok := s.(unix.Signal)
 			if !ok {
@@ -66,6 +79,9 @@ func init() {
 
 // relayTo sends the signals caught from now on, and those waiting, to fd.
 func relayTo(fd int) {
+	if relay.caught != nil {
+		<-relay.caught
+	}
 	relay.mu.Lock()
 	defer relay.mu.Unlock()
 	relay.to = fd
@@ -81,5 +97,6 @@ func StopRelaying() {
 	if relay.ch == nil {
 		return
 	}
+	<-relay.caught
 	signal.Reset(runtimeTaken...)
 }
