@@ -233,10 +233,13 @@ enum se_return {
  *        there), then answers 'D'; the runner cleans up and exits.
  * Go may also write 'K' at any time: it cannot serve the run; the runner
  * ends the tree (SE_END_SERVICE). On sig_w Go passes on, one byte each, the
- * forwarded signals its runtime took (runner.c's se_forwarded).
+ * forwarded signals its runtime took (runner.c's se_forwarded). hold_r,
+ * when not -1, is work Go finishes while the program runs (storing the
+ * recipe of a run it just decided): the runner reads it to its end before
+ * the helper exits.
  */
 struct se_service {
-	int32_t ev_r, ev_w, ack_r, ack_w, sig_r, sig_w;
+	int32_t ev_r, ev_w, ack_r, ack_w, sig_r, sig_w, hold_r;
 	int32_t listener_fd, proxy_fd, layers_fd;
 	int32_t audit_fd, audit_err, audit_pid;
 	char audit_comm[16];

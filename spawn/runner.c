@@ -1761,6 +1761,19 @@ static int early_signal(struct se_runner *s)
 	return 0;
 }
 
+/* exit_after_go ends the helper with code once Go's held work is done:
+ * hold_r reads its end (se_service). */
+static __attribute__((noreturn)) void exit_after_go(struct se_runner *s, int code)
+{
+	char c;
+	while (s->svc && s->svc->hold_r >= 0) {
+		ssize_t n = read(s->svc->hold_r, &c, 1);
+		if (n == 0 || (n < 0 && errno != EINTR))
+			break;
+	}
+	_exit(code);
+}
+
 /* end_unstarted ends the helper as the terminating signal sig asked, before
  * the program started: the held init (pid, or -1 for none) is let go
  * without starting it and reaped, and the run's state undone. */
@@ -1773,7 +1786,7 @@ static __attribute__((noreturn)) void end_unstarted(struct se_runner *s, long pi
 	}
 	undo(s);
 	close_signals(s);
-	_exit(128 + sig);
+	exit_after_go(s, 128 + sig);
 }
 
 /* free_request frees the child's request and what it points at (the
@@ -2329,7 +2342,7 @@ struct se_service *se_service_new(void)
 	v->ack_w = ack[1];
 	v->sig_r = sg[0];
 	v->sig_w = sg[1];
-	v->listener_fd = v->proxy_fd = v->layers_fd = v->audit_fd = -1;
+	v->listener_fd = v->proxy_fd = v->layers_fd = v->audit_fd = v->hold_r = -1;
 	return v;
 }
 
@@ -2634,7 +2647,7 @@ static __attribute__((noreturn)) void finish(struct se_runner *s, int waited, in
 		release_guardian(s);
 	se_phase("guardian released");
 	se_phases_say();
-	_exit(code);
+	exit_after_go(s, code);
 }
 
 /* supervise waits for the run's end and finishes it; in a thread of its

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +46,10 @@ type childRun struct {
 	// Result is the file the child writes RunRecipe's Return to (JSON)
 	// when it returns: no program ran.
 	Result string
+	// Hold, when set, is a file the child's Go writes a while after the
+	// run starts, holding the helper's exit until then (Service.Hold), as
+	// the helper does while it stores a recipe.
+	Hold string
 }
 
 func TestMain(m *testing.M) {
@@ -77,6 +82,20 @@ func recipeChild(spec string) int {
 		return 2
 	}
 	go serveTest(svc, c.Serve)
+	if c.Hold != "" {
+		release, err := svc.Hold()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test child:", err)
+			return 2
+		}
+		go func() {
+			defer release()
+			// Long past a plain program's end: an exit that did not
+			// wait would come first.
+			time.Sleep(500 * time.Millisecond)
+			_ = os.WriteFile(c.Hold, []byte("done"), 0o600)
+		}()
+	}
 	// The thread RunRecipe runs on (it locks it too): the refusal must
 	// hold there.
 	runtime.LockOSThread()
@@ -187,6 +206,7 @@ func refuseOnThisThread(nr, errno int) error {
 // runOpts are a test run's settings besides its recipe and argv.
 type runOpts struct {
 	serve                 string
+	hold                  string
 	refuseNr, refuseErrno int
 	// extra are the child's descriptors from 3 on (exec.Cmd.ExtraFiles):
 	// inherited as a caller's would be, not close-on-exec.
@@ -218,7 +238,7 @@ func startRecipe(t *testing.T, r *Recipe, argv []string, o runOpts) *recipeRun {
 	if err := os.WriteFile(recipe, r.Encode(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := json.Marshal(childRun{Recipe: recipe, Argv: argv, Serve: o.serve, RefuseNr: o.refuseNr, RefuseErrno: o.refuseErrno, Result: run.result})
+	spec, err := json.Marshal(childRun{Recipe: recipe, Argv: argv, Serve: o.serve, RefuseNr: o.refuseNr, RefuseErrno: o.refuseErrno, Result: run.result, Hold: o.hold})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,4 +334,18 @@ func (e runEnd) failure(r *Recipe, argv0 string) *Error {
 		return nil
 	}
 	return e.Ret.Error(r, argv0)
+}
+
+// TestExitWaitsForHeldWork: work Go holds the helper's exit for
+// (Service.Hold: the first run's store, made while its program runs) is
+// done before the helper exits, however soon the program ends.
+func TestExitWaitsForHeldWork(t *testing.T) {
+	held := filepath.Join(t.TempDir(), "held")
+	end := runRecipe(t, program(), []string{"/bin/true"}, runOpts{hold: held})
+	if end.Code != 0 {
+		t.Fatalf("exit %d, stderr %q", end.Code, end.Stderr)
+	}
+	if _, err := os.Stat(held); err != nil {
+		t.Fatalf("the helper exited before the work it held was done: %v", err)
+	}
 }

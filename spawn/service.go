@@ -250,6 +250,19 @@ func (v *Service) ProgramStarted() (runner, program time.Time) {
 	return now.Add(-time.Duration(mono - int64(v.c.started_ns))), now.Add(-time.Duration(mono - int64(v.c.program_ns)))
 }
 
+// Hold makes the helper's exit wait for work Go does while the program
+// runs, until release is called (once): the runner ends the run as ever,
+// then waits before it exits. For a service made by NewService, before
+// RunRecipe.
+func (v *Service) Hold() (release func(), err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("spawn: service: %w", err)
+	}
+	v.c.hold_r = C.int32_t(p[0])
+	return func() { unix.Close(p[1]) }, nil
+}
+
 // Done lets the runner clean up and exit after EventEnded.
 func (v *Service) Done() { v.answer('D') }
 

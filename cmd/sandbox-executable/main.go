@@ -330,17 +330,24 @@ func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool
 	encoded := recipe.Encode()
 	explain := report.NewExplain(pr)
 	record := pr.Service()
+	svc, err := spawn.NewService()
+	if err != nil {
+		return spawn.Return{}, nil, err
+	}
+	waitStored := func() {}
 	if keyed {
 		if why := pr.NotStored(); why != "" {
 			warmSay("not stored: " + why)
 			_ = recipestore.Remove(key)
 		} else {
-			inv.storeRecipe(key, encoded, storedService{Service: record, Explain: explain})
+			entry := storedService{Service: record}
+			if inv.out.report != nil {
+				// Only a report reads it, and the arguments that ask
+				// for one are part of the key.
+				entry.Explain = explain
+			}
+			waitStored = inv.storeRecipe(svc, key, encoded, entry)
 		}
-	}
-	svc, err := spawn.NewService()
-	if err != nil {
-		return spawn.Return{}, nil, err
 	}
 	go func() {
 		res := supervisor.Serve(svc, record, supervisor.ServeOptions{OnDenial: inv.out.denial, Log: inv.out.log, HostProxy: pr.HostProxy(), TmpFD: pr.TmpFD()})
@@ -351,14 +358,17 @@ func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool
 	// swept while the program runs, off its start-up path.
 	go pr.Sweep()()
 	ret, err := spawn.RunRecipe(encoded, pr.Argv, svc)
+	// No program ran: the caller may remove the entry, or decide again.
+	waitStored()
 	return ret, recipe, err
 }
 
 // storedService is the service record stored with a recipe, and the
-// decision's public form for the report of a run served from it.
+// decision's public form for the report of a run served from it (only for
+// an invocation that asks for a report: it is most of the record's JSON).
 type storedService struct {
 	Service *supervisor.ServiceRecord `json:"service"`
-	Explain *report.Explain           `json:"explain"`
+	Explain *report.Explain           `json:"explain,omitempty"`
 }
 
 // serveWarm serves a run the warm path started from a stored recipe and
@@ -422,27 +432,43 @@ func (inv *invocation) failed(code int, err error, pr *supervisor.Prepared) int 
 
 // storeRecipe stores recipe under key for the warm path, with what the
 // decision read and its service record; a decision that read what cannot
-// be checked again is not stored (and an older entry goes).
-func (inv *invocation) storeRecipe(key [32]byte, recipe []byte, svc storedService) {
+// be checked again is not stored (and an older entry goes). The entry is
+// encoded and written while the runner starts the program (in a fresh
+// process the JSON alone took longer than the runner's start-up), and the
+// helper's exit waits for it (svc.Hold); the returned func waits for it
+// too. The record is only read while the run is served.
+func (inv *invocation) storeRecipe(svc *spawn.Service, key [32]byte, recipe []byte, entry storedService) (wait func()) {
 	if t := fsdeps.Tainted(); len(t) > 0 {
 		warmSay("not stored: the decision read what cannot be checked again: " + strings.Join(t, "; "))
 		_ = recipestore.Remove(key)
-		return
+		return func() {}
 	}
+	// What the decision read, taken now: the service reads more later.
 	deps := fsdeps.Deps()
 	enc, err := fsdeps.Encode(deps)
-	var rec []byte
+	var release func()
 	if err == nil {
-		rec, err = json.Marshal(svc)
-	}
-	if err == nil {
-		err = recipestore.Store(key, spawn.StoredRecipe(enc, recipe, rec))
+		release, err = svc.Hold()
 	}
 	if err != nil {
 		warmSay("not stored: " + err.Error())
-		return
+		return func() {}
 	}
-	warmSay(fmt.Sprintf("stored: %d dependencies, a recipe of %d bytes", len(deps), len(recipe)))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer release()
+		rec, err := json.Marshal(entry)
+		if err == nil {
+			err = recipestore.Store(key, spawn.StoredRecipe(enc, recipe, rec))
+		}
+		if err != nil {
+			warmSay("not stored: " + err.Error())
+			return
+		}
+		warmSay(fmt.Sprintf("stored: %d dependencies, a recipe of %d bytes", len(deps), len(recipe)))
+	}()
+	return func() { <-done }
 }
 
 // warmSay writes one line to stderr when SANDBOX_EXECUTABLE_WARM=debug
