@@ -39,6 +39,7 @@ var (
 	vsCold     = flag.Bool("vs-cold", false, "with -vs and -cold: the earlier build with the warm path off too, \"before-cold\"")
 	landlockC  = flag.Bool("landlock", true, "one more contender, \"landlock\": the helper in Landlock-only mode (--fs-mode landlock), whose writable root's top level the supervisor mediates")
 	cold       = flag.Bool("cold", false, "one more contender, \"cold\": the helper with the warm path off ("+warmOff+"=off), every run decided by Go")
+	first      = flag.Bool("first", false, "one more contender, \"first\": the helper with the warm path on and an invocation new each run (its environment says which), every run an invocation's first: decided by Go and stored (with -vs, \"before-first\" too)")
 )
 
 func main() {
@@ -117,6 +118,22 @@ type contender struct {
 	name string
 	wrap func(argv []string) []string
 	env  []string
+	// fresh makes each run a new invocation of the helper: one more
+	// variable in its environment, another value each time.
+	fresh bool
+}
+
+// freshRuns counts the runs made new invocations (contender.fresh).
+var freshRuns int
+
+// environ is what c adds to an item's environment env, for one run.
+func (c contender) environ(env []string) []string {
+	env = append(slices.Clip(env), c.env...)
+	if c.fresh {
+		freshRuns++
+		env = append(env, fmt.Sprintf("SE_BENCH_INVOCATION=%d-%d", os.Getpid(), freshRuns))
+	}
+	return env
 }
 
 func contenders(ws string) []contender {
@@ -140,6 +157,17 @@ func contenders(ws string) []contender {
 		cs = append(cs, contender{name: "before", wrap: before})
 		if *vsCold && *cold {
 			cs = append(cs, contender{name: "before-cold", wrap: before, env: []string{warmOff + "=off"}})
+		}
+	}
+	if *first {
+		cs = append(cs, contender{name: "first", wrap: func(a []string) []string { return ours(ws, a...) }, fresh: true})
+		if *vsBin != "" {
+			before := func(a []string) []string {
+				o := ours(ws, a...)
+				o[0] = *vsBin
+				return o
+			}
+			cs = append(cs, contender{name: "before-first", wrap: before, fresh: true})
 		}
 	}
 	return cs
@@ -256,13 +284,12 @@ func measure(cs []contender, it item) ([]sample, error) {
 		s := sample{work: make([]time.Duration, len(cs)), base: make([]time.Duration, len(cs))}
 		for _, j := range order.Perm(len(cs)) {
 			var err error
-			env := append(slices.Clip(it.env), cs[j].env...)
 			if it.net || it.alone {
-				if s.base[j], err = run(cs[j].wrap(trueArgv()), it.dir, env); err != nil {
+				if s.base[j], err = run(cs[j].wrap(trueArgv()), it.dir, cs[j].environ(it.env)); err != nil {
 					return nil, fmt.Errorf("%s: %w", cs[j].name, err)
 				}
 			}
-			if s.work[j], err = run(cs[j].wrap(it.argv), it.dir, env); err != nil {
+			if s.work[j], err = run(cs[j].wrap(it.argv), it.dir, cs[j].environ(it.env)); err != nil {
 				return nil, fmt.Errorf("%s: %w", cs[j].name, err)
 			}
 		}
@@ -361,7 +388,7 @@ func table(ws string) {
 					rs = append(rs, a/b)
 				}
 			}
-			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "landlock": "landlock", "cold": "cold", "before": "before", "before-cold": "b-cold"}[cs[j].name]
+			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "landlock": "landlock", "cold": "cold", "before": "before", "before-cold": "b-cold", "first": "first", "before-first": "b-first"}[cs[j].name]
 			if i < startupRows {
 				st := summarize(rs)
 				parts = append(parts, fmt.Sprintf("%s +%s ms", short, num(st.med)))
