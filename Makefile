@@ -227,7 +227,7 @@ lint-packaging:
 # bare, bubblewrap and the helper, paired round by round (bench/main.go).
 # BENCH_ARGS: e.g. "-n 200", "-work open,stat", "all" (adds the split of
 # the file work into seccomp's and Landlock's own cost, denials, memory).
-BENCH_ARGS ?= -cold
+BENCH_ARGS ?= -cold -first
 RELEASE_BIN = $(DIST)/sandbox-executable-$(VERSION)-linux-$$($(GO) env GOARCH)
 bench: release probe
 	$(GO) run ./bench -bin "$(RELEASE_BIN)" -probe $(PROBE) $(BENCH_ARGS)
@@ -236,7 +236,7 @@ bench: release probe
 # from the host's userland, which the guest mounts read-only. The guest runs
 # Go code several times slower: fewer rounds, and the work items that finish
 # there in seconds.
-VM_BENCH_ARGS ?= -n 50 -cold -static-true -work open,stat,compileall -scale 0.5
+VM_BENCH_ARGS ?= -n 50 -cold -first -static-true -work open,stat,compileall -scale 0.5
 vm-bench: release probe
 	$(GO) build -o bin/bench ./bench
 	SE_VM_PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin integration/vm/exec $(CURDIR)/bin/bench -bin "$(CURDIR)/$(RELEASE_BIN)" -probe $(CURDIR)/$(PROBE) $(VM_BENCH_ARGS)
