@@ -7,7 +7,6 @@ import (
 	"math"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -17,7 +16,6 @@ type conn struct {
 	c      net.Conn
 	client string
 	start  time.Time
-	idle   atomic.Bool // waiting for a next request (Shutdown may close it)
 
 	lr io.LimitedReader // bounds the request phase; br reads from it
 	br *bufio.Reader

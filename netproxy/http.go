@@ -51,17 +51,15 @@ func (cn *conn) serveHTTP() {
 			cn.handleConnect(req, t0)
 			return
 		}
-		if !cn.forward(req, t0) || cn.p.draining.Load() {
+		if !cn.forward(req, t0) {
 			// Closing with unread pipelined requests would reset the
 			// connection and could destroy the response in flight.
 			cn.lingerClose()
 			return
 		}
-		cn.idle.Store(true)
 		cn.c.SetReadDeadline(time.Now().Add(cn.p.opts.IdleTimeout))
 		_, err = cn.br.Peek(1)
-		cn.idle.Store(false)
-		if err != nil || cn.p.draining.Load() {
+		if err != nil {
 			return
 		}
 		cn.c.SetReadDeadline(time.Now().Add(cn.p.opts.RequestTimeout))

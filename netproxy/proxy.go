@@ -7,12 +7,11 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
 
-// ErrClosed is returned by Serve after Close or Shutdown.
+// ErrClosed is returned by Serve after Close.
 var ErrClosed = errors.New("netproxy: proxy closed")
 
 // Defaults for the zero values of Options.
@@ -72,13 +71,12 @@ type Proxy struct {
 
 	ctx      context.Context // canceled by Close
 	cancel   context.CancelFunc
-	stop     chan struct{} // closed by Shutdown or Close: stop accepting
+	stop     chan struct{} // closed by Close: stop accepting
 	stopOnce sync.Once
 	slots    chan struct{} // nil when MaxConns is unlimited
 
 	mu        sync.Mutex
 	closed    bool
-	draining  atomic.Bool
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	wg        sync.WaitGroup
@@ -129,13 +127,13 @@ func New(m *Matcher, opts Options) *Proxy {
 	return p
 }
 
-// Serve accepts connections on l and serves them until Close or Shutdown,
+// Serve accepts connections on l and serves them until Close,
 // then returns ErrClosed; it returns other errors if l fails permanently.
 // Errors on one connection never stop it. Serve closes l when it returns.
 // It may be called for several listeners at once.
 func (p *Proxy) Serve(l net.Listener) error {
 	p.mu.Lock()
-	if p.closed || p.draining.Load() {
+	if p.closed {
 		p.mu.Unlock()
 		l.Close()
 		return ErrClosed
@@ -189,7 +187,7 @@ func (p *Proxy) Serve(l net.Listener) error {
 func (p *Proxy) isClosing() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.closed || p.draining.Load()
+	return p.closed
 }
 
 func (p *Proxy) release() {
@@ -219,7 +217,7 @@ func retryableAccept(err error) bool {
 func (p *Proxy) track(c net.Conn) *conn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.draining.Load() {
+	if p.closed {
 		return nil
 	}
 	cn := &conn{p: p, c: c, start: time.Now()}
@@ -260,38 +258,4 @@ func (p *Proxy) Close() error {
 	p.mu.Unlock()
 	p.wg.Wait()
 	return nil
-}
-
-// Shutdown stops accepting, closes idle kept-alive connections and waits for
-// requests and tunnels in progress to end; when ctx is done first it Closes
-// the proxy and returns ctx's error.
-func (p *Proxy) Shutdown(ctx context.Context) error {
-	p.mu.Lock()
-	p.draining.Store(true)
-	p.stopOnce.Do(func() { close(p.stop) })
-	for l := range p.listeners {
-		l.Close()
-	}
-	p.mu.Unlock()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		p.mu.Lock()
-		n := len(p.conns)
-		for cn := range p.conns {
-			if cn.idle.Load() {
-				cn.c.Close()
-			}
-		}
-		p.mu.Unlock()
-		if n == 0 {
-			return p.Close()
-		}
-		select {
-		case <-ctx.Done():
-			p.Close()
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
 }

@@ -292,66 +292,6 @@ func TestNoGoroutineLeak(t *testing.T) {
 	checkNoLeak(t, base)
 }
 
-func TestShutdown(t *testing.T) {
-	_, port := startEcho(t)
-	o := startOrigin(t)
-	e := newEnv(t, envConfig{
-		entries: []policy.HostPort{hp("echo.test", port), hp("web.test", o.port)},
-		hosts:   map[string]string{"echo.test": "127.0.0.1", "web.test": "127.0.0.1"},
-	})
-	tunnel, br, resp := e.connect(fmt.Sprintf("echo.test:%d", port))
-	if resp.StatusCode != 200 {
-		t.Fatal(resp.Status)
-	}
-	idle := e.dial()
-	ibr := bufio.NewReader(idle)
-	fmt.Fprintf(idle, "GET http://web.test:%d/ HTTP/1.1\r\n\r\n", o.port)
-	readBody(t, rawResponse(t, ibr, "GET"))
-
-	done := make(chan error, 1)
-	go func() { done <- e.p.Shutdown(context.Background()) }()
-	// The idle connection is closed; the tunnel keeps working.
-	if _, err := ibr.ReadByte(); err != io.EOF {
-		t.Errorf("idle connection: %v", err)
-	}
-	io.WriteString(tunnel, "still here")
-	got := make([]byte, 10)
-	if _, err := io.ReadFull(br, got); err != nil || string(got) != "still here" {
-		t.Errorf("tunnel during shutdown: %q %v", got, err)
-	}
-	select {
-	case err := <-done:
-		t.Fatalf("Shutdown returned %v with a tunnel open", err)
-	case <-time.After(100 * time.Millisecond):
-	}
-	if _, err := net.DialTimeout("tcp", e.addr, time.Second); err == nil {
-		t.Error("still accepting during shutdown")
-	}
-	tunnel.(*net.TCPConn).CloseWrite()
-	io.ReadAll(br)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Shutdown did not return after the tunnel ended")
-	}
-
-	// A Shutdown whose context ends first forces the close.
-	e2 := newEnv(t, envConfig{entries: []policy.HostPort{hp("echo.test", port)}, hosts: map[string]string{"echo.test": "127.0.0.1"}})
-	t2, br2, _ := e2.connect(fmt.Sprintf("echo.test:%d", port))
-	defer t2.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if err := e2.p.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Shutdown: %v", err)
-	}
-	if _, err := br2.ReadByte(); err == nil {
-		t.Error("tunnel survived a forced shutdown")
-	}
-}
-
 func TestMaxConns(t *testing.T) {
 	_, port := startEcho(t)
 	e := newEnv(t, envConfig{

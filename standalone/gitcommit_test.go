@@ -29,3 +29,10 @@ func TestGitCommitSetting(t *testing.T) {
 		t.Error("Empty")
 	}
 }
+
+// Empty reports whether s sets nothing (the tests' question: the helper
+// itself never asks it).
+func (s *Settings) Empty() bool {
+	return len(s.RW)+len(s.RO)+len(s.Hide)+len(s.Net) == 0 && s.Timeout == nil && s.Memory == nil && s.Pids == nil &&
+		s.CPU == nil && s.PersistCache == nil && s.ScratchCaches == nil && s.GitCommit == nil
+}

@@ -39,12 +39,6 @@ type Settings struct {
 	GitCommit *Value
 }
 
-// Empty reports whether s sets nothing.
-func (s *Settings) Empty() bool {
-	return len(s.RW)+len(s.RO)+len(s.Hide)+len(s.Net) == 0 && s.Timeout == nil && s.Memory == nil && s.Pids == nil &&
-		s.CPU == nil && s.PersistCache == nil && s.ScratchCaches == nil && s.GitCommit == nil
-}
-
 // Merge returns s with over on top: over's lists after s's, over's single
 // values instead of s's. A --net of over replaces s's whole network.
 func (s Settings) Merge(over Settings) Settings {
