@@ -288,7 +288,7 @@ func propagates(reason string) bool {
 // skippedCalls are calls from the decision to run-time or doctor-only code
 // that do not read when the decision makes them.
 var skippedCalls = map[string]string{
-	"hostfacts.Probe -> hostfacts.startDiagnosis": "only with Options.Doctor (doctor's own probe)",
+	"hostfacts.probeHost -> hostfacts.startDiagnosis": "only with Options.Doctor (doctor's own probe)",
 }
 
 // unlisted returns the functions that reach a run-time or doctor-only

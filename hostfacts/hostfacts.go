@@ -128,7 +128,53 @@ const cgroupfsMissing = "no cgroup filesystem is mounted"
 func (f *Facts) CgroupfsMissing() bool { return f.Cgroups == nil && f.CgroupsWhy == cgroupfsMissing }
 
 // Probe looks at this host once.
-func Probe(o Options) *Facts {
+func Probe(o Options) *Facts { return Start(o).Finish(o) }
+
+// Pending is a probe Start began.
+type Pending struct {
+	done     chan struct{}
+	f        *Facts
+	diagnose func(*Facts) *Diagnosis
+}
+
+// Start begins to probe, on a goroutine of its own, what no run's plan
+// changes (the kernel's features, the namespaces, the cgroups): a run
+// starts it before it resolves its policy, which it then overlaps. It
+// reads and tries, and makes nothing. o's AssumeNamespaces, Doctor and
+// TrialTimeout count here; the rest is Finish's.
+func Start(o Options) *Pending {
+	p := &Pending{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.f, p.diagnose = probeHost(o)
+	}()
+	return p
+}
+
+// Finish waits for what Start began and completes it with what depends on
+// the run (o's Overlay and TempDir), then the state directories, which a
+// run that is not ReadOnly makes.
+func (p *Pending) Finish(o Options) *Facts {
+	<-p.done
+	f := p.f
+	if o.Overlay {
+		f.OverlayOK, f.OverlayWhy = mountns.OverlayAvailable(f.Namespaces.Privileged)
+	}
+	if o.TempDir != "" {
+		f.SharedTmp = SharedTmpPath(o.TempDir, f.EUID)
+		if err := CheckSharedTmp(f.SharedTmp, f.EUID, true); err != nil {
+			f.SharedTmp, f.SharedTmpWhy = "", err.Error()
+		}
+	}
+	f.StateDirs, f.FilterCache, f.FilterCacheWhy = stateDirs(o.ReadOnly)
+	if p.diagnose != nil {
+		f.Doctor = p.diagnose(f)
+	}
+	return f
+}
+
+// probeHost is Start's work.
+func probeHost(o Options) (*Facts, func(*Facts) *Diagnosis) {
 	f := &Facts{UID: os.Getuid(), GID: os.Getgid(), EUID: os.Geteuid()}
 	// What the kernel itself answers (the Landlock ABI and errata, the
 	// calls MediationWorks tries, the seccomp actions) holds for this boot:
@@ -155,9 +201,6 @@ func Probe(o Options) *Facts {
 	if !f.NamespacesAssumed {
 		f.Namespaces = mountns.Probe()
 	}
-	if o.Overlay {
-		f.OverlayOK, f.OverlayWhy = mountns.OverlayAvailable(f.Namespaces.Privileged)
-	}
 	if host, err := cgroups.Detect(); err != nil {
 		f.CgroupsWhy = err.Error()
 	} else if host.Mode == cgroups.Unavailable {
@@ -169,17 +212,7 @@ func Probe(o Options) *Facts {
 	f.FileMediation = FileMediationWorks()
 	f.AuditRead = effectiveCap(unix.CAP_AUDIT_READ)
 	_, _, f.Nofile = spawn.InitialState()
-	if o.TempDir != "" {
-		f.SharedTmp = SharedTmpPath(o.TempDir, f.EUID)
-		if err := CheckSharedTmp(f.SharedTmp, f.EUID, true); err != nil {
-			f.SharedTmp, f.SharedTmpWhy = "", err.Error()
-		}
-	}
-	f.StateDirs, f.FilterCache, f.FilterCacheWhy = stateDirs(o.ReadOnly)
-	if diagnose != nil {
-		f.Doctor = diagnose(f)
-	}
-	return f
+	return f, diagnose
 }
 
 // SharedTmpPath is the shared mount point of uid's private temp dirs in

@@ -74,12 +74,7 @@ func decide(t *testing.T, args []string) decision {
 		t.Fatal(err)
 	}
 	inv := &invocation{o: o, out: &outputs{log: slog.New(slog.DiscardHandler), reportFD: -1}, startedAt: time.Now()}
-	cfg, err := inv.config()
-	if err != nil {
-		t.Fatal(err)
-	}
-	facts := hostfacts.Probe(hostfacts.Options{Overlay: len(cfg.Plan.Filesystem.ScratchCaches) > 0, AssumeNamespaces: true, TempDir: cfg.TempDir})
-	pr, err := supervisor.Prepare(cfg, facts)
+	_, _, pr, err := inv.decide()
 	if err != nil {
 		t.Fatal(err)
 	}

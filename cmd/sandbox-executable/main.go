@@ -143,17 +143,18 @@ func (inv *invocation) run() int {
 func (inv *invocation) decide() (supervisor.Config, *hostfacts.Facts, *supervisor.Prepared, error) {
 	o := inv.o
 	fsdeps.Begin()
+	// What no plan changes is probed while the policy is resolved. A
+	// run's own child tries its namespaces (see execute); --explain tries
+	// them first, as it prints the decision without running.
+	probe := hostfacts.Start(hostfacts.Options{AssumeNamespaces: !o.explain})
 	cfg, err := inv.config()
 	if err != nil {
 		return cfg, nil, nil, err
 	}
 	t0 := time.Now()
 	// --explain writes nothing: the state directory and its key are
-	// looked up, not made, and the filter cache is only read. A run's own
-	// child tries its namespaces (see execute); --explain tries them
-	// first, as it prints the decision without running.
-	facts := hostfacts.Probe(hostfacts.Options{ReadOnly: o.explain, Overlay: len(cfg.Plan.Filesystem.ScratchCaches) > 0,
-		AssumeNamespaces: !o.explain, TempDir: cfg.TempDir})
+	// looked up, not made, and the filter cache is only read.
+	facts := probe.Finish(hostfacts.Options{ReadOnly: o.explain, Overlay: len(cfg.Plan.Filesystem.ScratchCaches) > 0, TempDir: cfg.TempDir})
 	inv.out.log.Debug("probed the host", "took", time.Since(t0))
 	t0 = time.Now()
 	pr, err := supervisor.Prepare(cfg, facts)
