@@ -329,7 +329,12 @@ func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool
 	}
 	recipe.EndInGo = recipe.EndInGo || inv.out.logging
 	encoded := recipe.Encode()
-	explain := report.NewExplain(pr)
+	// The decision's public form: only a report reads it, and the
+	// arguments that ask for one are part of the recipe's key.
+	var explain *report.Explain
+	if inv.out.report != nil {
+		explain = report.NewExplain(pr)
+	}
 	record := pr.Service()
 	svc, err := spawn.NewService()
 	if err != nil {
@@ -341,13 +346,7 @@ func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool
 			warmSay("not stored: " + why)
 			_ = recipestore.Remove(key)
 		} else {
-			entry := storedService{Service: record}
-			if inv.out.report != nil {
-				// Only a report reads it, and the arguments that ask
-				// for one are part of the key.
-				entry.Explain = explain
-			}
-			waitStored = inv.storeRecipe(svc, key, encoded, entry)
+			waitStored = inv.storeRecipe(svc, key, encoded, storedService{Service: record, Explain: explain})
 		}
 	}
 	go func() {
