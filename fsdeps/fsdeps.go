@@ -30,6 +30,7 @@
 package fsdeps
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -125,9 +126,15 @@ type Dep struct {
 	FsType int64
 }
 
-// call is what identifies the call of a Dep, whatever its result.
+// call is what identifies the call of a Dep, whatever its result: its
+// kind, flags and access arguments in ten bytes, then its path. Built by
+// hand: in a fresh process fmt took 0.2 ms over a decision's calls.
 func (d *Dep) call() string {
-	return fmt.Sprintf("%d/%d/%d/%d/%q", d.Kind, d.Flags, d.AccessMode, d.AccessFlags, d.Path)
+	b := make([]byte, 0, 10+len(d.Path))
+	b = append(b, byte(d.Kind), d.Flags)
+	b = binary.LittleEndian.AppendUint32(b, d.AccessMode)
+	b = binary.LittleEndian.AppendUint32(b, uint32(d.AccessFlags))
+	return string(append(b, d.Path...))
 }
 
 // String is the call and, when it failed, its errno ("lstat /x: ENOENT").
@@ -181,8 +188,8 @@ func record(d Dep) {
 	// A listing that changed only narrows what the decision grants (an
 	// entry made meanwhile gets no rule); what a path is (its identity,
 	// its type, a link's target) must be one thing.
+	c := d.call()
 	if rec.round != nil && (d.Kind == KindLstat || d.Kind == KindStat || d.Kind == KindReadlink) {
-		c := d.call()
 		if prev, ok := rec.round[c]; !ok {
 			rec.round[c] = enc
 		} else if prev != enc && !slices.Contains(rec.unstable, d.Kind.String()+" of "+d.Path) {
@@ -196,7 +203,6 @@ func record(d Dep) {
 		rec.exact, rec.answers = map[string]bool{}, map[string]int{}
 	}
 	rec.exact[enc] = true
-	c := d.call()
 	if _, ok := rec.answers[c]; ok {
 		rec.taints = append(rec.taints, "fsdeps: "+d.Kind.String()+" of "+d.Path+" gave two answers while deciding")
 	} else {
