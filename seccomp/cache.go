@@ -3,8 +3,8 @@ package seccomp
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -54,16 +54,38 @@ const tagSize = sha256.Size
 // instructions of 8 bytes).
 const maxProgram = 4096 * 8
 
-// cacheKey names a compiled program by everything that went into it.
+// cacheKey names a compiled program by everything that went into it: the
+// format, libseccomp's version, the architecture, the options, and every
+// field of every rule, each length-prefixed. Written out by hand: in a
+// fresh process encoding/json took 0.2 ms here. TestCacheKeyCoversRules
+// fails when a rule gains a field this does not write.
 func cacheKey(s *policy.Seccomp, opt Options) string {
-	h := sha256.New()
-	rules, _ := json.Marshal(s.Rules)
-	for _, part := range [][]byte{[]byte(cacheFormat), []byte(LibraryVersion()), []byte(runtime.GOARCH),
-		[]byte{boolByte(opt.Notify)}, rules} {
-		h.Write(part)
-		h.Write([]byte{0})
+	var b []byte
+	str := func(v string) {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
+		b = append(b, v...)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	u64 := func(v uint64) { b = binary.LittleEndian.AppendUint64(b, v) }
+	str(cacheFormat)
+	str(LibraryVersion())
+	str(runtime.GOARCH)
+	b = append(b, boolByte(opt.Notify))
+	u64(uint64(len(s.Rules)))
+	for _, r := range s.Rules {
+		str(r.Syscall)
+		str(string(r.Action))
+		str(r.Errno)
+		str(r.Why)
+		u64(uint64(len(r.Args)))
+		for _, a := range r.Args {
+			u64(uint64(a.Index))
+			str(a.Op)
+			u64(a.Value)
+			u64(a.Mask)
+		}
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func boolByte(b bool) byte {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -270,5 +271,61 @@ func TestReadOnlyCacheLoadsButNeverStores(t *testing.T) {
 	}
 	if p, _ := Compile(s, Options{Cache: c}); p.Cache != CacheLoaded {
 		t.Errorf("a read-only cache did not load the entry there: %q", p.Cache)
+	}
+}
+
+// TestCacheKeyCoversRules: the cache's name for a program changes with
+// every field of a rule and of its argument conditions, so that two
+// filters never share a cached program. A field added to either type must
+// be written by cacheKey, and named here.
+func TestCacheKeyCoversRules(t *testing.T) {
+	for typ, want := range map[reflect.Type]string{
+		reflect.TypeFor[policy.SyscallRule]():  "Syscall Action Errno Args Why",
+		reflect.TypeFor[policy.ArgCondition](): "Index Op Value Mask",
+	} {
+		var got []string
+		for i := range typ.NumField() {
+			got = append(got, typ.Field(i).Name)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s has the fields %v; cacheKey writes %s", typ, got, want)
+		}
+	}
+	rule := func() policy.SyscallRule {
+		return policy.SyscallRule{Syscall: "ioctl", Action: policy.ActionErrno, Errno: "EPERM", Why: "w",
+			Args: []policy.ArgCondition{{Index: 1, Op: "masked_eq", Value: 2, Mask: 3}}}
+	}
+	key := func(rules ...policy.SyscallRule) string { return cacheKey(&policy.Seccomp{Rules: rules}, Options{}) }
+	base := key(rule())
+	seen := map[string]string{base: "the rule"}
+	for _, c := range []struct {
+		what   string
+		change func(*policy.SyscallRule)
+	}{
+		{"Syscall", func(r *policy.SyscallRule) { r.Syscall = "ioctm" }},
+		{"Action", func(r *policy.SyscallRule) { r.Action = policy.ActionKillProcess }},
+		{"Errno", func(r *policy.SyscallRule) { r.Errno = "EACCES" }},
+		{"Why", func(r *policy.SyscallRule) { r.Why = "x" }},
+		{"no Args", func(r *policy.SyscallRule) { r.Args = nil }},
+		{"two Args", func(r *policy.SyscallRule) { r.Args = append(r.Args, r.Args[0]) }},
+		{"Index", func(r *policy.SyscallRule) { r.Args[0].Index = 0 }},
+		{"Op", func(r *policy.SyscallRule) { r.Args[0].Op = "eq" }},
+		{"Value", func(r *policy.SyscallRule) { r.Args[0].Value = 0 }},
+		{"Mask", func(r *policy.SyscallRule) { r.Args[0].Mask = 0 }},
+		{"a field's end moved", func(r *policy.SyscallRule) { r.Syscall, r.Errno = "ioctlE", "PERM" }},
+	} {
+		r := rule()
+		c.change(&r)
+		k := key(r)
+		if prev, ok := seen[k]; ok {
+			t.Errorf("%s: the same name as %s", c.what, prev)
+		}
+		seen[k] = c.what
+	}
+	if k := key(rule(), rule()); seen[k] != "" {
+		t.Errorf("two rules: the same name as %s", seen[k])
+	}
+	if cacheKey(&policy.Seccomp{Rules: []policy.SyscallRule{rule()}}, Options{Notify: true}) == base {
+		t.Error("Notify: the same name")
 	}
 }
