@@ -434,9 +434,9 @@ func (inv *invocation) failed(code int, err error, pr *supervisor.Prepared) int 
 // decision read and its service record; a decision that read what cannot
 // be checked again is not stored (and an older entry goes). The entry is
 // encoded and written while the runner starts the program (in a fresh
-// process the JSON alone took longer than the runner's start-up), and the
-// helper's exit waits for it (svc.Hold); the returned func waits for it
-// too. The record is only read while the run is served.
+// process that took longer than the runner's start-up), and the helper's
+// exit waits for it (svc.Hold); the returned func waits for it too. The
+// record is only read while the run is served.
 func (inv *invocation) storeRecipe(svc *spawn.Service, key [32]byte, recipe []byte, entry storedService) (wait func()) {
 	if t := fsdeps.Tainted(); len(t) > 0 {
 		warmSay("not stored: the decision read what cannot be checked again: " + strings.Join(t, "; "))
