@@ -44,8 +44,7 @@ const (
 	// MaxEntries is the most entries the directory keeps: a store that
 	// leaves more removes the oldest (by modification time) down to
 	// PrunedTo. The gap makes the pass that reads every entry's time rare:
-	// it is on the start-up path of the run that stores, and in a full
-	// directory it cost more than the store itself.
+	// in a full directory it cost more than the store itself.
 	MaxEntries = 256
 	// PrunedTo is how many entries a store that found too many leaves.
 	PrunedTo = MaxEntries - MaxEntries/4

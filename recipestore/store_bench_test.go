@@ -8,8 +8,8 @@ import (
 )
 
 // BenchmarkStoreFull is Store into a directory kept full, as a user with
-// many invocations has it: the first run of each new one stores on its
-// start-up path.
+// many invocations has it: the first run of each new one stores while its
+// program starts, and its helper's exit waits for the store.
 func BenchmarkStoreFull(b *testing.B) {
 	runstate.Base = b.TempDir()
 	b.Cleanup(func() { runstate.Base = "" })

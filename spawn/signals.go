@@ -26,12 +26,11 @@ import (
 //
 // signal.Notify takes a round trip to the runtime's signal thread for each
 // signal, which in a fresh process is a few hundred microseconds; so this
-// package's init calls it on a goroutine, beside the decision, and the
-// first service waits for it (relayTo) before the runner makes anything. A
-// signal that comes before Notify has returned has the runtime's default
-// action, as one before any init has: the helper ends of it before its
-// runner has made anything, leaving at most what a SIGKILL then would
-// (the private temp dir of a Landlock-only run, which the sweep removes).
+// package's init calls it on a goroutine, beside the decision, and a run
+// waits for it (SignalsCaught) before anything is made for it, as does
+// the first service (relayTo). A signal that comes before Notify has
+// returned has the runtime's default action, as one before any init has:
+// the helper ends of it while it only decides.
 //
 // The other forwarded signals stay blocked in every thread, as the
 // constructor blocked them, and the runner reads them from its signalfd
@@ -77,11 +76,17 @@ func init() {
 	}()
 }
 
-// relayTo sends the signals caught from now on, and those waiting, to fd.
-func relayTo(fd int) {
+// SignalsCaught returns once the signals Go's runtime takes are caught
+// (in a test binary, at once): from then on each reaches the run's runner.
+func SignalsCaught() {
 	if relay.caught != nil {
 		<-relay.caught
 	}
+}
+
+// relayTo sends the signals caught from now on, and those waiting, to fd.
+func relayTo(fd int) {
+	SignalsCaught()
 	relay.mu.Lock()
 	defer relay.mu.Unlock()
 	relay.to = fd
@@ -97,6 +102,6 @@ func StopRelaying() {
 	if relay.ch == nil {
 		return
 	}
-	<-relay.caught
+	SignalsCaught()
 	signal.Reset(runtimeTaken...)
 }

@@ -28,7 +28,6 @@ import (
 	"sandbox-executable/doctor"
 	"sandbox-executable/fsdeps"
 	"sandbox-executable/hostfacts"
-	"sandbox-executable/mountns"
 	"sandbox-executable/policy"
 	"sandbox-executable/recipestore"
 	"sandbox-executable/report"
@@ -118,13 +117,6 @@ func (inv *invocation) run() int {
 			return inv.refuse(supervisor.ExitSetup, err, nil)
 		}
 	}
-	// The namespace trial (a clone into a run's namespaces, made once),
-	// where one is made before the run (--explain, or a host where they
-	// cannot be assumed: see hostfacts.Options.AssumeNamespaces), overlaps
-	// resolving the policy; Prepare waits for its answer.
-	if _, assumed := mountns.Assume(); o.explain || !assumed {
-		go mountns.Probe()
-	}
 	cfg, facts, pr, err := inv.decide()
 	if err != nil {
 		return inv.refuse(supervisor.ExitSetup, err, nil)
@@ -143,9 +135,11 @@ func (inv *invocation) run() int {
 func (inv *invocation) decide() (supervisor.Config, *hostfacts.Facts, *supervisor.Prepared, error) {
 	o := inv.o
 	fsdeps.Begin()
-	// What no plan changes is probed while the policy is resolved. A
-	// run's own child tries its namespaces (see execute); --explain tries
-	// them first, as it prints the decision without running.
+	// What no plan changes is probed while the policy is resolved: with
+	// it the namespace trial (a clone into a run's namespaces) where one
+	// is made before the run. A run's own child tries its namespaces (see
+	// execute), unless they cannot be assumed here; --explain tries them
+	// first, as it prints the decision without running.
 	probe := hostfacts.Start(hostfacts.Options{AssumeNamespaces: !o.explain})
 	cfg, err := inv.config()
 	if err != nil {
@@ -319,6 +313,9 @@ func (inv *invocation) execute(cfg supervisor.Config, facts *hostfacts.Facts, pr
 // and has the runner carry it out while this process serves it. It
 // returns only when no program ran: the runner exits with the run's code.
 func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool) (spawn.Return, *spawn.Recipe, error) {
+	// From here on a signal ends the run through the runner, never the
+	// helper half-way through readying the host.
+	spawn.SignalsCaught()
 	if err := pr.Ready(); err != nil {
 		return spawn.Return{}, nil, err
 	}
