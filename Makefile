@@ -1,10 +1,11 @@
 # sandbox-executable: build, test and release entry points.
 #   make build         the binary, bin/sandbox-executable
-#   make test          what CI runs: lint, unit tests (race; spawn's C under
-#                      ASan), integration tests on this kernel (and again
-#                      through the warm path), short fuzz runs (Go; C under
-#                      libFuzzer), the VM suites (6.1; 5.10, 6.12, 7.3;
-#                      arm64; a systemd guest)
+#   make test          the README's test command: lint, unit tests (race;
+#                      spawn's C under ASan), integration tests on this kernel
+#                      (and again through the warm path), short fuzz runs (Go;
+#                      C under libFuzzer)
+#   make test-vm       the QEMU guests, which CI runs after it: 6.1; 5.10,
+#                      6.12, 7.3; arm64; a systemd guest; Ubuntu's AppArmor
 #   make host-kinds    the README's table of host kinds, from the tests
 #   make bench         one table: start-up and real work under bare,
 #                      bubblewrap and the helper (make vm-bench: in the VM)
@@ -79,11 +80,12 @@ fuzz-short:
 # recipe, its dependency records, the store's entries, /proc/self/status
 # for the recipe key), fuzzed by libFuzzer under AddressSanitizer and
 # UndefinedBehaviorSanitizer (spawn/fuzz/README.md): FUZZ_C_TIME seconds
-# each from the committed corpus; new inputs go to bin/fuzz/new, findings
-# to bin/fuzz/crash-*. The harnesses link spawn's C but warm.c, whose
-# constructor carries out stored recipes.
+# each from the committed corpus, FUZZ_C_JOBS harnesses at a time; new
+# inputs go to bin/fuzz/new, findings to bin/fuzz/crash-*. The harnesses
+# link spawn's C but warm.c, whose constructor carries out stored recipes.
 FUZZ_CC     ?= clang-14
 FUZZ_C_TIME ?= 30
+FUZZ_C_JOBS ?= 2
 FUZZ_C      := recipe deps store status
 FUZZ_SAN    := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_SPAWN  := $(filter-out spawn/warm.c,$(wildcard spawn/*.c))
@@ -93,12 +95,12 @@ bin/fuzz/%: spawn/fuzz/fuzz_%.c spawn/fuzz/confine.c spawn/fuzz/*.h spawn/fuzz/c
 	@mkdir -p bin/fuzz
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -fsanitize-coverage-ignorelist=spawn/fuzz/coverage-ignore.txt \
 		$(CWARN) -Ispawn -o $@ $< spawn/fuzz/confine.c $(FUZZ_SPAWN)
-fuzz-c: $(FUZZ_C:%=bin/fuzz/%)
-	@set -e; for h in $(FUZZ_C); do \
-		echo "== fuzz-c: $$h"; mkdir -p bin/fuzz/new/$$h; \
-		$(FUZZ_ENV) bin/fuzz/$$h -max_total_time=$(FUZZ_C_TIME) -print_final_stats=1 \
-			-artifact_prefix=bin/fuzz/crash-$$h- bin/fuzz/new/$$h spawn/fuzz/corpus/$$h </dev/null; \
-	done
+fuzz-c:
+	@$(MAKE) --no-print-directory -j$(FUZZ_C_JOBS) --output-sync=target $(FUZZ_C:%=fuzz-c-%)
+fuzz-c-%: bin/fuzz/%
+	@echo "== fuzz-c: $*"; mkdir -p bin/fuzz/new/$*
+	@$(FUZZ_ENV) bin/fuzz/$* -max_total_time=$(FUZZ_C_TIME) -print_final_stats=1 \
+		-artifact_prefix=bin/fuzz/crash-$*- bin/fuzz/new/$* spawn/fuzz/corpus/$* </dev/null
 
 # The same suites in a throwaway QEMU guest with a real unified cgroup v2 and
 # another kernel (Debian 12's 6.1, Landlock ABI 2): integration/vm/README.md.
