@@ -4,7 +4,7 @@
 #                      spawn's C under ASan), integration tests on this kernel
 #                      (and again through the warm path), short fuzz runs (Go;
 #                      C under libFuzzer)
-#   make test-vm       the QEMU guests, which CI runs after it: 6.1; 5.10,
+#   make test-vm       the QEMU guests, which CI runs beside it: 6.1; 5.10,
 #                      6.12, 7.3; arm64; a systemd guest; Ubuntu's AppArmor
 #   make host-kinds    the README's table of host kinds, from the tests
 #   make bench         one table: start-up and real work under bare,

@@ -133,7 +133,7 @@ func gitIn(t *testing.T, w *workspace, dir string, args ...string) {
 func TestHooksOutsideGitUnwritable(t *testing.T) {
 	for i, u := range isoAnyUser(t) {
 		for j, mode := range fsModes {
-			for _, layout := range shortLayouts(2*i+j, "hooksPath existing", "hooksPath missing", "hooks symlink") {
+			for _, layout := range shortLayouts(i*len(fsModes)+j, "hooksPath existing", "hooksPath missing", "hooks symlink") {
 				t.Run(u.name+"/"+mode+"/"+layout, func(t *testing.T) {
 					w := newWorkspace(t)
 					gitRepo(t, w)
@@ -214,7 +214,7 @@ func TestHooksOutsideGitUnwritable(t *testing.T) {
 func TestProtectedPathsStayPut(t *testing.T) {
 	for i, u := range isoAnyUser(t) {
 		for j, mode := range fsModes {
-			for _, layout := range shortLayouts(2*i+j, "hooksPath nested", "hooksPath missing", "included config") {
+			for _, layout := range shortLayouts(i*len(fsModes)+j, "hooksPath nested", "hooksPath missing", "included config") {
 				t.Run(u.name+"/"+mode+"/"+layout, func(t *testing.T) {
 					w := newWorkspace(t)
 					gitRepo(t, w)
