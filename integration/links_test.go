@@ -128,12 +128,13 @@ func gitIn(t *testing.T, w *workspace, dir string, args ...string) {
 // outside .git (core.hooksPath, existing or not yet; a .git/hooks symlink
 // into the workspace), the program can neither change a hook nor create
 // one, while the rest of the workspace stays writable. For root and an
-// unprivileged user, in both filesystem modes (with -short, the layouts in
-// turn: shortLayouts).
+// unprivileged user, in both filesystem modes (with -short, the users share
+// the layouts out: shortLayouts).
 func TestHooksOutsideGitUnwritable(t *testing.T) {
-	for i, u := range isoAnyUser(t) {
-		for j, mode := range fsModes {
-			for _, layout := range shortLayouts(i*len(fsModes)+j, "hooksPath existing", "hooksPath missing", "hooks symlink") {
+	users := isoAnyUser(t)
+	for i, u := range users {
+		for _, mode := range fsModes {
+			for _, layout := range shortLayouts(i, len(users), "hooksPath existing", "hooksPath missing", "hooks symlink") {
 				t.Run(u.name+"/"+mode+"/"+layout, func(t *testing.T) {
 					w := newWorkspace(t)
 					gitRepo(t, w)
@@ -207,14 +208,15 @@ func TestHooksOutsideGitUnwritable(t *testing.T) {
 // exact mode binds each directory between the root and a protected path
 // onto itself (a mount point cannot be renamed); Landlock-only mode splits
 // them. For root and an unprivileged user, in both filesystem modes (with
-// -short, the layouts in turn: shortLayouts), with the warm path off and
-// then on (the last run is the warm path's where it
-// can carry the run out; as nobody on a host without a delegated cgroup
-// it hands the run to Go, which is not checked here).
+// -short, the users share the layouts out: shortLayouts), with the warm
+// path off and then on (the last run is the warm path's where it can
+// carry the run out; as nobody on a host without a delegated cgroup it
+// hands the run to Go, which is not checked here).
 func TestProtectedPathsStayPut(t *testing.T) {
-	for i, u := range isoAnyUser(t) {
-		for j, mode := range fsModes {
-			for _, layout := range shortLayouts(i*len(fsModes)+j, "hooksPath nested", "hooksPath missing", "included config") {
+	users := isoAnyUser(t)
+	for i, u := range users {
+		for _, mode := range fsModes {
+			for _, layout := range shortLayouts(i, len(users), "hooksPath nested", "hooksPath missing", "included config") {
 				t.Run(u.name+"/"+mode+"/"+layout, func(t *testing.T) {
 					w := newWorkspace(t)
 					gitRepo(t, w)
@@ -271,15 +273,22 @@ func TestProtectedPathsStayPut(t *testing.T) {
 	}
 }
 
-// shortLayouts is the layouts the k-th user and filesystem mode is tried
-// with: all of them, but with -short (the VM guests, emulated) one each in
-// turn. Which files git runs or reads is the same on every kernel; what
-// keeps them put is the kernel's, and every user and mode still runs.
-func shortLayouts(k int, layouts ...string) []string {
+// shortLayouts is the layouts user i of n tries in each filesystem mode:
+// all of them, but with -short (the VM guests, emulated) the users share
+// them out, so that each mode still meets every layout on the guest's
+// kernel and each user every mode. Which files git runs or reads is the
+// same on every kernel; what keeps them put is the kernel's.
+func shortLayouts(i, n int, layouts ...string) []string {
 	if !testing.Short() {
 		return layouts
 	}
-	return layouts[k%len(layouts) : k%len(layouts)+1]
+	var mine []string
+	for l, layout := range layouts {
+		if l%n == i {
+			mine = append(mine, layout)
+		}
+	}
+	return mine
 }
 
 // treeState lists dir's tree with sizes and modification times.
