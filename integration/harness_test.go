@@ -201,6 +201,9 @@ type runOpts struct {
 	// unprimed: the warm mode runs this one as it is (its point is what
 	// Go's own decision finds, which a priming run would change).
 	unprimed bool
+	// whileRunning is called with the helper's pid once it started; the
+	// helper is reaped only after the func it returns has returned.
+	whileRunning func(pid int) (done func())
 }
 
 // run runs the helper with args and waits for it.
@@ -210,7 +213,7 @@ func run(t *testing.T, o runOpts, args ...string) result {
 		if i := slices.Index(args, "--"); i >= 0 && i+1 < len(args) {
 			o.env = append(slices.Clip(o.env), "SANDBOX_EXECUTABLE_WARM=debug")
 			prime := o
-			prime.stdin, prime.extra = nil, nil
+			prime.stdin, prime.extra, prime.whileRunning = nil, nil, nil
 			runOnce(t, prime, append(slices.Clip(args[:i+1]), "/bin/true")...)
 			r := runOnce(t, o, args...)
 			warmRuns.Add(1)
@@ -257,6 +260,9 @@ func runOnce(t *testing.T, o runOpts, args ...string) result {
 	err := cmd.Start()
 	if err == nil {
 		started.Store(cmd.Process.Pid, true)
+		if o.whileRunning != nil {
+			o.whileRunning(cmd.Process.Pid)()
+		}
 		err = cmd.Wait()
 	}
 	code := 0

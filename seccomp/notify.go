@@ -73,28 +73,30 @@ const (
 func (c *Call) Continue() { c.answer = answerContinue }
 
 // SendFD installs fd (the supervisor's, left open) in the calling process
-// and answers the call with the new descriptor's number, atomically
-// (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND, Linux 5.14; on
-// 5.9 to 5.13 the descriptor is added, then the answer sent). cloexec sets
-// FD_CLOEXEC on it. The Mediator's return is then ignored.
+// and answers the call with the new descriptor's number
+// (SECCOMP_IOCTL_NOTIF_ADDFD, then the answer). cloexec sets FD_CLOEXEC on
+// it. The Mediator's return is then ignored.
+//
+// Not in one step with SECCOMP_ADDFD_FLAG_SEND: the kernel marks the call
+// answered before the program's thread has added the descriptor, and if a
+// signal interrupts the supervisor's wait in between (the Go runtime
+// preempts with SIGURG at any time) it takes the descriptor back and the
+// call returns 0, the program's standard input, as the file it opened
+// (Linux 5.14 to 6.18 at least). Apart, the descriptor is in the program's
+// table a moment before its call returns. On a kernel without
+// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (before 5.19), a signal of the
+// program's in that moment restarts its call, and the descriptor stays,
+// unknown to it: a leak, of a file it was opening.
 func (c *Call) SendFD(fd int, cloexec bool) unix.Errno {
-	a := notifAddFD{ID: c.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, SrcFD: uint32(fd)}
+	a := notifAddFD{ID: c.ID, SrcFD: uint32(fd)}
 	if cloexec {
 		a.NewFDFlags = unix.O_CLOEXEC
 	}
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(c.w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ADDFD), uintptr(unsafe.Pointer(&a)))
-	if e == unix.EINVAL {
-		// Before 5.14: add it, then answer with its number.
-		a.Flags = 0
-		n, _, e2 := unix.Syscall(unix.SYS_IOCTL, uintptr(c.w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ADDFD), uintptr(unsafe.Pointer(&a)))
-		if e2 == 0 {
-			c.w.respond(c.ID, int64(n), 0)
-		}
-		e = e2
-	}
+	n, e := c.w.ioctl(unix.SECCOMP_IOCTL_NOTIF_ADDFD, unsafe.Pointer(&a))
 	if e != 0 {
 		return e
 	}
+	c.w.respond(c.ID, int64(n), 0)
 	c.answer = answerSent
 	return 0
 }
@@ -111,7 +113,7 @@ type notifAddFD struct {
 // respondContinue answers notification id with "carry on".
 func (w *Watcher) respondContinue(id uint64) {
 	r := notifResp{ID: id, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
-	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_SEND), uintptr(unsafe.Pointer(&r)))
+	_, _ = w.ioctl(unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&r))
 }
 
 // Background tells the watcher that the rest of this call may block (a
@@ -134,7 +136,7 @@ func (c *Call) Background() {
 // been reused.
 func (c *Call) Valid() bool {
 	id := c.ID
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(c.w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ID_VALID), uintptr(unsafe.Pointer(&id)))
+	_, e := c.w.ioctl(unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id))
 	return e == 0
 }
 
@@ -199,7 +201,23 @@ func (w *Watcher) respond(id uint64, val int64, errno unix.Errno) {
 	if errno != 0 {
 		r.Val = 0
 	}
-	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_SEND), uintptr(unsafe.Pointer(&r)))
+	_, _ = w.ioctl(unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&r))
+}
+
+// ioctl makes request req of the listener, again while it fails with
+// EINTR. The listener's requests take its lock interruptibly, so a signal
+// to the supervisor's thread (the Go runtime's SIGURG, at any time) can
+// fail one that did nothing: a lost answer would leave the program's call
+// waiting for ever, a lost ID_VALID would answer it ESRCH. A request
+// interrupted while it waits is taken back before it fails, so none is
+// made twice.
+func (w *Watcher) ioctl(req uint, arg unsafe.Pointer) (uintptr, unix.Errno) {
+	for {
+		r, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(w.fd), uintptr(req), uintptr(arg))
+		if e != unix.EINTR {
+			return r, e
+		}
+	}
 }
 
 // loop receives and answers notifications until Stop, or until it hands
@@ -230,7 +248,7 @@ func (w *Watcher) loop() {
 			return
 		}
 		var n Notif // the kernel wants it zeroed
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(w.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_RECV), uintptr(unsafe.Pointer(&n))); e != 0 {
+		if _, e := w.ioctl(unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); e != 0 {
 			continue // ENOENT: the caller died while we looked
 		}
 		if p.Mediated[n.Nr] && mediate != nil {

@@ -218,6 +218,37 @@ int main(int argc, char **argv)
 		printf("\n");
 		return 0;
 	}
+	if (!strcmp(op, "opens") && a && b) {
+		/* Make b new files in directory a as git makes its lock files,
+		 * each open giving a new descriptor that writes that file: "ok",
+		 * or what the first that did not got. */
+		for (int i = 0; i < atoi(b); i++) {
+			char path[4096];
+			snprintf(path, sizeof path, "%s/opens-%d", a, i);
+			int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+			if (fd < 0) {
+				printf("open %d: %s\n", i, errname(errno));
+				return 1;
+			}
+			struct stat byfd, bypath;
+			if (fd <= 2 || fstat(fd, &byfd) || stat(path, &bypath) || byfd.st_ino != bypath.st_ino ||
+			    byfd.st_dev != bypath.st_dev) {
+				printf("open %d: descriptor %d is not the file\n", i, fd);
+				return 1;
+			}
+			if (write(fd, "x", 1) != 1) {
+				printf("write %d: %s\n", i, errname(errno));
+				return 1;
+			}
+			close(fd);
+			if (unlink(path) < 0) {
+				printf("unlink %d: %s\n", i, errname(errno));
+				return 1;
+			}
+		}
+		printf("ok\n");
+		return 0;
+	}
 	if (!strcmp(op, "tmpfile") && a) /* an unnamed file in directory a */
 		return result(open(a, O_TMPFILE | O_WRONLY, 0600));
 	if (!strcmp(op, "opendir") && a)
