@@ -136,16 +136,16 @@ func TestNetworkNone(t *testing.T) {
 	w := newWorkspace(t)
 	for _, mode := range fsModes {
 		out := r.sandbox(t, w, roPolicy, fsOpts(t, mode), `
-			start=$(date +%s)
-			curl -s -m 10 http://allowed.test:80/ && echo curl-reached
-			[ $(( $(date +%s) - start )) -lt 5 ] && echo curl-failed-fast
+			curl -s -m 10 http://allowed.test:80/
+			echo "curl $?"
 			"$PROBE" connect "$REMOTE" 80
 			/usr/bin/python3 -c 'import socket
 try:
     socket.create_connection(("'$REMOTE'", 80), timeout=5); print("python-reached")
 except OSError as e: print("python", e.errno)'
 			"$PROBE" socketpair`)
-		if strings.Contains(out.stdout, "reached") || !strings.Contains(out.stdout, "curl-failed-fast") {
+		// Refused at once: curl could not connect (7), not timed out (28).
+		if strings.Contains(out.stdout, "reached") || !strings.Contains(out.stdout, "curl 7\n") {
 			t.Errorf("%s: %v", mode, out)
 		}
 		if !strings.Contains(out.stdout, "python 1\n") && !strings.Contains(out.stdout, "python 13\n") {
