@@ -60,7 +60,7 @@ func (m *Mediator) open(c *seccomp.Call, st *state, tid int, cl call) answer {
 		return fail(unix.ESRCH)
 	}
 	want := mode & 0o7777 &^ umask
-	fd := -1
+	fd, missing := -1, false
 	var err error
 	st.thread.Do(func() {
 		// Never blocking the supervisor on a FIFO (or a device): such a
@@ -71,7 +71,7 @@ func (m *Mediator) open(c *seccomp.Call, st *state, tid int, cl call) answer {
 			return
 		}
 		var pre unix.Stat_t
-		missing := unix.Fstatat(s.parent, s.bare, &pre, unix.AT_SYMLINK_NOFOLLOW) == unix.ENOENT
+		missing = unix.Fstatat(s.parent, s.bare, &pre, unix.AT_SYMLINK_NOFOLLOW) == unix.ENOENT
 		fd, err = unix.Openat2(s.parent, s.name, &unix.OpenHow{Flags: oflags, Mode: uint64(want),
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
 		if err == nil && create && missing && want&^st.umask != want {
@@ -102,9 +102,23 @@ func (m *Mediator) open(c *seccomp.Call, st *state, tid int, cl call) answer {
 		}
 	}
 	if errno := c.SendFD(fd, flags&unix.O_CLOEXEC != 0); errno != 0 {
+		if create && missing && !tmpfile {
+			st.thread.Do(func() { unmake(s.parent, s.name, &fst) })
+		}
 		return fail(errno)
 	}
 	return answer{}
+}
+
+// unmake removes the entry name of dir that an open which then failed (the
+// program's table full: EMFILE) made, if it is still the file made: the
+// kernel takes a descriptor before it makes anything, and a program that
+// tries again once it has closed one must not find its O_EXCL file there.
+func unmake(dir int, name string, made *unix.Stat_t) {
+	var now unix.Stat_t
+	if unix.Fstatat(dir, name, &now, unix.AT_SYMLINK_NOFOLLOW) == nil && now.Dev == made.Dev && now.Ino == made.Ino {
+		_ = unix.Unlinkat(dir, name, 0)
+	}
 }
 
 // truncate carries out truncate(2) where the file lies in a split

@@ -111,3 +111,33 @@ func sameFile(dir, a, b string) bool {
 	y, err2 := os.Stat(filepath.Join(dir, b))
 	return err1 == nil && err2 == nil && os.SameFile(x, y)
 }
+
+// TestFullTableMakesNoFile: an open that would make a file the supervisor
+// makes for the program (the top level of a split root, .git with
+// --allow-git-commit), when the program's descriptor table is full, fails
+// with EMFILE and leaves no file, as the kernel's own open does (it takes
+// the descriptor first): the same O_EXCL open succeeds once a descriptor
+// is free, as git's index.lock must. Both modes, root and nobody (with
+// -short, each user one mode).
+func TestFullTableMakesNoFile(t *testing.T) {
+	users := isoAnyUser(t)
+	for i, u := range users {
+		for _, mode := range shortLayouts(i, len(users), fsModes...) {
+			t.Run(u.name+"/"+mode, func(t *testing.T) {
+				w := newWorkspace(t)
+				gitRepo(t, w)
+				chownTree(w, u)
+				script := `P=` + probe + `
+for p in top.new .git/index.lock; do
+	(ulimit -n 3; exec "$P" create "$p")
+	[ -e "$p" ] && echo "left $p"
+	"$P" create "$p"
+done`
+				r := gitCommitRun(t, w, u, mode, "off", []string{"--allow-git-commit"}, script)
+				if want := "errno24\nok\nerrno24\nok\n"; r.code != 0 || r.stdout != want {
+					t.Fatalf("want %q: %v", want, r)
+				}
+			})
+		}
+	}
+}
