@@ -227,6 +227,20 @@ func run(t *testing.T, o runOpts, args ...string) result {
 	return runOnce(t, o, args...)
 }
 
+// async runs f (a run of the helper) in a goroutine of its own and delivers
+// its result. A run that fails the test fatally (the helper did not finish
+// in time) ends that goroutine instead of returning: the result is then
+// exit -1, so that the test waiting for it fails rather than hangs.
+func async(f func() result) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		r := result{code: -1, stderr: "the run failed the test (its log says why)"}
+		defer func() { ch <- r }()
+		r = f()
+	}()
+	return ch
+}
+
 // runOnce runs the helper with args once and waits for it.
 func runOnce(t *testing.T, o runOpts, args ...string) result {
 	t.Helper()

@@ -146,16 +146,14 @@ func TestProxyNeverReachesTheHost(t *testing.T) {
 					: > src/ready; while [ ! -e src/go ]; do sleep 0.05; done
 					get late.test:8080
 					exit 0`
-				type ran struct{ r result }
-				done := make(chan ran, 1)
 				// Unprimed in the warm mode: a run with the proxy is Go's
 				// throughout, there is nothing for the warm path to carry out.
-				go func() {
-					done <- ran{run(t, runOpts{env: isoEnv(w), dir: w.root, via: h.via(u), timeout: 120 * time.Second, unprimed: true},
-						append(append(args, "--log-denials", log, "--"), "/bin/sh", "-c", script)...)}
-				}()
+				done := async(func() result {
+					return run(t, runOpts{env: isoEnv(w), dir: w.root, via: h.via(u), timeout: 120 * time.Second, unprimed: true},
+						append(append(args, "--log-denials", log, "--"), "/bin/sh", "-c", script)...)
+				})
 				ready := filepath.Join(w.root, "src", "ready")
-				var early *ran
+				var early *result
 				if !isoPoll(60*time.Second, func() bool {
 					select {
 					case r := <-done:
@@ -174,7 +172,7 @@ func TestProxyNeverReachesTheHost(t *testing.T) {
 				}
 				defer exec.Command("ip", "-n", h.ns, "addr", "del", "10.77.0.9/24", "dev", "d0").Run()
 				write(t, filepath.Join(w.root, "src", "go"), "")
-				r := (<-done).r
+				r := <-done
 				if r.code != 0 {
 					t.Fatalf("run: %v", r)
 				}
