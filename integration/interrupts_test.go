@@ -64,8 +64,8 @@ func TestSignalsToTheHelperChangeNoAnswer(t *testing.T) {
 
 // signalThreads returns a runOpts.whileRunning that sends SIGURG to every
 // thread of the helper, again after each pause, until it has exited,
-// counting the signals sent. The helper is reaped only once that stopped, so no signal
-// goes to another process under a reused pid.
+// counting the signals sent. The helper is reaped only once that stopped,
+// so no signal goes to another process under a reused pid.
 func signalThreads(pause time.Duration, sent *atomic.Int64) func(pid int) func() {
 	return func(pid int) func() {
 		pidfd, err := unix.PidfdOpen(pid, 0)
