@@ -355,20 +355,22 @@ func TestWarmPathHandsOver(t *testing.T) {
 
 // TestWarmPathHandsOverAfterAListingChange: a run the warm path started
 // hands over to Go at its first mediated socket call, which may come long
-// after the start; when a split directory's listing changed meanwhile (here
-// a file made in HOME, beside the secrets), the decision made again differs
-// from the stored one in its Landlock rules only. The program, restricted
-// by the rules of its start as any run is, goes on under Go and ends as it
-// would have; before, it was killed (125, "deciding again gave another").
+// after the start, when a split directory has changed meanwhile (here a
+// file made in HOME, beside the secrets). Go serves from the stored
+// service record and decides nothing again: the program, restricted by the
+// rules of its start as any run is, goes on and ends as it would have
+// (once, it was killed: 125, "deciding again gave another").
 func TestWarmPathHandsOverAfterAListingChange(t *testing.T) {
 	w := newWorkspace(t)
 	pol := wsPolicy(t, w.root)
 	trigger := filepath.Join(w.home, "made-during-the-run")
 	script := `until [ -e "$HOME/made-during-the-run" ]; do sleep 0.05; done; ` + probe + " unixconnect " + filepath.Join(w.root, "no.sock") + "; echo done"
+	settle()
+	warmRunStored(t, w, pol, "true")
 	for try := 1; ; try++ {
+		// The trigger is an entry of HOME, which no decision lists:
+		// made and removed, it leaves the stored recipe as it was.
 		os.Remove(trigger)
-		settle()
-		warmRunStored(t, w, pol, "true")
 		r, threads, said := warmRunWatched(t, w, pol, nil, script, func(int) {
 			if err := os.WriteFile(trigger, nil, 0o644); err != nil {
 				t.Fatal(err)
@@ -387,23 +389,20 @@ func TestWarmPathHandsOverAfterAListingChange(t *testing.T) {
 	}
 }
 
-// TestWarmPathStaleListedTypes: the runner takes the type of a split
-// directory's entries from the decision's listing instead of a stat of its
-// own. When the listing is stale all the same (an entry's type changed and
-// the directory's time stamp was set back, which fools the dependency
-// check), the run is still the warm path's and the entries are granted:
-// one listed as a directory that is now a file (the kernel refuses a
-// directory's rights on it) is stat'ed and readable as a file; one listed
-// as a file that is now a directory keeps a file's rights, so what is in
-// it can be read (listing it is the split HOME's right, as before).
-func TestWarmPathStaleListedTypes(t *testing.T) {
+// TestWarmPathAfterHomeGainsEntries: a split directory's entries are
+// listed by the run at its start, not by the decision, so a HOME that
+// gains entries (a file, a directory) or whose entries change type keeps
+// its stored recipe: the next run is the warm path's, and reads them all.
+// Before, the listing was a dependency of the decision: any new entry in
+// HOME made the next run Go's, deciding again.
+func TestWarmPathAfterHomeGainsEntries(t *testing.T) {
 	w := newWorkspace(t)
 	pol := wsPolicy(t, w.root)
 	swap, flip := filepath.Join(w.home, "swap"), filepath.Join(w.home, "flip")
 	for try := 1; ; try++ {
 		// HOME is split around the default secrets it lacks, so its
-		// entries are rules of their own, each with its listed type.
-		for _, p := range []string{swap, flip} {
+		// entries are granted one by one.
+		for _, p := range []string{swap, flip, filepath.Join(w.home, "new.txt"), filepath.Join(w.home, "newdir")} {
 			if err := os.RemoveAll(p); err != nil {
 				t.Fatal(err)
 			}
@@ -417,10 +416,6 @@ func TestWarmPathStaleListedTypes(t *testing.T) {
 		if threads != 1 || r.stdout != "inner\nflip file\n" {
 			t.Fatalf("before the change: %v (%d threads), want both read on the warm path", r, threads)
 		}
-		st, err := os.Stat(w.home)
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, p := range []string{swap, flip} {
 			if err := os.RemoveAll(p); err != nil {
 				t.Fatal(err)
@@ -429,20 +424,21 @@ func TestWarmPathStaleListedTypes(t *testing.T) {
 		write(t, swap, "now a file\n")
 		mustMkdir(t, flip)
 		write(t, filepath.Join(flip, "in.txt"), "in flip\n")
-		if err := os.Chtimes(w.home, st.ModTime(), st.ModTime()); err != nil {
-			t.Fatal(err)
-		}
-		r, threads, said := warmRunSaid(t, w, pol, nil, "cat ~/swap ~/flip/in.txt")
+		write(t, filepath.Join(w.home, "new.txt"), "new\n")
+		mustMkdir(t, filepath.Join(w.home, "newdir"))
+		write(t, filepath.Join(w.home, "newdir", "in.txt"), "in newdir\n")
+		settle()
+		r, threads, said := warmRunSaid(t, w, pol, nil, "cat ~/swap ~/flip/in.txt ~/new.txt ~/newdir/in.txt")
 		if threads != 1 && strings.Contains(said, "sweep due") && try < 3 {
 			// A sweep fell due meanwhile (its stamps age while the
 			// tests run): that run was Go's, and decided afresh.
 			continue
 		}
 		if threads != 1 || strings.Contains(said, "changed") {
-			t.Fatalf("the run after the change was not the warm path's with the stale recipe (%d threads): %s", threads, said)
+			t.Fatalf("the run after HOME gained entries was not the warm path's with the stored recipe (%d threads): %s", threads, said)
 		}
-		if r.code != 0 || r.stdout != "now a file\nin flip\n" {
-			t.Errorf("the entries with a changed type were not read: %v", r)
+		if r.code != 0 || r.stdout != "now a file\nin flip\nnew\nin newdir\n" {
+			t.Errorf("the new and changed entries were not read: %v", r)
 		}
 		return
 	}

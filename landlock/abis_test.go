@@ -71,10 +71,7 @@ func TestComputeFollowsTheTable(t *testing.T) {
 	p := &policy.Plan{}
 	p.Network.Mode = policy.NetworkNone
 	for abi := 0; abi <= 12; abi++ {
-		s, err := Compute(p, Options{ABI: abi, ResolveUnix: true, LogDenials: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := Compute(p, Options{ABI: abi, ResolveUnix: true, LogDenials: true})
 		if got, want := s.RestrictFlags&restrictTSync != 0, abi >= 8; got != want {
 			t.Errorf("ABI %d: tsync %v", abi, got)
 		}
@@ -95,7 +92,7 @@ func TestComputeFollowsTheTable(t *testing.T) {
 			t.Errorf("ABI %d gaps %v", abi, rights)
 		}
 	}
-	s, _ := Compute(p, Options{ABI: 2})
+	s := Compute(p, Options{ABI: 2})
 	var rights []string
 	for _, g := range s.Gaps {
 		rights = append(rights, g.Right)
@@ -105,7 +102,7 @@ func TestComputeFollowsTheTable(t *testing.T) {
 	}
 	// The allowlist on the host's loopback: UDP refused from ABI 10.
 	p.Network.Mode = policy.NetworkAllowlist
-	s, _ = Compute(p, Options{ABI: 10})
+	s = Compute(p, Options{ABI: 10})
 	if s = s.WithPort(3128); s.HandledNet != netConnectTCP|netBindUDP|netConnectSendUDP || len(s.Ports) != 1 {
 		t.Errorf("ABI 10 WithPort: net %#x ports %v", s.HandledNet, s.Ports)
 	}
@@ -116,15 +113,15 @@ func TestComputeFollowsTheTable(t *testing.T) {
 func TestErrataGaps(t *testing.T) {
 	p := &policy.Plan{}
 	none := uint64(0)
-	s, _ := Compute(p, Options{ABI: 7, Errata: &none})
+	s := Compute(p, Options{ABI: 7, Errata: &none})
 	if len(s.Gaps) != 1 || s.Gaps[0].Right != "erratum 3" || s.Gaps[0].WriteBoundary {
 		t.Errorf("errata 0: gaps %+v", s.Gaps)
 	}
 	all := uint64(0xf)
-	if s, _ = Compute(p, Options{ABI: 7, Errata: &all}); len(s.Gaps) != 0 {
+	if s = Compute(p, Options{ABI: 7, Errata: &all}); len(s.Gaps) != 0 {
 		t.Errorf("all fixed: gaps %+v", s.Gaps)
 	}
-	if s, _ = Compute(p, Options{ABI: 7}); len(s.Gaps) != 0 {
+	if s = Compute(p, Options{ABI: 7}); len(s.Gaps) != 0 {
 		t.Errorf("no answer: gaps %+v", s.Gaps)
 	}
 }

@@ -1,16 +1,10 @@
 package landlock
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
-	"syscall"
 
-	"sandbox-executable/fsdeps"
 	"sandbox-executable/policy"
 )
 
@@ -80,30 +74,22 @@ type Rule struct {
 	Path   string
 	Access AccessFS
 	// Required rules fail the build when their path cannot be opened; the
-	// others (enumerated siblings, devices) are skipped when they vanished.
+	// others (the entries of a split directory, devices) are skipped when
+	// they vanished.
 	Required bool
-	// Listed is the type an enumerated sibling had in its directory's
-	// listing (ListedDir or ListedFile), and 0 for a path that was not
-	// listed. The listing is a dependency of the decision (fsdeps), so a
-	// builder may take the type from here instead of a stat of its own
-	// (the spawn stage's runner does, for rules that are not Required). A
-	// type that is stale all the same fails safe: the kernel refuses a
-	// directory's rights on a non-directory (the builder then stats), and
-	// a non-directory's rights on a directory grant less than the rule
-	// would have (no listing, creating or removing beneath it).
-	Listed Listed
+	// Entries makes the rule one per entry of the directory at Path
+	// instead, as the directory is listed when the run starts, except the
+	// names in Except and symbolic links (following one lands on its
+	// target, whose own ancestors decide): how a directory with a denied
+	// path beneath it is split. The listing is the run's, not the
+	// decision's, so a name made there later changes no decision, and
+	// only what exists at the start is granted.
+	Entries bool
+	// Except are the names of a split directory's entries on the way to a
+	// denied path (or a limited one): they are denied, or split or granted
+	// less by rules of their own.
+	Except []string
 }
-
-// Listed is a file type as a directory listing gave it (Rule.Listed).
-type Listed uint8
-
-// The types of Rule.Listed: a directory, or anything else that is not a
-// symbolic link (links are never granted: following one lands on its
-// target, whose own ancestors decide).
-const (
-	ListedDir  Listed = 1
-	ListedFile Listed = 2
-)
 
 // Narrowing is a directory where Landlock-only mode grants less than the
 // policy says, because a denied path lies beneath it.
@@ -193,14 +179,13 @@ func (s *Spec) WithPort(port uint16) *Spec {
 	return &c
 }
 
-// Compute turns the Plan into a Spec for the given kernel. It reads the
-// filesystem (to enumerate siblings in Landlock-only mode) but changes
-// nothing.
-func Compute(p *policy.Plan, opt Options) (*Spec, error) {
+// Compute turns the Plan into a Spec for the given kernel. It reads
+// nothing: a split directory's entries are listed by the run (Rule.Entries).
+func Compute(p *policy.Plan, opt Options) *Spec {
 	s := &Spec{ABI: opt.ABI}
 	s.Gaps = gaps(p, opt)
 	if opt.ABI < 1 {
-		return s, nil
+		return s
 	}
 	s.HandledFS = fsRightsAt(opt.ABI)
 	if opt.ResolveUnix {
@@ -233,13 +218,8 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 	}
 
 	read := &walker{denied: sortedUnique(readDenied), access: (readRights | ReadDir) & s.HandledFS, listSplit: opt.Exact}
-	for _, r := range p.Filesystem.WritableRoots {
-		if r.Create {
-			read.made = append(read.made, r.Path)
-		}
-	}
 	if read.access != 0 {
-		read.grant("/", true, 0)
+		read.grant("/", true)
 	}
 	for _, d := range read.split {
 		effect := "cannot be listed, and entries created in it after the start cannot be read"
@@ -250,17 +230,11 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 	}
 	write := &walker{denied: sortedUnique(writeDenied), access: (writeRights | ResolveUnx) & s.HandledFS, limited: gitDirs, withheld: GitWithheld}
 	for _, r := range p.Filesystem.WritableRoots {
-		write.grant(r.Path, true, 0)
+		write.grant(r.Path, true)
 	}
 	for _, d := range write.split {
 		s.Narrowed = append(s.Narrowed, Narrowing{Dir: d, Effect: WriteSplitEffect})
 		s.WriteSplits = append(s.WriteSplits, Split{Dir: d, Names: write.namesBelow(d), Git: within(d, gitDirs)})
-	}
-	if read.err != nil {
-		return nil, read.err
-	}
-	if write.err != nil {
-		return nil, write.err
 	}
 	s.Rules = append(read.rules, write.rules...)
 	for _, dev := range p.Filesystem.WritableDevices {
@@ -283,7 +257,7 @@ func Compute(p *policy.Plan, opt Options) (*Spec, error) {
 	if opt.LogDenials && Supports(opt.ABI, FeatAudit) {
 		s.RestrictFlags |= logNewExecOn
 	}
-	return s, nil
+	return s
 }
 
 // walker grants access on subtrees, except on denied paths: a directory with
@@ -301,13 +275,8 @@ type walker struct {
 	// rule above a file.
 	limited  []string
 	withheld AccessFS
-	// made are the writable roots the run makes at its start: entries of
-	// their parents that no listing made at the decision can show, yet
-	// the program's own to read.
-	made  []string
-	rules []Rule
-	split []string
-	err   error
+	rules    []Rule
+	split    []string
 }
 
 // covers reports whether p is denied or beneath a denied path, and whether
@@ -324,11 +293,13 @@ func (w *walker) classify(p string) (covered, below bool) {
 	return false, below
 }
 
-// grant grants w.access on p, split where a denied path lies beneath it;
-// listed is p's type in its parent's listing, 0 when p was not listed.
-func (w *walker) grant(p string, required bool, listed Listed) {
+// grant grants w.access on p, split where a denied path lies beneath it:
+// then each entry of p gets the access, as the run finds them at its start,
+// but the names on the way to a denied or limited path, which are granted
+// (or split) here in turn.
+func (w *walker) grant(p string, required bool) {
 	covered, below := w.classify(p)
-	if covered || w.err != nil {
+	if covered {
 		return
 	}
 	access := w.access
@@ -338,62 +309,19 @@ func (w *walker) grant(p string, required bool, listed Listed) {
 		below = true
 	}
 	if !below {
-		w.rules = append(w.rules, Rule{Path: p, Access: access, Required: required, Listed: listed})
-		return
-	}
-	// The listing is recorded (fsdeps): an entry made, removed or renamed
-	// in p later changes the rules, and so the decision.
-	entries, err := fsdeps.ReadDir(p)
-	var pe *fs.PathError
-	if err != nil && errors.As(err, &pe) && pe.Op == "open" {
-		if errors.Is(err, syscall.ENOTDIR) {
-			// Not a directory: a failure to list it, as ever (opening
-			// it never failed before it was listed).
-			err = &fs.PathError{Op: "readdirent", Path: p, Err: syscall.ENOTDIR}
-		} else {
-			if required && errors.Is(err, fs.ErrNotExist) {
-				// A root the run makes at its start (WritablePath.Create):
-				// empty, so split into nothing, and reported as narrowed.
-				w.split = append(w.split, p)
-				return
-			}
-			if required {
-				w.err = fmt.Errorf("landlock: list %s: %w", p, err)
-			}
-			return
-		}
-	}
-	for try := 0; errors.Is(err, fs.ErrNotExist) && try < 3; try++ {
-		// An entry removed while it was listed (a busy /tmp; seen on a
-		// 9p root in the VM guest): list again.
-		entries, err = fsdeps.ReadDir(p)
-	}
-	if err != nil {
-		w.err = fmt.Errorf("landlock: list %s: %w", p, err)
+		w.rules = append(w.rules, Rule{Path: p, Access: access, Required: required})
 		return
 	}
 	w.split = append(w.split, p)
 	if w.listSplit && w.access&ReadDir != 0 {
 		w.rules = append(w.rules, Rule{Path: p, Access: ReadDir, Required: required})
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
-	for _, e := range entries {
-		// A symlink needs no rule: following it lands on its target,
-		// whose own ancestors decide.
-		if e.Type()&fs.ModeSymlink != 0 {
-			continue
-		}
-		listed := ListedFile
-		if e.IsDir() {
-			listed = ListedDir
-		}
-		w.grant(filepath.Join(p, e.Name()), false, listed)
-	}
-	for _, m := range w.made {
-		if filepath.Dir(m) == p && !slices.ContainsFunc(entries, func(e fsdeps.DirEntry) bool { return e.Name() == filepath.Base(m) }) {
-			// Made after this listing, before the rules are opened.
-			w.grant(m, false, ListedDir)
-		}
+	// Beneath a limited directory every entry is limited too, so the
+	// entries' access is p's own.
+	names := w.namesBelow(p)
+	w.rules = append(w.rules, Rule{Path: p, Access: access, Required: required, Entries: true, Except: names})
+	for _, n := range names {
+		w.grant(filepath.Join(p, n), false)
 	}
 }
 

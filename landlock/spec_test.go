@@ -3,6 +3,7 @@ package landlock
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,11 +48,23 @@ func plan(roots []string, readDenied, writeDenied []string) *policy.Plan {
 }
 
 // grants reports the access the rules give to path (the union of the rules
-// on it and on its ancestors), as Landlock computes it.
+// on it and on its ancestors), as Landlock computes it once the runner has
+// listed each split directory: its entries that exist now, but symbolic
+// links and the excepted names.
 func grants(s *Spec, path string) AccessFS {
 	var a AccessFS
 	for _, r := range s.Rules {
-		if r.Path == path || policy.Beneath(path, r.Path) {
+		if !r.Entries {
+			if r.Path == path || policy.Beneath(path, r.Path) {
+				a |= r.Access
+			}
+			continue
+		}
+		if !policy.Beneath(path, r.Path) {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(path, r.Path), "/"), "/")
+		if fi, err := os.Lstat(filepath.Join(r.Path, name)); err == nil && fi.Mode()&os.ModeSymlink == 0 && !slices.Contains(r.Except, name) {
 			a |= r.Access
 		}
 	}
@@ -62,10 +75,7 @@ func TestLandlockOnlySplitsAlongDeniedPaths(t *testing.T) {
 	base := tree(t, "home/.ssh/id_rsa", "home/docs/notes", "home/.bashrc", "ws/.git/config", "ws/src/main.c", "ws/README")
 	home, ws := filepath.Join(base, "home"), filepath.Join(base, "ws")
 	p := plan([]string{ws}, []string{filepath.Join(home, ".ssh")}, []string{filepath.Join(ws, ".git"), filepath.Join(ws, ".codex")})
-	s, err := Compute(p, Options{ABI: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := Compute(p, Options{ABI: 7})
 	read := readRights | ReadDir
 	for _, c := range []struct {
 		path string
@@ -108,54 +118,49 @@ func TestLandlockOnlySplitsAlongDeniedPaths(t *testing.T) {
 	}
 }
 
-// TestSplitRulesCarryTheirListedType: the rules of a split directory's
-// entries carry the type its listing gave (which the runner takes instead
-// of a stat); rules on paths nobody listed (the roots) carry none, and a
-// symbolic link gets no rule at all.
-func TestSplitRulesCarryTheirListedType(t *testing.T) {
-	base := tree(t, "home/.ssh/id_rsa", "home/docs/notes", "home/.bashrc", "ws/README")
+// TestSplitIsListedByTheRun: a split directory is one rule, whose entries
+// the run lists at its start, with the names on the way to a denied path
+// excepted: the decision reads no listing, so an entry made after it is
+// granted like the others, and an excepted name never is.
+func TestSplitIsListedByTheRun(t *testing.T) {
+	base := tree(t, "home/.ssh/id_rsa", "home/.config/gh/hosts.yml", "home/docs/notes", "ws/README")
 	home, ws := filepath.Join(base, "home"), filepath.Join(base, "ws")
+	gh := filepath.Join(home, ".config", "gh")
+	s := Compute(plan([]string{ws}, []string{filepath.Join(home, ".ssh"), gh}, nil), Options{ABI: 7})
+	entries := map[string]Rule{}
+	for _, r := range s.Rules {
+		if r.Entries {
+			entries[r.Path] = r
+		} else if policy.Beneath(r.Path, home) {
+			t.Errorf("a rule of its own beneath the split home: %+v", r)
+		}
+	}
+	for dir, except := range map[string][]string{
+		home:                           {".config", ".ssh"},
+		filepath.Join(home, ".config"): {"gh"},
+		"/":                            {strings.Split(base, "/")[1]},
+	} {
+		r, ok := entries[dir]
+		if !ok {
+			t.Errorf("%s: not split: %+v", dir, s.Rules)
+			continue
+		}
+		if !slices.Equal(r.Except, except) || r.Access&ReadFile == 0 || r.Required != (dir == "/") {
+			t.Errorf("%s: %+v, want the entries but %v", dir, r, except)
+		}
+	}
+	later := filepath.Join(home, "made-later")
+	if err := os.WriteFile(later, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink("docs", filepath.Join(home, "link")); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Compute(plan([]string{ws}, []string{filepath.Join(home, ".ssh")}, nil), Options{ABI: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]Rule{}
-	for _, r := range s.Rules {
-		got[r.Path] = r
-	}
-	for path, want := range map[string]Listed{
-		filepath.Join(home, "docs"):    ListedDir,
-		filepath.Join(home, ".bashrc"): ListedFile,
-	} {
-		r, ok := got[path]
-		if !ok {
-			t.Errorf("%s: no rule", path)
-			continue
+	for path, want := range map[string]bool{later: true, filepath.Join(home, "docs", "notes"): true, filepath.Join(home, "link", "notes"): false,
+		filepath.Join(home, ".ssh", "id_rsa"): false, filepath.Join(gh, "hosts.yml"): false, filepath.Join(home, ".config", "other"): false} {
+		if got := grants(s, path)&ReadFile != 0; got != want {
+			t.Errorf("%s: readable %v, want %v", path, got, want)
 		}
-		if r.Listed != want {
-			t.Errorf("%s: listed %d, want %d", path, r.Listed, want)
-		}
-		if r.Required {
-			t.Errorf("%s: an enumerated entry is required", path)
-		}
-	}
-	roots := 0
-	for _, r := range s.Rules {
-		if r.Required {
-			roots++
-			if r.Listed != 0 {
-				t.Errorf("%s: a root (required) carries listed type %d", r.Path, r.Listed)
-			}
-		}
-	}
-	if roots == 0 {
-		t.Errorf("no required rule (the writable root): %+v", s.Rules)
-	}
-	if r, ok := got[filepath.Join(home, "link")]; ok {
-		t.Errorf("a rule on a symbolic link: %+v", r)
 	}
 }
 
@@ -163,10 +168,7 @@ func TestExactModeGrantsWholeSubtrees(t *testing.T) {
 	base := tree(t, "home/.ssh/id_rsa", "ws/.git/config")
 	ws := filepath.Join(base, "ws")
 	p := plan([]string{ws}, []string{filepath.Join(base, "home", ".ssh")}, []string{filepath.Join(ws, ".git")})
-	s, err := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true})
 	if len(s.Narrowed) != 0 {
 		t.Errorf("exact mode narrowed: %+v", s.Narrowed)
 	}
@@ -195,10 +197,7 @@ func TestGapsPerABI(t *testing.T) {
 		{7, Options{}, nil, false},
 	} {
 		c.opt.ABI = c.abi
-		s, err := Compute(p, c.opt)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := Compute(p, c.opt)
 		var names []string
 		boundary := false
 		for _, g := range s.Gaps {
@@ -234,10 +233,7 @@ func TestNetworkAndScopes(t *testing.T) {
 	} {
 		p := plan(nil, nil, nil)
 		p.Network.Mode = c.mode
-		s, err := Compute(p, Options{ABI: c.abi})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := Compute(p, Options{ABI: c.abi})
 		if c.proxy {
 			s = s.WithPort(3128)
 		}
@@ -255,10 +251,7 @@ func TestReadsByMountsHandlesOnlyWrites(t *testing.T) {
 	ws := filepath.Join(base, "ws")
 	p := plan([]string{ws}, nil, nil)
 	p.Filesystem.WritableDevices = []string{"/dev/null"}
-	s, err := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true, ReadsByMounts: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true, ReadsByMounts: true})
 	if s.HandledFS&(ReadFile|ReadDir|Execute|Truncate) != 0 {
 		t.Errorf("handles %s", s.HandledFS)
 	}
@@ -274,7 +267,7 @@ func TestReadsByMountsHandlesOnlyWrites(t *testing.T) {
 		t.Errorf("root grants %s", got)
 	}
 	// Without exact mode the option changes nothing.
-	s2, _ := Compute(p, Options{ABI: 7, ReadsByMounts: true})
+	s2 := Compute(p, Options{ABI: 7, ReadsByMounts: true})
 	if s2.HandledFS != fsRightsAt(7) {
 		t.Errorf("Landlock-only mode dropped rights: %s", s2.HandledFS)
 	}
@@ -306,10 +299,7 @@ func TestExactModeKeepsLateSecretsUnreadable(t *testing.T) {
 	netrc, aws := filepath.Join(home, ".netrc"), filepath.Join(home, ".aws", "credentials")
 	p := plan([]string{ws}, []string{filepath.Join(home, ".ssh"), netrc, aws}, nil)
 	for _, byMounts := range []bool{false, true} {
-		s, err := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true, ReadsByMounts: byMounts, LateReadDenied: []string{netrc, aws}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true, ReadsByMounts: byMounts, LateReadDenied: []string{netrc, aws}})
 		if s.HandledFS&(ReadFile|ReadDir|Execute) != ReadFile|ReadDir|Execute {
 			t.Fatalf("reads not handled (by mounts %v): %s", byMounts, s.HandledFS)
 		}
@@ -337,7 +327,7 @@ func TestExactModeKeepsLateSecretsUnreadable(t *testing.T) {
 		}
 	}
 	// Nothing missing: exact mode by mounts handles no reads, as before.
-	s, _ := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true, ReadsByMounts: true})
+	s := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true, ReadsByMounts: true})
 	if s.HandledFS&(ReadFile|ReadDir) != 0 || len(s.Narrowed) != 0 {
 		t.Errorf("reads handled without late paths: %s %+v", s.HandledFS, s.Narrowed)
 	}
@@ -352,10 +342,7 @@ func TestExactModeKeepsMaskedFilesNamesUnreadable(t *testing.T) {
 	home, ws := filepath.Join(base, "home"), filepath.Join(base, "ws")
 	token := filepath.Join(home, "token.txt")
 	p := plan([]string{ws}, []string{token}, nil)
-	s, err := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true, ReadsByMounts: true, MaskedFiles: []string{token}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := Compute(p, Options{ABI: 7, Exact: true, ReadOnlyOutsideRoots: true, ReadsByMounts: true, MaskedFiles: []string{token}})
 	if s.HandledFS&(ReadFile|ReadDir|Execute) != ReadFile|ReadDir|Execute {
 		t.Fatalf("reads not handled: %s", s.HandledFS)
 	}
@@ -375,10 +362,7 @@ func TestResolveUnixGrantedWhereWritable(t *testing.T) {
 	base := tree(t, "ws/.git/config", "ws/src/a", "home/x")
 	ws := filepath.Join(base, "ws")
 	p := plan([]string{ws}, nil, []string{filepath.Join(ws, ".git")})
-	s, err := Compute(p, Options{ABI: 9, ResolveUnix: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := Compute(p, Options{ABI: 9, ResolveUnix: true})
 	if s.HandledFS&ResolveUnx == 0 {
 		t.Fatalf("resolve_unix not handled: %s", s.HandledFS)
 	}
@@ -390,7 +374,23 @@ func TestResolveUnixGrantedWhereWritable(t *testing.T) {
 			t.Errorf("%s reachable", p)
 		}
 	}
-	if s, _ := Compute(p, Options{ABI: 7, ResolveUnix: true}); s.HandledFS&ResolveUnx != 0 {
+	if s := Compute(p, Options{ABI: 7, ResolveUnix: true}); s.HandledFS&ResolveUnx != 0 {
 		t.Errorf("ABI 7 handles resolve_unix")
+	}
+}
+
+// TestDirRulesWithinASplitRoot: the private /dev and /proc get again the
+// access an entries rule gives them on the host, both from one split /.
+func TestDirRulesWithinASplitRoot(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	s := Compute(plan(nil, []string{filepath.Join(home, ".ssh")}, nil), Options{ABI: 7})
+	got := map[string]AccessFS{}
+	for _, r := range s.DirRulesWithin([]string{"/dev", "/proc"}) {
+		got[r.Path] |= r.Access
+	}
+	for _, d := range []string{"/dev", "/proc"} {
+		if got[d]&(ReadFile|ReadDir) != ReadFile|ReadDir {
+			t.Errorf("%s: %s again on the new mount, want reading: %v", d, got[d], got)
+		}
 	}
 }

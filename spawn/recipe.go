@@ -167,15 +167,15 @@ type RecipeLandlock struct {
 	Ports                  []uint16
 }
 
-// RecipeRule is a Landlock path rule.
+// RecipeRule is a Landlock path rule (landlock.Rule): on Path, or with
+// Entries on each entry the runner finds in the directory Path but the
+// names in Except.
 type RecipeRule struct {
 	Path     string
 	Access   uint64
 	Required bool
-	// Listed is landlock.Rule.Listed: 1 a directory, 2 another type, as
-	// the path's directory listing gave it; 0 when not listed. The runner
-	// takes it instead of a stat for a rule that is not Required.
-	Listed uint8
+	Entries  bool
+	Except   []string
 }
 
 // recipeWriter lays a recipe out: the header, then each string and array,
@@ -286,7 +286,7 @@ func (r *Recipe) Encode() []byte {
 	h.ll_file_rights, h.ll_net_connect = C.uint64_t(l.FileRights), C.uint64_t(l.NetConnect)
 	rules := make([]C.struct_se_rll, len(l.Rules))
 	for i, x := range l.Rules {
-		rules[i] = C.struct_se_rll{path: w.str(x.Path), access: C.uint64_t(x.Access), required: cbool32(x.Required), listed: C.int32_t(x.Listed)}
+		rules[i] = C.struct_se_rll{path: w.str(x.Path), except: w.strs(x.Except), access: C.uint64_t(x.Access), required: cbool32(x.Required), entries: cbool32(x.Entries)}
 	}
 	h.ll_paths = records(w, rules)
 	h.ll_ports = records(w, l.Ports)

@@ -32,7 +32,7 @@
 
 #define SE_RCP_MAGIC "SE-RCP-1"
 /* Bumped whenever the layout or meaning of a field changes. */
-#define SE_RCP_VERSION 4
+#define SE_RCP_VERSION 5
 
 /* A string (n bytes, NUL after them) or an array of n records, at off. */
 struct se_rref {
@@ -89,12 +89,13 @@ struct se_rstamp {
 	int64_t every_s;
 };
 
-/* A Landlock path rule (landlock.Rule). listed is the path's type in its
- * directory's listing (SE_LISTED_DIR, SE_LISTED_FILE), 0 when not listed. */
+/* A Landlock path rule (landlock.Rule): on path or, with entries, on each
+ * entry of the directory path the runner lists, but symbolic links and the
+ * names in except (struct se_rref[]). */
 struct se_rll {
-	struct se_rref path;
+	struct se_rref path, except;
 	uint64_t access;
-	int32_t required, listed;
+	int32_t required, entries;
 };
 
 /* A figure the runner reads in one of the run's cgroup directories: the
@@ -106,9 +107,6 @@ struct se_rcounter {
 	struct se_rref file, key;
 	uint64_t scale;
 };
-
-#define SE_LISTED_DIR 1
-#define SE_LISTED_FILE 2
 
 struct se_recipe {
 	char magic[8];

@@ -133,10 +133,11 @@ int se_recipe_check(const void *p, size_t len)
 	}
 	if (!ref_ok(r, r->ll_paths, sizeof(struct se_rll), 0))
 		return 0;
-	for (uint32_t i = 0; i < r->ll_paths.n; i++)
-		if (!ref_ok(r, RA(r, r->ll_paths, struct se_rll)[i].path, 1, 1) ||
-		    (uint32_t)RA(r, r->ll_paths, struct se_rll)[i].listed > SE_LISTED_FILE)
+	for (uint32_t i = 0; i < r->ll_paths.n; i++) {
+		const struct se_rll *rule = &RA(r, r->ll_paths, struct se_rll)[i];
+		if (!ref_ok(r, rule->path, 1, 1) || !strs_ok(r, rule->except) || (uint32_t)rule->entries > 1)
 			return 0;
+	}
 	if (!ref_ok(r, r->ops, sizeof(struct se_rop), 0))
 		return 0;
 	for (uint32_t i = 0; i < r->ops.n; i++) {
@@ -1330,66 +1331,104 @@ static void batch_add(struct se_fd_batch *b, int fd)
 		batch_flush(b);
 }
 
-static int open_rule_path(const char *path, struct se_fd_batch *b)
+/* open_rule_path opens path with flags, never through a symbolic link. */
+static int open_rule_path(const char *path, int flags, struct se_fd_batch *b)
 {
-	struct se_open_how how = {O_PATH | O_CLOEXEC | O_NOFOLLOW, 0, RESOLVE_NO_SYMLINKS};
+	struct se_open_how how = {(uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW), 0, RESOLVE_NO_SYMLINKS};
 	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
 	if (fd < 0 && errno == EMFILE && b->n > 0) {
 		batch_flush(b);
 		fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
 	}
 	if (fd < 0 && errno == ENOSYS)
-		fd = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+		fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW);
 	return fd;
 }
 
-/* add_path_rule adds r's rule for the path open at fd: the access for the
- * type its listing gave (no stat) where it was listed and is not required,
- * else for the type fstat gives. 1 added or skipped, 0 failed (errno). */
 static long add_beneath(int rs_fd, uint64_t access, int fd)
 {
 	struct se_ll_path_beneath pb = {access, fd};
 	return syscall(SYS_landlock_add_rule, rs_fd, 1, &pb, 0);
 }
 
-static int add_path_rule(struct se_runner *s, int rs_fd, const struct se_rll *rule, const char *path, int fd)
+/* The type of a file as a listing gave it, for add_path_rule. */
+enum se_listed { SE_UNLISTED, SE_LISTED_DIR, SE_LISTED_FILE };
+
+/* add_path_rule grants access on the file open at fd. Listed as a
+ * directory, it gets a directory's rights without a stat; refused
+ * (EINVAL: no longer a directory), it is stat'ed as an unlisted one is.
+ * Listed as another type, it gets a non-directory's rights (less, should
+ * it be a directory now; inert on a symbolic link, as no access is checked
+ * on a link itself). An unlisted symbolic link gets no rule (an error when
+ * required). 1 added or skipped, 0 failed (errno). */
+static int add_path_rule(const struct se_recipe *r, int rs_fd, uint64_t access, int required, enum se_listed listed,
+			 int fd)
 {
-	const struct se_recipe *r = s->r;
-	uint64_t access = rule->access & r->ll_handled_fs;
-	if (!rule->required && (rule->listed == SE_LISTED_DIR || rule->listed == SE_LISTED_FILE)) {
-		/* A non-directory listed as one gets a non-directory's rights:
-		 * on a symbolic link (one replaced it since) the rule is inert,
-		 * as no access is checked on a link itself. A directory listed
-		 * as a non-directory gets those rights, less than its own. A
-		 * non-directory listed as a directory is refused (EINVAL) and
-		 * stat'ed below. */
-		uint64_t a = rule->listed == SE_LISTED_DIR ? access : access & r->ll_file_rights;
-		if (!a || add_beneath(rs_fd, a, fd) == 0)
-			return 1;
-		if (errno != EINVAL || rule->listed != SE_LISTED_DIR) {
-			fail(s, SE_STEP_LANDLOCK, errno, path);
-			return 0;
-		}
-	}
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		fail(s, SE_STEP_LANDLOCK, errno, path);
-		return 0;
-	}
-	if (S_ISLNK(st.st_mode)) {
-		if (rule->required) {
-			fail(s, SE_STEP_LANDLOCK, ELOOP, path);
-			return 0;
-		}
+	if (listed == SE_LISTED_FILE)
+		access &= r->ll_file_rights;
+	if (listed != SE_UNLISTED && (!access || add_beneath(rs_fd, access, fd) == 0))
 		return 1;
+	if (listed == SE_LISTED_FILE || (listed == SE_LISTED_DIR && errno != EINVAL))
+		return 0;
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return 0;
+	if (S_ISLNK(st.st_mode)) {
+		errno = ELOOP;
+		return !required;
 	}
 	if (!S_ISDIR(st.st_mode))
 		access &= r->ll_file_rights;
-	if (access && add_beneath(rs_fd, access, fd) != 0) {
-		fail(s, SE_STEP_LANDLOCK, errno, path);
-		return 0;
+	return !access || add_beneath(rs_fd, access, fd) == 0;
+}
+
+/* excepted reports whether name is one of rule's except names. */
+static int excepted(const struct se_recipe *r, const struct se_rll *rule, const char *name)
+{
+	for (uint32_t i = 0; i < rule->except.n; i++)
+		if (strcmp(rs(r, RA(r, rule->except, struct se_rref)[i]), name) == 0)
+			return 1;
+	return 0;
+}
+
+/* add_entry_rules grants rule's access on each entry of the directory path,
+ * open at dir (which it closes), but the excepted names and symbolic links,
+ * as this listing finds them; one that vanishes meanwhile is skipped. */
+static int add_entry_rules(struct se_runner *s, const struct se_rll *rule, const char *path, int dir,
+			   struct se_fd_batch *b)
+{
+	const struct se_recipe *r = s->r;
+	uint64_t access = rule->access & r->ll_handled_fs;
+	DIR *d = fdopendir(dir);
+	const struct dirent *e = NULL;
+	int ok = d != NULL;
+	while (ok && (errno = 0, e = readdir(d))) {
+		if (e->d_type == DT_LNK || strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    excepted(r, rule, e->d_name))
+			continue;
+		int fd = openat(dir, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno == EMFILE && b->n > 0) {
+			batch_flush(b);
+			fd = openat(dir, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (fd < 0 && errno == ENOENT)
+			continue;
+		enum se_listed listed = e->d_type == DT_DIR ? SE_LISTED_DIR : e->d_type == DT_UNKNOWN ? SE_UNLISTED : SE_LISTED_FILE;
+		ok = fd >= 0 && add_path_rule(r, s->ruleset, access, 0, listed, fd);
+		if (fd >= 0)
+			batch_add(b, fd);
 	}
-	return 1;
+	ok = ok && errno == 0;
+	if (!ok) {
+		char where[PATH_MAX + 256];
+		snprintf(where, sizeof where, "%s%s%s", path, e && strcmp(path, "/") ? "/" : "", e ? e->d_name : "");
+		fail(s, SE_STEP_LANDLOCK, errno, where);
+	}
+	if (d)
+		closedir(d);
+	else
+		close(dir);
+	return ok ? 0 : -1;
 }
 
 int se_landlock_restrict_thread(uint64_t rights, const int *dirs, int n)
@@ -1446,15 +1485,26 @@ static int add_rules(struct se_runner *s)
 	for (uint32_t i = 0; i < r->ll_paths.n; i++) {
 		const struct se_rll *rule = &RA(r, r->ll_paths, struct se_rll)[i];
 		const char *path = rs(r, rule->path);
-		int fd = open_rule_path(path, &b);
+		int fd = open_rule_path(path, rule->entries ? O_RDONLY | O_DIRECTORY : O_PATH, &b);
 		if (fd < 0) {
-			if (!rule->required && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP))
+			/* Not granting is the safe side: a path that vanished, and
+			 * a split directory this user cannot list. */
+			if (!rule->required && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP ||
+						(rule->entries && errno == EACCES)))
 				continue;
 			fail(s, SE_STEP_LANDLOCK, errno, path);
 			batch_flush(&b);
 			return -1;
 		}
-		int ok = add_path_rule(s, rs_fd, rule, path, fd);
+		if (rule->entries) {
+			if (add_entry_rules(s, rule, path, fd, &b) == 0)
+				continue;
+			batch_flush(&b);
+			return -1;
+		}
+		int ok = add_path_rule(r, rs_fd, rule->access & r->ll_handled_fs, rule->required, SE_UNLISTED, fd);
+		if (!ok)
+			fail(s, SE_STEP_LANDLOCK, errno, path);
 		batch_add(&b, fd);
 		if (!ok) {
 			batch_flush(&b);

@@ -505,12 +505,9 @@ func (pr *Prepared) decideLandlock() error {
 	if exact {
 		late, maskedFiles, lateWrite = pr.View.LateReadDenied, pr.View.MaskedFiles, pr.View.LateWriteDenied
 	}
-	spec, err := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts,
+	spec := landlock.Compute(p, landlock.Options{ABI: abi, Exact: exact, ReadOnlyOutsideRoots: exact, ReadsByMounts: readsByMounts,
 		LogDenials: pr.cfg.LogDenials || pr.audit.Read, LateReadDenied: late, MaskedFiles: maskedFiles, LateWriteDenied: lateWrite,
 		ResolveUnix: pr.net.sockets.landlock, Errata: pr.facts.LandlockErrata})
-	if err != nil {
-		return err
-	}
 	if pr.tmpDir != "" && !pr.tmpShared {
 		// A fresh private directory: reading it is as safe as writing it.
 		// (The shared mount point's rule is given only to the tmpfs on it,

@@ -83,7 +83,7 @@ func (pr *Prepared) Recipe(says [spawn.EndingsN]string) (*spawn.Recipe, error) {
 	r.Landlock = spawn.RecipeLandlock{ABI: s.ABI, RestrictFlags: s.RestrictFlags, HandledFS: uint64(s.HandledFS), HandledNet: s.HandledNet,
 		Scoped: s.Scoped, FileRights: uint64(landlock.FileRights), NetConnect: landlock.PortRuleAccess, Ports: s.Ports}
 	for _, rule := range s.Rules {
-		r.Landlock.Rules = append(r.Landlock.Rules, spawn.RecipeRule{Path: rule.Path, Access: uint64(rule.Access), Required: rule.Required, Listed: uint8(rule.Listed)})
+		r.Landlock.Rules = append(r.Landlock.Rules, spawn.RecipeRule{Path: rule.Path, Access: uint64(rule.Access), Required: rule.Required, Entries: rule.Entries, Except: rule.Except})
 	}
 	return r, nil
 }
