@@ -40,6 +40,7 @@ var (
 	landlockC  = flag.Bool("landlock", true, "one more contender, \"landlock\": the helper in Landlock-only mode (--fs-mode landlock), whose writable root's top level the supervisor mediates")
 	cold       = flag.Bool("cold", false, "one more contender, \"cold\": the helper with the warm path off ("+warmOff+"=off), every run decided by Go")
 	first      = flag.Bool("first", false, "one more contender, \"first\": the helper with the warm path on and an invocation new each run (its environment says which), every run an invocation's first: decided by Go and stored (with -vs, \"before-first\" too)")
+	homeNew    = flag.Bool("home-new", false, "one more contender, \"home-new\": the helper with the warm path on and a HOME of its own that gains an entry before each run, as a user's does (with -vs, \"before-home-new\" too)")
 )
 
 func main() {
@@ -121,6 +122,8 @@ type contender struct {
 	// fresh makes each run a new invocation of the helper: one more
 	// variable in its environment, another value each time.
 	fresh bool
+	// before, when set, runs before each of its runs, untimed.
+	before func()
 }
 
 // freshRuns counts the runs made new invocations (contender.fresh).
@@ -168,6 +171,29 @@ func contenders(ws string) []contender {
 				return o
 			}
 			cs = append(cs, contender{name: "before-first", wrap: before, fresh: true})
+		}
+	}
+	if *homeNew {
+		// A HOME beside the items', so that its new entries change
+		// nothing the other contenders' decisions read. Each run's
+		// entry replaces the one before, so it does not grow.
+		own := filepath.Join(filepath.Dir(home), "home-new")
+		check(os.MkdirAll(own, 0o755))
+		n := 0
+		gain := func() {
+			n++
+			check(os.WriteFile(filepath.Join(own, fmt.Sprintf(".entry-%d", n)), nil, 0o644))
+			check(os.RemoveAll(filepath.Join(own, fmt.Sprintf(".entry-%d", n-1))))
+		}
+		env := []string{"HOME=" + own}
+		cs = append(cs, contender{name: "home-new", wrap: func(a []string) []string { return ours(ws, a...) }, env: env, before: gain})
+		if *vsBin != "" {
+			before := func(a []string) []string {
+				o := ours(ws, a...)
+				o[0] = *vsBin
+				return o
+			}
+			cs = append(cs, contender{name: "before-home-new", wrap: before, env: env, before: gain})
 		}
 	}
 	return cs
@@ -284,10 +310,16 @@ func measure(cs []contender, it item) ([]sample, error) {
 		s := sample{work: make([]time.Duration, len(cs)), base: make([]time.Duration, len(cs))}
 		for _, j := range order.Perm(len(cs)) {
 			var err error
+			if cs[j].before != nil {
+				cs[j].before()
+			}
 			if it.net || it.alone {
 				if s.base[j], err = run(cs[j].wrap(trueArgv()), it.dir, cs[j].environ(it.env)); err != nil {
 					return nil, fmt.Errorf("%s: %w", cs[j].name, err)
 				}
+			}
+			if cs[j].before != nil && (it.net || it.alone) {
+				cs[j].before()
 			}
 			if s.work[j], err = run(cs[j].wrap(it.argv), it.dir, cs[j].environ(it.env)); err != nil {
 				return nil, fmt.Errorf("%s: %w", cs[j].name, err)
@@ -388,7 +420,7 @@ func table(ws string) {
 					rs = append(rs, a/b)
 				}
 			}
-			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "landlock": "landlock", "cold": "cold", "before": "before", "before-cold": "b-cold", "first": "first", "before-first": "b-first"}[cs[j].name]
+			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "landlock": "landlock", "cold": "cold", "before": "before", "before-cold": "b-cold", "first": "first", "before-first": "b-first", "home-new": "home", "before-home-new": "b-home"}[cs[j].name]
 			if i < startupRows {
 				st := summarize(rs)
 				parts = append(parts, fmt.Sprintf("%s +%s ms", short, num(st.med)))
