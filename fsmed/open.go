@@ -60,18 +60,26 @@ func (m *Mediator) open(c *seccomp.Call, st *state, tid int, cl call) answer {
 		return fail(unix.ESRCH)
 	}
 	want := mode & 0o7777 &^ umask
-	fd, missing := -1, false
+	fd, missing, special := -1, false, false
 	var err error
 	st.thread.Do(func() {
-		// Never blocking the supervisor on a FIFO (or a device): such a
-		// file is the kernel's to open, below.
+		// A FIFO or a device is the kernel's to open, as the program:
+		// opening one has effects of its own (a FIFO's reader sees a
+		// writer come and go, and reads an end of file). O_NONBLOCK
+		// keeps the supervisor from waiting on one that replaced the
+		// name meanwhile, which the type check below then passes on.
 		oflags := flags | unix.O_NONBLOCK | unix.O_CLOEXEC
 		if tmpfile {
 			fd, err = unix.Openat(s.parent, ".", int(oflags), want)
 			return
 		}
 		var pre unix.Stat_t
-		missing = unix.Fstatat(s.parent, s.bare, &pre, unix.AT_SYMLINK_NOFOLLOW) == unix.ENOENT
+		e := unix.Fstatat(s.parent, s.bare, &pre, unix.AT_SYMLINK_NOFOLLOW)
+		missing = e == unix.ENOENT
+		if t := pre.Mode & unix.S_IFMT; e == nil && t != unix.S_IFREG && t != unix.S_IFDIR && t != unix.S_IFLNK {
+			special = true
+			return
+		}
 		fd, err = unix.Openat2(s.parent, s.name, &unix.OpenHow{Flags: oflags, Mode: uint64(want),
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
 		if err == nil && create && missing && want&^st.umask != want {
@@ -79,6 +87,8 @@ func (m *Mediator) open(c *seccomp.Call, st *state, tid int, cl call) answer {
 		}
 	})
 	switch {
+	case special:
+		return carryOn
 	case err == unix.ELOOP && flags&unix.O_NOFOLLOW == 0 && resolve&unix.RESOLVE_NO_SYMLINKS == 0:
 		// The last name is a symbolic link: the kernel follows it, as
 		// the program, and its rules decide where it leads.
@@ -144,6 +154,13 @@ func (m *Mediator) truncate(c *seccomp.Call, st *state, tid int, cl call) answer
 	var err error
 	follow := false
 	st.thread.Do(func() {
+		// Not a regular file (a FIFO's reader would see a writer come
+		// and go): the kernel's to refuse, as open's are.
+		var pre unix.Stat_t
+		if e := unix.Fstatat(s.parent, s.bare, &pre, unix.AT_SYMLINK_NOFOLLOW); e == nil && pre.Mode&unix.S_IFMT != unix.S_IFREG {
+			follow = true
+			return
+		}
 		fd, e := unix.Openat2(s.parent, s.name, &unix.OpenHow{Flags: unix.O_WRONLY | unix.O_NONBLOCK | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
 		if e != nil {

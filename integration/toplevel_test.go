@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -139,5 +140,36 @@ done`
 				}
 			})
 		}
+	}
+}
+
+// TestTopLevelFIFOIsTheProgramsToOpen: in Landlock-only mode an open for
+// writing and a truncate at a split root's top level go to the
+// supervisor, which must not open a FIFO (or a device) there itself: its
+// open and close of a FIFO a reader waits on gave that reader an end of
+// file, and the program's own open then waited for ever for a reader.
+// Such a file is the kernel's to open or refuse, as the program.
+func TestTopLevelFIFOIsTheProgramsToOpen(t *testing.T) {
+	for _, u := range isoAnyUser(t) {
+		t.Run(u.name, func(t *testing.T) {
+			w := isoWorkspace(t, u)
+			fifo := filepath.Join(w.root, "fifo")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			chownTree(w, u)
+			// The reader is waiting in its open before the writer opens.
+			for _, first := range []string{"", probe + " truncate fifo; "} {
+				script := `timeout 20 sh -c 'cat fifo > out.txt & sleep 0.3; ` + first + `echo hello > fifo; wait'; echo "rc=$?"; cat out.txt`
+				r := isoRun(t, w, u, "landlock", runOpts{}, "/bin/sh", "-c", script)
+				want := "rc=0\nhello\n"
+				if first != "" {
+					want = "EINVAL\n" + want // not a regular file
+				}
+				if r.code != 0 || r.stdout != want {
+					t.Errorf("%s: want %q: %v", script, want, r)
+				}
+			}
+		})
 	}
 }
