@@ -40,7 +40,7 @@ var (
 	landlockC  = flag.Bool("landlock", true, "one more contender, \"landlock\": the helper in Landlock-only mode (--fs-mode landlock), whose writable root's top level the supervisor mediates")
 	cold       = flag.Bool("cold", false, "one more contender, \"cold\": the helper with the warm path off ("+warmOff+"=off), every run decided by Go")
 	first      = flag.Bool("first", false, "one more contender, \"first\": the helper with the warm path on and an invocation new each run (its environment says which), every run an invocation's first: decided by Go and stored (with -vs, \"before-first\" too)")
-	homeNew    = flag.Bool("home-new", false, "one more contender, \"home-new\": the helper with the warm path on and a HOME of its own that gains an entry before each run, as a user's does (with -vs, \"before-home-new\" too)")
+	homeNew    = flag.Bool("home-new", false, "one more contender, \"home-new\": the helper with the warm path on and a HOME of its own that gains an entry before each run, as a user's does (with -vs, \"before-home-new\" too); for the start-up rows (-work \"\"): the work items' own HOME would be replaced")
 )
 
 func main() {
