@@ -122,8 +122,8 @@ type contender struct {
 	// fresh makes each run a new invocation of the helper: one more
 	// variable in its environment, another value each time.
 	fresh bool
-	// before, when set, runs before each of its runs, untimed.
-	before func()
+	// prepare, when set, runs before each of its runs, untimed.
+	prepare func()
 }
 
 // freshRuns counts the runs made new invocations (contender.fresh).
@@ -140,36 +140,33 @@ func (c contender) environ(env []string) []string {
 }
 
 func contenders(ws string) []contender {
+	now := func(a []string) []string { return ours(ws, a...) }
+	// before is the helper of -vs, run as now is.
+	before := func(a []string) []string {
+		o := ours(ws, a...)
+		o[0] = *vsBin
+		return o
+	}
 	cs := []contender{{name: "bare", wrap: func(a []string) []string { return a }}}
 	if !*noBw {
 		cs = append(cs, contender{name: "bubblewrap", wrap: func(a []string) []string { return bwrap(ws, a...) }})
 	}
-	cs = append(cs, contender{name: "sandbox-executable", wrap: func(a []string) []string { return ours(ws, a...) }})
+	cs = append(cs, contender{name: "sandbox-executable", wrap: now})
 	if *landlockC {
 		cs = append(cs, contender{name: "landlock", wrap: func(a []string) []string { return oursWith(ws, "", []string{"--fs-mode", "landlock"}, a...) }})
 	}
 	if *cold {
-		cs = append(cs, contender{name: "cold", wrap: func(a []string) []string { return ours(ws, a...) }, env: []string{warmOff + "=off"}})
+		cs = append(cs, contender{name: "cold", wrap: now, env: []string{warmOff + "=off"}})
 	}
 	if *vsBin != "" {
-		before := func(a []string) []string {
-			o := ours(ws, a...)
-			o[0] = *vsBin
-			return o
-		}
 		cs = append(cs, contender{name: "before", wrap: before})
 		if *vsCold && *cold {
 			cs = append(cs, contender{name: "before-cold", wrap: before, env: []string{warmOff + "=off"}})
 		}
 	}
 	if *first {
-		cs = append(cs, contender{name: "first", wrap: func(a []string) []string { return ours(ws, a...) }, fresh: true})
+		cs = append(cs, contender{name: "first", wrap: now, fresh: true})
 		if *vsBin != "" {
-			before := func(a []string) []string {
-				o := ours(ws, a...)
-				o[0] = *vsBin
-				return o
-			}
 			cs = append(cs, contender{name: "before-first", wrap: before, fresh: true})
 		}
 	}
@@ -186,14 +183,9 @@ func contenders(ws string) []contender {
 			check(os.RemoveAll(filepath.Join(own, fmt.Sprintf(".entry-%d", n-1))))
 		}
 		env := []string{"HOME=" + own}
-		cs = append(cs, contender{name: "home-new", wrap: func(a []string) []string { return ours(ws, a...) }, env: env, before: gain})
+		cs = append(cs, contender{name: "home-new", wrap: now, env: env, prepare: gain})
 		if *vsBin != "" {
-			before := func(a []string) []string {
-				o := ours(ws, a...)
-				o[0] = *vsBin
-				return o
-			}
-			cs = append(cs, contender{name: "before-home-new", wrap: before, env: env, before: gain})
+			cs = append(cs, contender{name: "before-home-new", wrap: before, env: env, prepare: gain})
 		}
 	}
 	return cs
@@ -310,16 +302,16 @@ func measure(cs []contender, it item) ([]sample, error) {
 		s := sample{work: make([]time.Duration, len(cs)), base: make([]time.Duration, len(cs))}
 		for _, j := range order.Perm(len(cs)) {
 			var err error
-			if cs[j].before != nil {
-				cs[j].before()
+			if cs[j].prepare != nil {
+				cs[j].prepare()
 			}
 			if it.net || it.alone {
 				if s.base[j], err = run(cs[j].wrap(trueArgv()), it.dir, cs[j].environ(it.env)); err != nil {
 					return nil, fmt.Errorf("%s: %w", cs[j].name, err)
 				}
 			}
-			if cs[j].before != nil && (it.net || it.alone) {
-				cs[j].before()
+			if cs[j].prepare != nil && (it.net || it.alone) {
+				cs[j].prepare()
 			}
 			if s.work[j], err = run(cs[j].wrap(it.argv), it.dir, cs[j].environ(it.env)); err != nil {
 				return nil, fmt.Errorf("%s: %w", cs[j].name, err)

@@ -14,7 +14,7 @@ import (
 // /dev) needs again on the new mount, whose root is another inode. One of
 // dirs that is an entry of a split directory gets the split's access; a
 // split at or beneath one of dirs gets nothing on the new mount, which is
-// the safe side (no policy denies a path there).
+// the safe side (no default policy denies a path there).
 func (s *Spec) DirRulesWithin(dirs []string) []Rule {
 	var out []Rule
 	add := func(p string, access AccessFS) {
