@@ -342,20 +342,6 @@ func Statfs(path string) (int64, error) {
 	return int64(s.Type), nil
 }
 
-// Faccessat is unix.Faccessat at AT_FDCWD, recorded: its errno. The error
-// is the bare errno, as unix.Faccessat returns it.
-func Faccessat(path string, mode uint32, flags int) error {
-	err := unix.Faccessat(unix.AT_FDCWD, path, mode, flags)
-	if canRecord("faccessat", path) {
-		if err != nil && errnoOf(err) == 0 {
-			Taint("fsdeps: faccessat " + path + ": " + err.Error())
-		} else {
-			record(Dep{Kind: KindFaccessat, Path: path, AccessMode: mode, AccessFlags: int32(flags), Errno: errnoOf(err)})
-		}
-	}
-	return err
-}
-
 // DirEntry is one entry of a ReadDir: its name and type (the type bits of
 // fs.FileMode), which the directory's mtime covers.
 type DirEntry struct {
@@ -369,9 +355,6 @@ func (e DirEntry) Name() string { return e.name }
 // Type is the entry's type bits (fs.ModeDir, fs.ModeSymlink, ...; 0 for a
 // regular file).
 func (e DirEntry) Type() fs.FileMode { return e.typ }
-
-// IsDir reports whether the entry is a directory.
-func (e DirEntry) IsDir() bool { return e.typ.IsDir() }
 
 // ReadDir is os.ReadDir, recorded: the errno of opening the directory
 // (O_DIRECTORY: a file that is not one fails with ENOTDIR, and a FIFO never

@@ -23,7 +23,6 @@ import (
 //	  i32 errno     0: the call succeeded; else 1..4095, and no result follows
 //	  u32 path_len  0..MaxPath
 //	  path          path_len bytes, no NUL
-//	  args          KindFaccessat only: u32 mode, i32 flags
 //	  result        when errno is 0, by kind:
 //	    lstat, stat    u32 mode, u32 uid, u32 gid, u64 dev, u64 ino, u64 rdev
 //	                   [FlagCtime: i64 ctime_sec, i64 ctime_nsec]
@@ -33,7 +32,6 @@ import (
 //	                   i64 ctime_sec, i64 ctime_nsec
 //	    file content   u32 len (0..MaxData), content
 //	    statfs         i64 f_type
-//	    faccessat      nothing
 const (
 	// Magic opens an encoding ("SEDP" in its bytes).
 	Magic uint32 = 0x50444553
@@ -71,7 +69,7 @@ func Encode(deps []Dep) ([]byte, error) {
 
 func valid(d *Dep) error {
 	switch {
-	case d.Kind < KindLstat || d.Kind > KindFaccessat:
+	case d.Kind < KindLstat || d.Kind > KindStatfs:
 		return errors.New("unknown kind")
 	case d.Flags&^allowedFlags(d.Kind) != 0:
 		return errors.New("flags not allowed for the kind")
@@ -115,10 +113,6 @@ func encodeDep(b []byte, d *Dep) []byte {
 	b = le.AppendUint32(b, uint32(int32(d.Errno)))
 	b = le.AppendUint32(b, uint32(len(d.Path)))
 	b = append(b, d.Path...)
-	if d.Kind == KindFaccessat {
-		b = le.AppendUint32(b, d.AccessMode)
-		b = le.AppendUint32(b, uint32(d.AccessFlags))
-	}
 	if d.Errno != 0 {
 		return b
 	}

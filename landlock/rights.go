@@ -1,17 +1,15 @@
-// Package landlock translates a Plan into a Landlock ruleset: read and
-// execute everywhere, write only beneath the writable roots, no access to
-// what the Plan denies, TCP and IPC scoping where the kernel has them. It
-// builds the ruleset in the supervisor and hands back its fd; the spawn stage
-// enforces it in the child just before exec. It never restricts the calling
-// process.
+// Package landlock translates a Plan into Landlock rules: read and execute
+// everywhere, write only beneath the writable roots, no access to what the
+// Plan denies, TCP and IPC scoping where the kernel has them. The rules are
+// values (Spec); the runner (spawn) builds the ruleset from them and the
+// child stage enforces it just before exec. Nothing here restricts the
+// calling process.
 //
 // Rights and ABI levels are plain values; what the running kernel cannot
 // enforce is computed right by right and reported, never silently dropped.
 package landlock
 
 import (
-	"strings"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -60,8 +58,6 @@ func (a AccessFS) Names() []string {
 	}
 	return out
 }
-
-func (a AccessFS) String() string { return strings.Join(a.Names(), ",") }
 
 // Groups of rights as the sandbox grants them.
 const (

@@ -394,3 +394,5 @@ func TestDirRulesWithinASplitRoot(t *testing.T) {
 		}
 	}
 }
+
+func (a AccessFS) String() string { return strings.Join(a.Names(), ",") }

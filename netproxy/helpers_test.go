@@ -242,3 +242,16 @@ func checkNoLeak(t *testing.T, base int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Ignored returns the entries NewMatcher ignored because they were malformed.
+func (m *Matcher) Ignored() []IgnoredEntry {
+	return append([]IgnoredEntry(nil), m.ignored...)
+}
+
+// Allows reports whether host:port is in the allowlist, with a one-line
+// reason: the entry that matched, or why the destination is refused. host
+// may be a name, an IP literal or a bracketed IPv6 literal.
+func (m *Matcher) Allows(host string, port uint16) (ok bool, reason string) {
+	d := m.decide(host, port)
+	return d.ok, d.reason
+}

@@ -97,19 +97,6 @@ func (m *Matcher) ignore(e policy.HostPort, reason string) {
 	m.ignored = append(m.ignored, IgnoredEntry{Entry: e, Reason: reason})
 }
 
-// Ignored returns the entries NewMatcher ignored because they were malformed.
-func (m *Matcher) Ignored() []IgnoredEntry {
-	return append([]IgnoredEntry(nil), m.ignored...)
-}
-
-// Allows reports whether host:port is in the allowlist, with a one-line
-// reason: the entry that matched, or why the destination is refused. host
-// may be a name, an IP literal or a bracketed IPv6 literal.
-func (m *Matcher) Allows(host string, port uint16) (ok bool, reason string) {
-	d := m.decide(host, port)
-	return d.ok, d.reason
-}
-
 // decision is the outcome of Matcher.decide.
 type decision struct {
 	ok     bool

@@ -27,19 +27,6 @@ type canonical struct {
 	Link string
 }
 
-// resolveLenient canonicalizes the absolute path p like realpath(3) but
-// without requiring p to exist: components are resolved one by one through
-// symlinks (so ".." after a symlink means the target's parent, as for the
-// kernel). A component that does not exist (or a non-directory in the
-// middle) and what follows it are taken lexically, until a ".." climbs back
-// out of them: resolution then resumes, so that "missing/../link/x" names
-// the link's target, as it will once "missing" is created. A component that
-// cannot be examined (EACCES) is treated like a missing one: a sandboxed
-// process with the same credentials cannot get past it either.
-func resolveLenient(p string) (canonical, error) {
-	return (*statMemo)(nil).resolveLenient(p)
-}
-
 // statMemo remembers, for one Resolve call, what lstat and readlink said
 // of each path walked: the home directory alone is a component of some
 // thirty paths a default policy resolves. A nil memo remembers nothing.
@@ -87,7 +74,15 @@ func (m *statMemo) readlink(p string) (string, error) {
 	return t, err
 }
 
-// resolveLenient is resolveLenient through the memo.
+// resolveLenient canonicalizes the absolute path p like realpath(3) but
+// without requiring p to exist: components are resolved one by one through
+// symlinks (so ".." after a symlink means the target's parent, as for the
+// kernel). A component that does not exist (or a non-directory in the
+// middle) and what follows it are taken lexically, until a ".." climbs back
+// out of them: resolution then resumes, so that "missing/../link/x" names
+// the link's target, as it will once "missing" is created. A component that
+// cannot be examined (EACCES) is treated like a missing one: a sandboxed
+// process with the same credentials cannot get past it either.
 func (m *statMemo) resolveLenient(p string) (canonical, error) {
 	c, _, err := m.walkPath(p, true)
 	return c, err

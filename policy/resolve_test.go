@@ -412,3 +412,8 @@ func TestRootKind(t *testing.T) {
 		}
 	}
 }
+
+// resolveLenient is statMemo.resolveLenient without a memo.
+func resolveLenient(p string) (canonical, error) {
+	return (*statMemo)(nil).resolveLenient(p)
+}

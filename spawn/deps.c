@@ -62,8 +62,6 @@ struct se_dep {
 	int err;
 	const unsigned char *path;
 	uint32_t path_len;
-	uint32_t amode;
-	int32_t aflags;
 	uint32_t mode, uid, gid;
 	uint64_t dev, ino, rdev;
 	int64_t size, msec, mnsec, csec, cnsec, fstype;
@@ -93,7 +91,7 @@ static int se_parse(struct se_rd *r, struct se_dep *d)
 	d->flags = se_u8(r);
 	if (se_u16(r) != 0 || r->bad)
 		return 0;
-	if (d->kind < SE_DEP_LSTAT || d->kind > SE_DEP_FACCESSAT || (d->flags & ~se_allowed_flags(d->kind)) != 0)
+	if (d->kind < SE_DEP_LSTAT || d->kind > SE_DEP_STATFS || (d->flags & ~se_allowed_flags(d->kind)) != 0)
 		return 0;
 	e = se_u32(r);
 	if (e > SE_DEPS_MAX_ERRNO)
@@ -105,10 +103,6 @@ static int se_parse(struct se_rd *r, struct se_dep *d)
 	d->path = se_take(r, d->path_len);
 	if (r->bad || (d->path_len > 0 && memchr(d->path, 0, d->path_len) != NULL))
 		return 0;
-	if (d->kind == SE_DEP_FACCESSAT) {
-		d->amode = se_u32(r);
-		d->aflags = (int32_t)se_u32(r);
-	}
 	if (d->err == 0) {
 		switch (d->kind) {
 		case SE_DEP_LSTAT:
@@ -307,13 +301,6 @@ static int se_check_statfs(const struct se_dep *d, const char *path)
 	return (int64_t)s.f_type == d->fstype ? SE_DEPS_OK : SE_DEPS_CHANGED;
 }
 
-static int se_check_access(const struct se_dep *d, const char *path)
-{
-	if (faccessat(AT_FDCWD, path, (int)d->amode, (int)d->aflags) != 0)
-		return se_failed(d, errno);
-	return d->err == 0 ? SE_DEPS_OK : SE_DEPS_ERRNO;
-}
-
 static int se_check_one(const struct se_dep *d)
 {
 	char path[SE_DEPS_MAX_PATH + 1];
@@ -334,8 +321,6 @@ static int se_check_one(const struct se_dep *d)
 		return se_check_content(d, path);
 	case SE_DEP_STATFS:
 		return se_check_statfs(d, path);
-	case SE_DEP_FACCESSAT:
-		return se_check_access(d, path);
 	}
 	return SE_DEPS_MALFORMED;
 }

@@ -23,7 +23,6 @@
  *     i32 errno     0: the call succeeded; else 1..4095, and no result follows
  *     u32 path_len  0..4095
  *     path          path_len bytes, no NUL
- *     args          SE_DEP_FACCESSAT only: u32 mode, i32 flags
  *     result        when errno is 0, by kind:
  *       LSTAT, STAT   u32 mode, u32 uid, u32 gid, u64 dev, u64 ino, u64 rdev
  *                     [SE_DEP_CTIME: i64 ctime_sec, i64 ctime_nsec]
@@ -33,7 +32,6 @@
  *                     i64 ctime_sec, i64 ctime_nsec
  *       FILE_CONTENT  u32 len (0..16 MiB), content
  *       STATFS        i64 f_type
- *       FACCESSAT     nothing
  *
  * How each is checked again:
  *   LSTAT, STAT    lstat/stat: the same errno, else the same st_mode (type
@@ -45,8 +43,7 @@
  *                  fails the same way; else stat (lstat with NOFOLLOW): a
  *                  regular file with the same dev, ino, size, mtime, ctime;
  *   FILE_CONTENT   open as above: the same errno, else the same bytes to EOF;
- *   STATFS         statfs: the same errno, else the same f_type;
- *   FACCESSAT      faccessat(AT_FDCWD, path, mode, flags): the same errno.
+ *   STATFS         statfs: the same errno, else the same f_type.
  */
 #ifndef SE_DEPS_H
 #define SE_DEPS_H
@@ -65,7 +62,6 @@ enum se_dep_kind {
 	SE_DEP_FILE_META = 5,
 	SE_DEP_FILE_CONTENT = 6,
 	SE_DEP_STATFS = 7,
-	SE_DEP_FACCESSAT = 8,
 };
 
 #define SE_DEP_NOFOLLOW 1u

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"sandbox-executable/fsdeps"
 )
 
@@ -182,9 +180,6 @@ func TestDepsEachKind(t *testing.T) {
 		{"statfs, then a path elsewhere", func(d string) { os.Mkdir(d+"/x", 0o755) },
 			func(d string) { fsdeps.Statfs(d + "/x") },
 			func(d string) { os.Remove(d + "/x"); os.Symlink("/proc", d+"/x") }},
-		{"faccessat, then read-only", func(d string) { os.Mkdir(d+"/x", 0o755) },
-			func(d string) { fsdeps.Faccessat(d+"/x", unix.W_OK, unix.AT_EACCESS) },
-			func(d string) { os.Remove(d + "/x") }},
 		{"evalsymlinks, then a component retargeted", func(d string) {
 			os.MkdirAll(d+"/a/b", 0o755)
 			os.MkdirAll(d+"/c/b", 0o755)
@@ -249,7 +244,6 @@ func TestDepsMalformed(t *testing.T) {
 		fsdeps.Readlink(d + "/l")
 		fsdeps.ReadFile(d + "/f")
 		fsdeps.ReadFile("/proc/sys/kernel/osrelease")
-		fsdeps.Faccessat(d, unix.W_OK, unix.AT_EACCESS)
 		fsdeps.Statfs(d)
 		fsdeps.ReadDir(d)
 	})

@@ -377,7 +377,7 @@ func cbool32(b bool) C.int32_t {
 	return 0
 }
 
-// Validate reports whether Encode's output is a recipe the runner accepts
+// ValidRecipe reports whether Encode's output is a recipe the runner accepts
 // (the runner's own check).
 func ValidRecipe(b []byte) bool {
 	if len(b) < int(unsafe.Sizeof(C.struct_se_recipe{})) {
