@@ -149,6 +149,8 @@ var rec struct {
 	// the calls that gave two.
 	round    map[string]string
 	unstable []string
+	// generation counts the Resets: a Memo's value is of one.
+	generation uint64
 }
 
 // Begin starts a decision's round: Unstable then lists the lstat, stat and
@@ -235,11 +237,42 @@ func ProcSelfReads() []string {
 	return append([]string(nil), rec.procSelf...)
 }
 
-// Reset forgets everything recorded (tests).
+// Reset forgets everything recorded, and every Memo's value: the next
+// decision in this process records all it reads. The resident decider
+// (sandbox-executable decider) resets before each decision it makes.
 func Reset() {
 	rec.Lock()
 	defer rec.Unlock()
 	rec.deps, rec.exact, rec.answers, rec.taints, rec.procSelf = nil, nil, nil, nil, nil
+	rec.round, rec.unstable = nil, nil
+	rec.generation++
+}
+
+// A Memo keeps a value computed from what a decision read (through this
+// package, which records it) for the rest of the decision, until Reset: a
+// later decision in the same process computes it again, and so records
+// again what it reads. A cache of anything read from the host that outlived
+// the record would leave the next decision's entry without a dependency on
+// it. The zero Memo is ready for use.
+type Memo[T any] struct {
+	mu         sync.Mutex
+	generation uint64
+	set        bool
+	v          T
+}
+
+// Get returns the value f computed in this decision, calling f if there is
+// none yet.
+func (m *Memo[T]) Get(f func() T) T {
+	rec.Lock()
+	g := rec.generation
+	rec.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.set || m.generation != g {
+		m.v, m.set, m.generation = f(), true, g
+	}
+	return m.v
 }
 
 func noteProcSelf(path, why string) {

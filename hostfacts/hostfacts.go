@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -321,10 +320,9 @@ func canonical(path string) string {
 	return path
 }
 
-var (
-	mediationOnce sync.Once
-	mediationOK   bool
-)
+// mediation and fileMediation are MediationWorks' and
+// FileMediationWorks' answers in this decision (they read ptrace_scope).
+var mediation, fileMediation fsdeps.Memo[bool]
 
 // openat2InRoot reports whether the kernel (and whatever filter the helper
 // runs under) has openat2 with RESOLVE_IN_ROOT: a feature probe on "/",
@@ -346,26 +344,20 @@ func openat2InRoot() bool {
 // Docker's default profile refuses): it opens the program's directories
 // through /proc.
 func FileMediationWorks() bool {
-	fileMediationOnce.Do(func() {
+	return fileMediation.Get(func() bool {
 		if b, err := fsdeps.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
 			if v := strings.TrimSpace(string(b)); v == "3" || (v == "2" && !effectiveCap(unix.CAP_SYS_PTRACE)) {
-				return
+				return false
 			}
 		}
 		if !openat2InRoot() {
-			return
+			return false
 		}
 		src, dst := [1]byte{1}, [1]byte{}
 		_, err := unix.ProcessVMReadv(os.Getpid(), []unix.Iovec{{Base: &dst[0], Len: 1}}, []unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&src[0])), Len: 1}}, 0)
-		fileMediationOK = err == nil && dst[0] == 1
+		return err == nil && dst[0] == 1
 	})
-	return fileMediationOK
 }
-
-var (
-	fileMediationOnce sync.Once
-	fileMediationOK   bool
-)
 
 // effectiveCap reports whether this thread holds capability c.
 func effectiveCap(c int) bool {
@@ -382,32 +374,31 @@ func effectiveCap(c int) bool {
 // (pidfd_open, pidfd_getfd, 5.6), read its memory and resolve paths in its
 // root (openat2 RESOLVE_IN_ROOT, 5.6).
 func MediationWorks() bool {
-	mediationOnce.Do(func() {
+	return mediation.Get(func() bool {
 		// Yama's ptrace_scope 2 keeps pidfd_getfd and process_vm_readv
 		// to CAP_SYS_PTRACE, 3 from everyone: every call would then be
 		// refused (the supervisor is the program's ancestor, which scope
 		// 1 allows).
 		if b, err := fsdeps.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
 			if v := strings.TrimSpace(string(b)); v == "3" || (v == "2" && os.Geteuid() != 0) {
-				return
+				return false
 			}
 		}
 		pidfd, err := unix.PidfdOpen(os.Getpid(), 0)
 		if err != nil {
-			return
+			return false
 		}
 		defer unix.Close(pidfd)
 		fd, err := unix.PidfdGetfd(pidfd, pidfd, 0)
 		if err != nil {
-			return
+			return false
 		}
 		unix.Close(fd)
 		if !openat2InRoot() {
-			return
+			return false
 		}
 		src, dst := [1]byte{1}, [1]byte{}
 		_, err = unix.ProcessVMReadv(os.Getpid(), []unix.Iovec{{Base: &dst[0], Len: 1}}, []unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&src[0])), Len: 1}}, 0)
-		mediationOK = err == nil && dst[0] == 1
+		return err == nil && dst[0] == 1
 	})
-	return mediationOK
 }

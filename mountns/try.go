@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -138,18 +137,15 @@ func reap(p *spawn.Process) {
 // network namespace.
 const runFlags = unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
 
-var probe struct {
-	once sync.Once
-	av   Availability
-}
+// probed is Probe's answer in this decision.
+var probed fsdeps.Memo[Availability]
 
 // Probe says whether this process can give a run's child its namespaces,
-// by trying (Try) what a run does, once per process: first with a network
+// by trying (Try) what a run does, once per decision: first with a network
 // namespace, then, if that is refused, without one. Without CAP_SYS_ADMIN
 // the attempts go through a user namespace.
 func Probe() Availability {
-	probe.once.Do(func() { probe.av = probeNow() })
-	return probe.av
+	return probed.Get(probeNow)
 }
 
 // Assume is the Availability Probe finds on a host where nothing stands in
@@ -161,14 +157,19 @@ func Probe() Availability {
 // under a seccomp filter (a container's), or, without CAP_SYS_ADMIN, where
 // a sysctl or AppArmor keeps unprivileged user namespaces off.
 func Assume() (av Availability, ok bool) {
-	assumed.once.Do(func() { assumed.av, assumed.ok = assume() })
-	return assumed.av, assumed.ok
+	a := assumed.Get(func() assumption {
+		av, ok := assume()
+		return assumption{av, ok}
+	})
+	return a.av, a.ok
 }
 
-var assumed struct {
-	once sync.Once
-	av   Availability
-	ok   bool
+// assumed is Assume's answer in this decision (it reads /proc/sys).
+var assumed fsdeps.Memo[assumption]
+
+type assumption struct {
+	av Availability
+	ok bool
 }
 
 func assume() (Availability, bool) {

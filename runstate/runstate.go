@@ -175,9 +175,13 @@ func LookupKey() ([]byte, error) {
 }
 
 // ensured are the directories ensure made or checked already in this
-// process: their checks say nobody but this user (or root) can replace them
-// meanwhile, so a run checks each once, not at every use.
-var ensured struct {
+// decision: their checks say nobody but this user (or root) can replace
+// them meanwhile, so a run checks each once, not at every use. A process
+// that lives on (the resident decider) checks again in its next decision:
+// meanwhile a reboot may have emptied /tmp, and someone else taken a name.
+var ensured fsdeps.Memo[*ensuredDirs]
+
+type ensuredDirs struct {
 	sync.Mutex
 	dirs map[string]int // dir: euid
 }
@@ -185,18 +189,16 @@ var ensured struct {
 // ensure makes dir (mode 0700) unless it exists, and checks that it is this
 // user's private directory in a parent that nobody else can rename it out of.
 func ensure(dir string, euid int) error {
-	ensured.Lock()
-	defer ensured.Unlock()
-	if u, ok := ensured.dirs[dir]; ok && u == euid {
+	e := ensured.Get(func() *ensuredDirs { return &ensuredDirs{dirs: map[string]int{}} })
+	e.Lock()
+	defer e.Unlock()
+	if u, ok := e.dirs[dir]; ok && u == euid {
 		return nil
 	}
 	if err := ensureNow(dir, euid); err != nil {
 		return err
 	}
-	if ensured.dirs == nil {
-		ensured.dirs = map[string]int{}
-	}
-	ensured.dirs[dir] = euid
+	e.dirs[dir] = euid
 	return nil
 }
 

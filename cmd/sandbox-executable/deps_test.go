@@ -411,3 +411,47 @@ func TestDecisionDepsOnThisHost(t *testing.T) {
 		}
 	}
 }
+
+// TestLaterDecisionRecordsAlike: a decision made after another in the same
+// process, as the resident decider makes them (fsdeps.Reset between),
+// records everything the process's first decision recorded: no answer kept
+// in memory from the first (a cache outliving its record) leaves a read
+// out of the second's dependencies, which would then not fail when that
+// file changes. Run in a child process of its own, so that the first
+// decision is its first.
+func TestLaterDecisionRecordsAlike(t *testing.T) {
+	if !inPrivateTmp(t) {
+		return
+	}
+	w := newWorld(t)
+	for _, pol := range []string{readOnlyPolicy, workspacePolicy} {
+		args := vtcodeArgs(w.ws, pol)
+		first := decideSettled(t, args)
+		// Settled too: the first may have made what it reads (the
+		// key), and a file that new is a taint, not a record.
+		second := decideSettled(t, args)
+		calls := func(d decision) map[string]bool {
+			m := map[string]bool{}
+			for _, dep := range d.deps {
+				// The call, not its answer: the first decision
+				// may make what the later one reads (the key).
+				m[dep.Kind.String()+" "+dep.Path] = true
+			}
+			return m
+		}
+		a, b := calls(first), calls(second)
+		for c := range a {
+			if !b[c] {
+				t.Errorf("%s: the first decision recorded %s, the later one did not", pol[:20], c)
+			}
+		}
+		for c := range b {
+			if !a[c] {
+				t.Errorf("%s: the later decision recorded %s, the first did not", pol[:20], c)
+			}
+		}
+		if len(a) == 0 {
+			t.Fatal("nothing recorded")
+		}
+	}
+}
