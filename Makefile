@@ -2,8 +2,8 @@
 #   make build         the binary, bin/sandbox-executable
 #   make test          the README's test command: lint, unit tests (race;
 #                      spawn's C under ASan), integration tests on this kernel
-#                      (and again through the warm path), short fuzz runs (Go;
-#                      C under libFuzzer)
+#                      (and again through the warm path, and with a resident
+#                      decider), short fuzz runs (Go; C under libFuzzer)
 #   make test-vm       the QEMU guests, which CI runs beside it: 6.1; 5.10,
 #                      6.12, 7.3; arm64; a systemd guest; Ubuntu's AppArmor
 #   make host-kinds    the README's table of host kinds, from the tests
@@ -23,7 +23,7 @@ DIST     ?= dist
 # The architectures make release builds (packaging/release.sh).
 RELEASE_ARCHES ?= amd64 arm64
 
-.PHONY: all install build build-arm64 probe probe-arm64 test test-vm lint lint-packaging unit unit-asan integration integration-warm fuzz-short fuzz-c vm-test vm-test-kernels vm-test-arm64 vm-test-systemd vm-test-ubuntu vm-selfcheck host-kinds bench vm-bench release test-release manpage clean
+.PHONY: all install build build-arm64 probe probe-arm64 test test-vm lint lint-packaging unit unit-asan integration integration-warm integration-decider fuzz-short fuzz-c vm-test vm-test-kernels vm-test-arm64 vm-test-systemd vm-test-ubuntu vm-selfcheck host-kinds bench vm-bench release test-release manpage clean
 
 all: build
 
@@ -70,11 +70,18 @@ integration: build probe
 integration-warm: build probe
 	SE_IT_WARM=1 SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) SANDBOX_PROBE=$(CURDIR)/$(PROBE) $(GO) test -count=1 -timeout 30m ./integration/
 
-# A short, bounded fuzz run of the policy decoders (the corpus is kept in
-# policy/testdata/fuzz).
+# The integration tests once more with a resident decider to ask: every
+# run's recipe is the one the decider decided for it (harness_test.go).
+integration-decider: build probe
+	SE_IT_DECIDER=1 SANDBOX_EXECUTABLE=$(CURDIR)/$(BIN) SANDBOX_PROBE=$(CURDIR)/$(PROBE) $(GO) test -count=1 -timeout 30m ./integration/
+
+# A short, bounded fuzz run of the policy decoders and of the resident
+# decider's request parser (the corpora are kept in policy/testdata/fuzz
+# and decider/testdata/fuzz).
 FUZZTIME ?= 15s
 fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodePolicy$$' -fuzztime $(FUZZTIME) ./policy/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./decider/
 
 # The C parsers of data that crosses a trust or process boundary (a stored
 # recipe, its dependency records, the store's entries, /proc/self/status
@@ -193,7 +200,7 @@ vm-test-systemd: build probe
 # The README's test command: everything that runs on this machine's own
 # kernel. The QEMU guests (other kernels, a unified cgroup v2, arm64,
 # systemd, Ubuntu's AppArmor) are test-vm, which CI runs after it (.ci/run).
-test: lint lint-packaging unit unit-asan integration integration-warm fuzz-short fuzz-c
+test: lint lint-packaging unit unit-asan integration integration-warm integration-decider fuzz-short fuzz-c
 
 test-vm: vm-test vm-test-kernels vm-test-arm64 vm-test-systemd vm-test-ubuntu
 
@@ -229,7 +236,7 @@ lint-packaging:
 # bare, bubblewrap and the helper, paired round by round (bench/main.go).
 # BENCH_ARGS: e.g. "-n 200", "-work open,stat", "all" (adds the split of
 # the file work into seccomp's and Landlock's own cost, denials, memory).
-BENCH_ARGS ?= -cold -first
+BENCH_ARGS ?= -cold -first -decider
 RELEASE_BIN = $(DIST)/sandbox-executable-$(VERSION)-linux-$$($(GO) env GOARCH)
 bench: release probe
 	$(GO) run ./bench -bin "$(RELEASE_BIN)" -probe $(PROBE) $(BENCH_ARGS)
@@ -238,7 +245,7 @@ bench: release probe
 # from the host's userland, which the guest mounts read-only. The guest runs
 # Go code several times slower: fewer rounds, and the work items that finish
 # there in seconds.
-VM_BENCH_ARGS ?= -n 50 -cold -first -static-true -work open,stat,compileall -scale 0.5
+VM_BENCH_ARGS ?= -n 50 -cold -first -decider -static-true -work open,stat,compileall -scale 0.5
 vm-bench: release probe
 	$(GO) build -o bin/bench ./bench
 	SE_VM_PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin integration/vm/exec $(CURDIR)/bin/bench -bin "$(CURDIR)/$(RELEASE_BIN)" -probe $(CURDIR)/$(PROBE) $(VM_BENCH_ARGS)

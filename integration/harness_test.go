@@ -53,7 +53,23 @@ func TestMain(m *testing.M) {
 	if code >= 0 {
 		os.Exit(code)
 	}
-	code = m.Run()
+	if deciderMode {
+		stop, err := startSuiteDecider()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "integration setup: decider:", err)
+			os.Exit(2)
+		}
+		code = m.Run()
+		stop()
+		c := &deciderCount
+		fmt.Printf("decider: %d of %d runs that asked were carried out from the recipe it stored for them; %d had no answer in time; %d were answered without a decision and no reason\n",
+			c.hits.Load(), c.asked.Load(), c.late.Load(), c.unexplained.Load())
+		if code == 0 && (c.asked.Load() > 0 && c.hits.Load() == 0 || c.unexplained.Load() > 0) {
+			code = 1
+		}
+	} else {
+		code = m.Run()
+	}
 	os.RemoveAll(toolDir)
 	if code == 0 && testBase != "" {
 		os.RemoveAll(testBase)
@@ -85,7 +101,69 @@ var (
 	warmHits, warmRuns atomic.Int64
 )
 
+// deciderMode (SE_IT_DECIDER=1, make integration-decider) runs every
+// helper invocation of this process's own user and credentials (not one
+// with runOpts.cred or .via) with a resident decider to ask
+// (SANDBOX_EXECUTABLE_DECIDER, a decider this process starts): each test's
+// own runs are then carried out from the recipe the decider stored for
+// them wherever it may decide them, and must behave as runs Go decided in
+// the run's own process. Every run it answers without deciding must say
+// why, unless its own decision was not stored either.
+var (
+	deciderMode  = os.Getenv("SE_IT_DECIDER") == "1"
+	deciderSock  string
+	deciderCount struct {
+		asked, hits, late atomic.Int64
+		// unexplained are the runs the decider answered "stored
+		// nothing" without a reason, and which then stored their own.
+		unexplained atomic.Int64
+	}
+)
+
+// startSuiteDecider starts the decider of deciderMode; the func it returns
+// stops it.
+func startSuiteDecider() (stop func(), err error) {
+	deciderSock = filepath.Join(toolDir, "decider.sock")
+	cmd := exec.Command(realBinary, "decider", deciderSock)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(deciderSock); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}, nil
+}
+
 const warmLine = "sandbox-executable: warm path: "
+
+// countDecider counts what the warm path said of a run that asked the
+// decider of deciderMode (deciderCount), and logs a run answered without a
+// decision or a reason that then stored its own entry.
+func countDecider(t *testing.T, stderr string) {
+	said := warmSaid(stderr)
+	if !strings.Contains(said, "no stored recipe") {
+		return
+	}
+	c := &deciderCount
+	c.asked.Add(1)
+	switch {
+	case strings.Contains(said, "the decider stored the recipe") && strings.Contains(said, "carrying out the stored recipe"):
+		c.hits.Add(1)
+	case strings.Contains(said, "no answer from the decider"):
+		c.late.Add(1)
+	case strings.Contains(said, "the decider stored nothing") && !strings.Contains(said, "the decider decided nothing") &&
+		strings.Contains(said, "; stored: "):
+		c.unexplained.Add(1)
+		t.Logf("decider mode: answered without a decision or a reason, and the run stored its own: %s", said)
+	}
+}
 
 // withoutWarmLines removes the warm path's own lines from stderr and says
 // whether the run was carried out from a stored recipe.
@@ -275,6 +353,12 @@ func runOnce(t *testing.T, o runOpts, args ...string) result {
 	cmd.Dir = o.dir
 	cmd.ExtraFiles = o.extra
 	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + os.Getenv("HOME"), "LANG=C"}, o.env...)
+	asked := deciderMode && o.cred == nil && len(o.via) == 0 && !slices.ContainsFunc(o.env, func(kv string) bool {
+		return strings.HasPrefix(kv, "SANDBOX_EXECUTABLE_DECIDER=") || strings.HasPrefix(kv, "SANDBOX_EXECUTABLE_WARM=")
+	})
+	if asked {
+		cmd.Env = append(cmd.Env, "SANDBOX_EXECUTABLE_DECIDER="+deciderSock, "SANDBOX_EXECUTABLE_WARM=debug")
+	}
 	// Long enough for a starved reader in a loaded TCG guest (100 helpers
 	// at once took a pipe's EOF past 5 s there); a copy of the pipes held
 	// on purpose outlives any delay, and is then listed (see below).
@@ -325,7 +409,12 @@ func runOnce(t *testing.T, o runOpts, args ...string) result {
 	if ctx.Err() != nil {
 		t.Fatalf("helper did not finish within %s: %v", timeout, args)
 	}
-	return result{stdout: stdout.String(), stderr: withoutNoLandlockNotice(stderr.String()), code: code}
+	errOut := stderr.String()
+	if asked {
+		countDecider(t, errOut)
+		errOut, _ = withoutWarmLines(errOut)
+	}
+	return result{stdout: stdout.String(), stderr: withoutNoLandlockNotice(errOut), code: code}
 }
 
 // workspace is a writable root with a fake HOME beside it holding secrets.

@@ -186,13 +186,25 @@ size_t se_status_line(const char *status, size_t n, const char *name, const char
 	return 0;
 }
 
-/* se_put_status hashes the lines of /proc/self/status the key covers. */
-static int se_put_status(struct se_sha256 *h)
+/* se_put_status_lines hashes the lines of a /proc status file the key
+ * covers. */
+static void se_put_status_lines(struct se_sha256 *h, const char *status, size_t n)
 {
 	static const char *const names[] = {
 		"Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:",
 		"NoNewPrivs:", "Seccomp:", "Seccomp_filters:",
 	};
+	se_put_tag(h, SE_KEY_STATUS);
+	for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+		const char *line;
+		size_t len = se_status_line(status, n, names[k], &line);
+		se_put_str(h, line ? line : "", len);
+	}
+}
+
+/* se_put_status hashes the lines of /proc/self/status the key covers. */
+static int se_put_status(struct se_sha256 *h)
+{
 	/* The first constructor's read (nothing has changed the process
 	 * since), else a read of our own. */
 	size_t have;
@@ -204,13 +216,16 @@ static int se_put_status(struct se_sha256 *h)
 			return 0;
 		status = se_key_buf;
 	}
-	se_put_tag(h, SE_KEY_STATUS);
-	for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-		const char *line;
-		size_t len = se_status_line(status, (size_t)n, names[k], &line);
-		se_put_str(h, line ? line : "", len);
-	}
+	se_put_status_lines(h, status, (size_t)n);
 	return 1;
+}
+
+void se_status_digest(const char *status, size_t n, unsigned char out[SE_RECIPE_KEY_SIZE])
+{
+	struct se_sha256 h;
+	se_sha256_init(&h);
+	se_put_status_lines(&h, status, n);
+	se_sha256_final(&h, out);
 }
 
 static int se_put_ttys(struct se_sha256 *h)
@@ -230,9 +245,10 @@ static int se_put_ttys(struct se_sha256 *h)
 	return 1;
 }
 
-/* se_compute_key hashes the inputs in the order recipekey.h gives; it
- * returns 0 when one cannot be read. */
-static int se_compute_key(int helper_args, unsigned char out[SE_RECIPE_KEY_SIZE])
+/* se_compute_key hashes the inputs in the order recipekey.h gives, the
+ * arguments argv[1..helper_args] and the environment envp given, the rest
+ * this process's own; it returns 0 when one cannot be read. */
+static int se_compute_key(char **argv, int helper_args, char **envp, unsigned char out[SE_RECIPE_KEY_SIZE])
 {
 	struct se_sha256 h;
 	ssize_t n;
@@ -245,15 +261,15 @@ static int se_compute_key(int helper_args, unsigned char out[SE_RECIPE_KEY_SIZE]
 	se_put_tag(&h, SE_KEY_ARGS);
 	se_put_u32(&h, (uint32_t)helper_args);
 	for (int i = 1; i <= helper_args; i++)
-		se_put_str(&h, se_key_argv[i], strlen(se_key_argv[i]));
+		se_put_str(&h, argv[i], strlen(argv[i]));
 
 	uint32_t nenv = 0;
-	for (char **e = se_key_envp; e && *e; e++)
+	for (char **e = envp; e && *e; e++)
 		nenv++;
 	se_put_tag(&h, SE_KEY_ENV);
 	se_put_u32(&h, nenv);
 	for (uint32_t i = 0; i < nenv; i++)
-		se_put_str(&h, se_key_envp[i], strlen(se_key_envp[i]));
+		se_put_str(&h, envp[i], strlen(envp[i]));
 
 	char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof cwd))
@@ -300,6 +316,23 @@ static int se_compute_key(int helper_args, unsigned char out[SE_RECIPE_KEY_SIZE]
 	return 1;
 }
 
+int se_recipe_key_of(int argc, char **argv, char **envp, unsigned char out[SE_RECIPE_KEY_SIZE], int *prog_index)
+{
+	if (argc < 1 || !argv)
+		return 0;
+	int sep = 0;
+	for (int i = 1; i < argc && argv[i]; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			sep = i;
+			break;
+		}
+	}
+	if (sep == 0 || sep + 1 >= argc || !argv[sep + 1] || !se_compute_key(argv, sep - 1, envp, out))
+		return 0;
+	*prog_index = sep + 1;
+	return 1;
+}
+
 /* After se_capture_initial_state (101), whose RLIMIT_NOFILE it uses. */
 __attribute__((constructor(102))) static void se_recipe_key_init(int argc, char **argv, char **envp)
 {
@@ -308,21 +341,7 @@ __attribute__((constructor(102))) static void se_recipe_key_init(int argc, char 
 	se_key_argc = argc;
 	se_key_argv = argv;
 	se_key_envp = envp;
-	if (argc < 1 || !argv)
-		return;
-	int sep = 0;
-	for (int i = 1; i < argc && argv[i]; i++) {
-		if (strcmp(argv[i], "--") == 0) {
-			sep = i;
-			break;
-		}
-	}
-	if (sep == 0 || sep + 1 >= argc || !argv[sep + 1])
-		return;
-	if (se_compute_key(sep - 1, se_key)) {
-		se_key_prog = sep + 1;
-		se_key_ok = 1;
-	}
+	se_key_ok = se_recipe_key_of(argc, argv, envp, se_key, &se_key_prog);
 	errno = saved;
 }
 

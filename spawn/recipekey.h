@@ -66,6 +66,23 @@
  * and returns 1; it returns 0 when the process has no key. */
 int se_recipe_key(unsigned char out[SE_RECIPE_KEY_SIZE], int *prog_index);
 
+/* se_recipe_key_of computes the key of an invocation with the arguments
+ * argv[0..argc) and the environment envp (NULL-ended) in this process's
+ * state otherwise (its working directory, descriptors, credentials, ...),
+ * as the constructor computes the process's own: the resident decider
+ * (sandbox-executable decider) computes so the key of a run it decides for
+ * another process, once it has taken on that process's working directory,
+ * standard descriptors and RLIMIT_NOFILE. It returns 0 where the process
+ * has no key, as se_recipe_key. Not reentrant. */
+int se_recipe_key_of(int argc, char **argv, char **envp, unsigned char out[SE_RECIPE_KEY_SIZE], int *prog_index);
+
+/* se_status_digest is a SHA-256 of the lines of status[0..n) (a /proc
+ * status file) the key covers (05 above): two processes with the same
+ * digest have the same credentials, capabilities, no_new_privs and seccomp
+ * filters, as far as the key is concerned. The resident decider decides
+ * only for a process whose digest is its own. */
+void se_status_digest(const char *status, size_t n, unsigned char out[SE_RECIPE_KEY_SIZE]);
+
 /* se_status_line finds the first line of status[0..n) (a /proc status
  * file) that begins with name: its length without the newline, *line its
  * start; 0 and NULL when no line does. The key's lines (05 above) are

@@ -1790,6 +1790,12 @@ void se_initial_state(sigset_t *mask, int *ignored, int max, int *nignored,
 	*nofile_max = se_init_nofile.rlim_max;
 }
 
+void se_set_initial_nofile(uint64_t cur, uint64_t max)
+{
+	se_init_nofile.rlim_cur = (rlim_t)cur;
+	se_init_nofile.rlim_max = (rlim_t)max;
+}
+
 /*
  * The guardian. It shares the supervisor's memory (CLONE_VM, so starting it
  * costs no page-table copy) but not its file table, leaves the caller's

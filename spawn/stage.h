@@ -422,4 +422,9 @@ const char *se_initial_status(size_t *len);
 void se_initial_state(sigset_t *mask, int *ignored, int max, int *nignored,
 		      uint64_t *nofile_cur, uint64_t *nofile_max);
 
+/* se_set_initial_nofile makes cur and max the RLIMIT_NOFILE the process
+ * started with: the resident decider takes on so the one of the run it
+ * decides for, which the decision and the recipe key read here. */
+void se_set_initial_nofile(uint64_t cur, uint64_t max);
+
 #endif

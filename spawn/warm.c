@@ -17,6 +17,7 @@
 #include "recipe.h"
 #include "recipekey.h"
 #include "recipestore.h"
+#include "decider.h"
 #include "deps.h"
 #include "phases.h"
 
@@ -100,7 +101,22 @@ __attribute__((constructor(110))) static void se_warm_run(void)
 	se_phase("key");
 	if (!se_recipe_lookup(key, &body, &len)) {
 		say(debug, "no stored recipe for this invocation");
-		return;
+		/* A resident decider named in the environment decides and
+		 * stores; the run then looks its own key up again. */
+		const char *decider = getenv(SE_DECIDER_ENV);
+		if (!decider || decider[0] != '/')
+			return;
+		int asked = se_ask_decider(decider, se_recipe_argc(), argv, se_recipe_envp());
+		if (asked <= 0) {
+			say(debug, asked < 0 ? "no answer from the decider" : "the decider stored nothing");
+			return;
+		}
+		se_phase("decider");
+		if (!se_recipe_lookup(key, &body, &len)) {
+			say(debug, "the decider stored an entry, but not under this run's key");
+			return;
+		}
+		say(debug, "the decider stored the recipe");
 	}
 	struct se_stored_parts part;
 	if (!se_stored_split(body, len, &part))

@@ -65,10 +65,16 @@ type Config struct {
 	// empty picks the host's default.
 	CgroupParent string
 	// MoveSelf lets the cgroup code move this process into a leaf of its
-	// own cgroup to enable controllers there (cgroups.Options.MoveSelf):
-	// the command line, which is the supervisor alone, allows it; a
-	// library caller decides for its own process.
+	// own cgroup to enable controllers there (cgroups.Options.MoveSelf),
+	// or into a systemd user scope: the command line, which is the
+	// supervisor alone, allows it; a library caller decides for its own
+	// process. Without it, a run that needs either is not made ready
+	// (Ready fails).
 	MoveSelf bool
+	// Protect are more paths the program may neither read nor write,
+	// whatever its policy, as the helper's state directories: the
+	// resident decider's socket.
+	Protect []string
 	// CPUQuota, in CPUs, caps the tree's CPU bandwidth (cpu.max); 0 sets
 	// no cap.
 	CPUQuota float64
@@ -333,7 +339,7 @@ func (e *RefusedError) Error() string { return e.Reason }
 // once by hostfacts.Probe), without creating any kernel object, writing
 // anything or starting anything: what it returns is what Run carries out.
 func Prepare(cfg Config, f *hostfacts.Facts) (*Prepared, error) {
-	p := withStateProtected(cfg.Plan, f.StateDirs)
+	p := withStateProtected(cfg.Plan, f.StateDirs, cfg.Protect)
 	pr := &Prepared{Plan: p, Argv: cfg.Argv, cfg: cfg, facts: f}
 	pr.Candidates = execCandidates(cfg.Argv[0], p.Env.Vars)
 	// The decisions, in the order each depends on the ones before.
@@ -748,17 +754,24 @@ func freshRules(spec *landlock.Spec, v *mountns.View, tmp string) []spawn.Op {
 // narrows the directories on the way to them like any denied path. p itself
 // is not changed. Without a state directory there is nothing to protect
 // (the cache is off, and the runs that need placeholders fail on their own).
-func withStateProtected(p *policy.Plan, dirs []string) *policy.Plan {
+// more are the caller's further paths (Config.Protect), denied alike.
+func withStateProtected(p *policy.Plan, dirs, more []string) *policy.Plan {
 	c := *p // a copy in any case: Prepare fills in its seccomp rules
 	c.Notes = slices.Clone(p.Notes)
 	c.Filesystem.ReadDenied = append([]policy.DeniedPath(nil), p.Filesystem.ReadDenied...)
+	deny := func(path, src string) {
+		_, err := fsdeps.Lstat(path)
+		c.Filesystem.ReadDenied = append(c.Filesystem.ReadDenied, policy.DeniedPath{Path: path, Source: src, Exists: err == nil})
+	}
 	for i, dir := range dirs {
 		src := "sandbox-executable's state directory"
 		if i > 0 {
 			src += " (where it would move to, made in advance)"
 		}
-		_, err := fsdeps.Lstat(dir)
-		c.Filesystem.ReadDenied = append(c.Filesystem.ReadDenied, policy.DeniedPath{Path: dir, Source: src, Exists: err == nil})
+		deny(dir, src)
+	}
+	for _, path := range more {
+		deny(path, "sandbox-executable's resident decider")
 	}
 	return &c
 }

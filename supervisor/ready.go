@@ -96,6 +96,11 @@ func (pr *Prepared) readyCgroup() error {
 		if !errors.As(err, &un) {
 			return err
 		}
+		if !pr.cfg.MoveSelf && pr.userScopeApplies(c.host, c.limits) {
+			// A scope would take this process in: one that may not
+			// move (the resident decider) leaves the run to decide.
+			return err
+		}
 		host, extra := pr.cgroupInUserScope(c.host, c.limits)
 		if host == nil {
 			why, fix := cgroupWhy(err, c.host, pr.cfg.Words)

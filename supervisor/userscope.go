@@ -25,8 +25,7 @@ const scopeTimeout = 30 * time.Second
 // scope was no help (added to the refusal). Nothing here runs as root, with
 // --cgroup-parent, or on a host Ready had no trouble with.
 func (pr *Prepared) cgroupInUserScope(host *cgroups.Host, lim cgroups.Limits) (*cgroups.Host, string) {
-	// A read-only cgroupfs (a container's) stays read-only in any scope.
-	if os.Geteuid() == 0 || pr.cfg.CgroupParent != "" || host.Mode != cgroups.Unified || !v2HasAll(host, lim) || cgroupfsReadOnly() {
+	if !pr.userScopeApplies(host, lim) {
 		return nil, ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), scopeTimeout)
@@ -54,4 +53,12 @@ func (pr *Prepared) cgroupInUserScope(host *cgroups.Host, lim cgroups.Limits) (*
 func v2HasAll(h *cgroups.Host, lim cgroups.Limits) bool {
 	return h.V2 != nil && (lim.MemoryBytes == 0 || h.V2.Has("memory")) && (lim.Pids == 0 || h.V2.Has("pids")) &&
 		(lim.CPUQuotaCores == 0 || h.V2.Has("cpu"))
+}
+
+// userScopeApplies reports whether cgroupInUserScope would ask systemd for
+// a scope: a non-root user's run on a writable unified hierarchy that has
+// every controller the limits need, with no --cgroup-parent.
+func (pr *Prepared) userScopeApplies(host *cgroups.Host, lim cgroups.Limits) bool {
+	// A read-only cgroupfs (a container's) stays read-only in any scope.
+	return os.Geteuid() != 0 && pr.cfg.CgroupParent == "" && host.Mode == cgroups.Unified && v2HasAll(host, lim) && !cgroupfsReadOnly()
 }

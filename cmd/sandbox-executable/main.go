@@ -62,6 +62,9 @@ func run(args []string) int {
 		unblockSignals()
 		return explainPathCmd(args[1:])
 	}
+	if len(args) > 0 && args[0] == "decider" {
+		return deciderCmd(args[1:])
+	}
 	startedAt := time.Now()
 	o, err := parseArgs(args)
 	if err != nil {
@@ -103,6 +106,9 @@ type invocation struct {
 	startedAt time.Time
 	// composed is what the flags and settings files decided (config).
 	composed *composed
+	// resident: the resident decider decides this run for another
+	// process, which carries it out (decider.go).
+	resident bool
 }
 
 // run decides the run from the policy and the host's facts, then prints
@@ -215,8 +221,9 @@ func (inv *invocation) config() (supervisor.Config, error) {
 		Words:        say,
 		CgroupParent: o.cgroupParent,
 		// This process is the supervisor and nothing else: it may move
-		// into a leaf of its own delegated cgroup.
-		MoveSelf:      true,
+		// into a leaf of its own delegated cgroup. The resident decider
+		// may not: its cgroup is in the key of the runs it decides for.
+		MoveSelf:      !inv.resident,
 		CPUQuota:      quota,
 		Warn:          func(msg string) { fmt.Fprintf(os.Stderr, "%s: degraded (--allow-degraded): %s\n", prog, msg) },
 		Argv:          o.argv,
@@ -230,6 +237,9 @@ func (inv *invocation) config() (supervisor.Config, error) {
 	}
 	if len(cfg.Argv) == 0 {
 		cfg.Argv = []string{""}
+	}
+	if sock := deciderSocket(); sock != "" {
+		cfg.Protect = append(cfg.Protect, sock)
 	}
 	if cfg.FSMode, err = parseFSMode(o.fsMode); err != nil {
 		return supervisor.Config{}, err
@@ -337,7 +347,7 @@ func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool
 	if err != nil {
 		return spawn.Return{}, nil, err
 	}
-	waitStored := func() {}
+	waitStored := func() bool { return false }
 	if keyed {
 		if why := pr.NotStored(); why != "" {
 			warmSay("not stored: " + why)
@@ -432,28 +442,28 @@ func (inv *invocation) failed(code int, err error, pr *supervisor.Prepared) int 
 // be checked again is not stored (and an older entry goes). The entry is
 // encoded and written while the runner starts the program (in a fresh
 // process that took longer than the runner's start-up), and the helper's
-// exit waits for it (svc.Hold); the returned func waits for it too. The
-// record is only read while the run is served.
-func (inv *invocation) storeRecipe(svc *spawn.Service, key [32]byte, recipe []byte, entry storedService) (wait func()) {
+// exit waits for it (svc.Hold; the resident decider, which runs nothing,
+// has no svc); the returned func waits for it too, and says whether it was
+// stored. The record is only read while the run is served.
+func (inv *invocation) storeRecipe(svc *spawn.Service, key [32]byte, recipe []byte, entry storedService) (wait func() bool) {
 	if t := fsdeps.Tainted(); len(t) > 0 {
 		warmSay("not stored: the decision read what cannot be checked again: " + strings.Join(t, "; "))
 		_ = recipestore.Remove(key)
-		return func() {}
+		return func() bool { return false }
 	}
 	// What the decision read, taken now: the service reads more later.
 	deps := fsdeps.Deps()
 	enc, err := fsdeps.Encode(deps)
-	var release func()
-	if err == nil {
+	release := func() {}
+	if err == nil && svc != nil {
 		release, err = svc.Hold()
 	}
 	if err != nil {
 		warmSay("not stored: " + err.Error())
-		return func() {}
+		return func() bool { return false }
 	}
-	done := make(chan struct{})
+	done := make(chan bool, 1)
 	go func() {
-		defer close(done)
 		defer release()
 		rec, err := json.Marshal(entry)
 		if err == nil {
@@ -461,11 +471,13 @@ func (inv *invocation) storeRecipe(svc *spawn.Service, key [32]byte, recipe []by
 		}
 		if err != nil {
 			warmSay("not stored: " + err.Error())
+			done <- false
 			return
 		}
 		warmSay(fmt.Sprintf("stored: %d dependencies, a recipe of %d bytes", len(deps), len(recipe)))
+		done <- true
 	}()
-	return func() { <-done }
+	return func() bool { return <-done }
 }
 
 // warmSay writes one line to stderr when SANDBOX_EXECUTABLE_WARM=debug

@@ -6,6 +6,7 @@ const usage = `Usage:
   sandbox-executable [OPTIONS] --sandbox-policy JSON [--] PROGRAM [ARGS...]
   sandbox-executable explain [OPTIONS] [--] PATH...
   sandbox-executable doctor [--json]
+  sandbox-executable decider SOCKET
 
 Runs PROGRAM under a sandbox: Landlock limits writes to the policy's writable
 roots and hides the denied paths, a seccomp filter blocks dangerous system
@@ -128,6 +129,13 @@ Information:
   --help, -h                  this text
   --version                   the version
 
+Start-up:
+  decider SOCKET              stay resident and decide, at SOCKET (an absolute
+                              path), the first runs of the invocations that
+                              ask (SANDBOX_EXECUTABLE_DECIDER): they start
+                              from its stored decision instead of deciding
+                              themselves; until SIGTERM, SIGINT or SIGHUP
+
 Environment:
   SANDBOX_EXECUTABLE_WARM     "off": every run is decided anew (no recipe is
                               looked up or stored); "debug": say on stderr
@@ -136,6 +144,9 @@ Environment:
                               a run of an invocation seen before is carried
                               out from its stored decision while what it
                               read still holds
+  SANDBOX_EXECUTABLE_DECIDER  the socket of a resident decider (an absolute
+                              path) to ask for a run's decision when none is
+                              stored; the program may not reach it
 
 Exit status:
   the program's own; 128+N when it was killed by signal N (137 when the

@@ -25,6 +25,10 @@ _sandbox_executable() {
 			mapfile -t COMPREPLY < <(compgen -W "--json --help" -- "$cur")
 			return
 		fi
+		if ((i == 1)) && [[ $w == decider ]]; then
+			mapfile -t COMPREPLY < <(compgen -f -- "$cur") # the socket
+			return
+		fi
 		if ((i == 1)) && [[ $w == explain ]]; then
 			explain=1 && continue # a run's options, then paths
 		fi
@@ -90,7 +94,7 @@ _sandbox_executable() {
 	if [[ $cur == -* ]]; then
 		mapfile -t COMPREPLY < <(compgen -W "$with_value $flags --" -- "$cur")
 	elif ((COMP_CWORD == 1)); then
-		mapfile -t COMPREPLY < <(compgen -W "doctor explain" -c -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W "doctor explain decider" -c -- "$cur")
 	else
 		mapfile -t COMPREPLY < <(compgen -c -- "$cur")
 	fi

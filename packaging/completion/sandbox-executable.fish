@@ -6,6 +6,7 @@
 set -l c sandbox-executable
 complete -c $c -n '__fish_use_subcommand' -a doctor -d 'what this host can enforce'
 complete -c $c -n '__fish_use_subcommand' -a explain -d 'what a run may do with paths'
+complete -c $c -n '__fish_use_subcommand' -a decider -d 'decide first runs, resident'
 complete -c $c -n '__fish_seen_subcommand_from doctor' -l json -d 'machine-readable output'
 
 complete -c $c -l rw -r -a '(__fish_complete_directories)' -d 'make a directory writable too'
