@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -40,6 +41,7 @@ var (
 	landlockC  = flag.Bool("landlock", true, "one more contender, \"landlock\": the helper in Landlock-only mode (--fs-mode landlock), whose writable root's top level the supervisor mediates")
 	cold       = flag.Bool("cold", false, "one more contender, \"cold\": the helper with the warm path off ("+warmOff+"=off), every run decided by Go")
 	first      = flag.Bool("first", false, "one more contender, \"first\": the helper with the warm path on and an invocation new each run (its environment says which), every run an invocation's first: decided by Go and stored (with -vs, \"before-first\" too)")
+	deciderC   = flag.Bool("decider", false, "one more contender, \"first-decider\": as \"first\", every run an invocation's first, but with a resident decider (sandbox-executable decider, started by the bench with the binary of -bin) to ask: its runs carry out the recipe it stores (with -vs, \"before-first-decider\" too, against a decider of that binary)")
 	homeNew    = flag.Bool("home-new", false, "one more contender, \"home-new\": the helper with the warm path on and a HOME of its own that gains an entry before each run, as a user's does (with -vs, \"before-home-new\" too); for the start-up rows (-work \"\"): the work items' own HOME would be replaced")
 )
 
@@ -65,6 +67,7 @@ func main() {
 	base, err = filepath.EvalSymlinks(base)
 	check(err)
 	defer os.RemoveAll(base)
+	defer stopDeciders()
 	home = filepath.Join(base, "home")
 	ws := filepath.Join(home, "project")
 	check(os.MkdirAll(ws, 0o755))
@@ -170,6 +173,12 @@ func contenders(ws string) []contender {
 			cs = append(cs, contender{name: "before-first", wrap: before, fresh: true})
 		}
 	}
+	if *deciderC {
+		cs = append(cs, contender{name: "first-decider", wrap: now, fresh: true, env: []string{startDecider(*bin, "now")}})
+		if *vsBin != "" {
+			cs = append(cs, contender{name: "before-first-decider", wrap: before, fresh: true, env: []string{startDecider(*vsBin, "before")}})
+		}
+	}
 	if *homeNew {
 		// A HOME beside the items', so that its new entries change
 		// nothing the other contenders' decisions read. Each run's
@@ -189,6 +198,34 @@ func contenders(ws string) []contender {
 		}
 	}
 	return cs
+}
+
+// deciders are the resident deciders the bench started, stopped as it ends.
+var deciders []*exec.Cmd
+
+// startDecider starts a resident decider of the helper binary bin, and
+// returns the environment entry that has a run ask it.
+func startDecider(bin, name string) string {
+	sock := filepath.Join(filepath.Dir(home), "decider-"+name+".sock")
+	cmd := exec.Command(bin, "decider", sock)
+	cmd.Stderr = os.Stderr
+	check(cmd.Start())
+	deciders = append(deciders, cmd)
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "SANDBOX_EXECUTABLE_DECIDER=" + sock
+}
+
+// stopDeciders stops the deciders startDecider started.
+func stopDeciders() {
+	for _, c := range deciders {
+		_ = c.Process.Signal(syscall.SIGTERM)
+		_ = c.Wait()
+	}
 }
 
 func bwrap(ws string, argv ...string) []string {
@@ -412,7 +449,7 @@ func table(ws string) {
 					rs = append(rs, a/b)
 				}
 			}
-			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "landlock": "landlock", "cold": "cold", "before": "before", "before-cold": "b-cold", "first": "first", "before-first": "b-first", "home-new": "home", "before-home-new": "b-home"}[cs[j].name]
+			short := map[string]string{"bubblewrap": "bwrap", "sandbox-executable": "ours", "landlock": "landlock", "cold": "cold", "before": "before", "before-cold": "b-cold", "first": "first", "before-first": "b-first", "home-new": "home", "before-home-new": "b-home", "first-decider": "decider", "before-first-decider": "b-decider"}[cs[j].name]
 			if i < startupRows {
 				st := summarize(rs)
 				parts = append(parts, fmt.Sprintf("%s +%s ms", short, num(st.med)))
@@ -546,6 +583,7 @@ func lastLine(b []byte) string {
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		stopDeciders()
 		os.Exit(1)
 	}
 }
