@@ -211,11 +211,15 @@ func startDecider(bin, name string) string {
 	cmd.Stderr = os.Stderr
 	check(cmd.Start())
 	deciders = append(deciders, cmd)
-	for i := 0; i < 100; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
+	listening := false
+	for i := 0; i < 100 && !listening; i++ {
+		_, err := os.Stat(sock)
+		if listening = err == nil; !listening {
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	if !listening {
+		fmt.Fprintf(os.Stderr, "bench: %s started no decider (a build from before it?): its runs ask nothing\n", bin)
 	}
 	return "SANDBOX_EXECUTABLE_DECIDER=" + sock
 }
