@@ -155,28 +155,40 @@ func serveOne(c *net.UnixConn, h Handler) {
 	_, _ = c.Write(answer)
 }
 
-// receive reads one request and its four descriptors from c, after
-// checking that its sender is this user, and one peer accepts.
+// receive reads one request and its four descriptors from c, then checks
+// that its sender is this user, and one peer accepts. The request is read
+// whole either way: a socket closed with a request unread would reset the
+// connection, and the sender would not see the answer.
 func receive(c *net.UnixConn, peer func([]byte) bool) (*Request, error) {
+	r, err := read(c)
+	if err != nil {
+		return nil, err
+	}
 	raw, err := c.SyscallConn()
 	if err != nil {
+		r.close()
 		return nil, err
 	}
 	var cred *unix.Ucred
 	var cerr error
-	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
-		return nil, err
-	}
-	if cerr != nil {
-		return nil, cerr
+	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil || cerr != nil {
+		r.close()
+		return nil, errors.Join(err, cerr)
 	}
 	if int(cred.Uid) != os.Geteuid() {
+		r.close()
 		return nil, fmt.Errorf("a request from uid %d", cred.Uid)
 	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cred.Pid))
 	if err != nil || !peer(status) {
+		r.close()
 		return nil, fmt.Errorf("a request from pid %d, another context", cred.Pid)
 	}
+	return r, nil
+}
+
+// read reads one request and its four descriptors from c.
+func read(c *net.UnixConn) (*Request, error) {
 	buf := make([]byte, 64<<10)
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)

@@ -49,7 +49,8 @@ func newInvocation() string {
 
 // deciderRun is warmRunWatched for a first run that asks the decider at
 // sock: again (three times more at most) while it was Go's because a sweep
-// fell due (warmRunAgain says why that happens), each time a new
+// fell due (warmRunAgain says why that happens) or the answer came too
+// late for it (an emulated guest on a busy host), each time a new
 // invocation.
 func deciderRun(t *testing.T, w *workspace, policy, sock, script string) (result, int, string) {
 	t.Helper()
@@ -58,11 +59,17 @@ func deciderRun(t *testing.T, w *workspace, policy, sock, script string) (result
 	var said string
 	for i := 0; i < 4; i++ {
 		r, threads, said = warmRunSaid(t, w, policy, []string{"SANDBOX_EXECUTABLE_DECIDER=" + sock, newInvocation()}, script)
-		if threads == 1 || !strings.Contains(said, "sweep due") {
+		if threads == 1 || !retriable(said) {
 			break
 		}
 	}
 	return r, threads, said
+}
+
+// retriable reports whether a first run that asked the decider was Go's for
+// a reason the test did not cause.
+func retriable(said string) bool {
+	return strings.Contains(said, "sweep due") || strings.Contains(said, "no answer from the decider")
 }
 
 // TestDeciderCarriesOutFirstRuns: with a resident decider to ask, the first
@@ -117,16 +124,22 @@ func TestDeciderDecidesInTheRunsPlace(t *testing.T) {
 	for _, c := range []struct{ w, other *workspace }{{a, b}, {b, a}} {
 		script := fmt.Sprintf("echo mine > %s/mine; echo theirs > %s/theirs; cat %s/.aws/credentials; echo end",
 			c.w.root, c.other.root, c.w.home)
-		cmd := exec.Command(binary, "--", "/bin/sh", "-c", "sleep 0.4; "+script)
-		cmd.Dir = c.w.root
-		cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", "SANDBOX_EXECUTABLE_WARM=debug",
-			"SANDBOX_EXECUTABLE_DECIDER=" + sock, newInvocation()}, c.w.env()...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Logf("%s: %v", c.w.root, err)
+		var out []byte
+		var said string
+		for try := 0; try < 4; try++ {
+			cmd := exec.Command(binary, "--", "/bin/sh", "-c", script)
+			cmd.Dir = c.w.root
+			cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", "SANDBOX_EXECUTABLE_WARM=debug",
+				"SANDBOX_EXECUTABLE_DECIDER=" + sock, newInvocation()}, c.w.env()...)
+			var err error
+			if out, err = cmd.CombinedOutput(); err != nil {
+				t.Logf("%s: %v", c.w.root, err)
+			}
+			if said = warmSaid(string(out)); !retriable(said) {
+				break
+			}
 		}
-		said := warmSaid(string(out))
-		if !strings.Contains(said, "the decider stored the recipe") && !strings.Contains(said, "sweep due") {
+		if !strings.Contains(said, "the decider stored the recipe") {
 			t.Errorf("%s: not decided by the decider: %s", c.w.root, said)
 		}
 		if _, err := os.Stat(filepath.Join(c.w.root, "mine")); err != nil {
