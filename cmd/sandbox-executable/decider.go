@@ -47,6 +47,10 @@ func deciderCmd(args []string) int {
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// A decision takes on a run's terminal; a decider in the background
+	// that wrote there (SANDBOX_EXECUTABLE_WARM=debug, with tostop set)
+	// must get EIO, not stop and leave every run waiting for it.
+	signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
 	go func() {
 		<-stop
 		l.Close() // removes the socket file
