@@ -43,6 +43,9 @@ var allowed = map[string]string{
 	"sandbox-executable.passwdHome":     "taints: user.Current through NSS, only when /etc/passwd has no line for the uid",
 	"sandbox-executable.openOutputs":    "opens the report and log files the caller named, for writing: nothing decided from them",
 	"sandbox-executable/explainpath.go": "explain PATH: the paths asked about, looked up to answer; runs nothing and stores no decision",
+	"sandbox-executable.deciderCmd":     "the resident decider's own start: its /proc/self/status, which an asking run's must match (the key covers it); nothing decided from it",
+	"sandbox-executable.listenDecider":  "the resident decider's socket, replaced when a dead decider left it: nothing decided from it",
+	"sandbox-executable.takeOn":         "the resident decider's own working directory, kept to go back to after a run's decision: nothing decided from it",
 
 	// policy
 	"policy.hookGuard.expand": "taints: user.Lookup through NSS for a ~user value in a git config",
