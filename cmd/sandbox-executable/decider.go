@@ -162,14 +162,14 @@ func decideForRun(r *decider.Request) string {
 		return err.Error()
 	}
 	defer pr.Release()
-	recipe, err := pr.Recipe(inv.says(pr))
+	_, encoded, entry, err := inv.entry(pr)
 	if err != nil {
 		return err.Error()
 	}
 	if why := pr.NotStored(); why != "" {
 		return why
 	}
-	if !inv.storeRecipe(nil, key, recipe.Encode(), storedService{Service: pr.Service()})() {
+	if !inv.storeRecipe(nil, key, encoded, entry)() {
 		return "not stored"
 	}
 	return ""

@@ -330,19 +330,11 @@ func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool
 		return spawn.Return{}, nil, err
 	}
 	defer pr.Release()
-	recipe, err := pr.Recipe(inv.says(pr))
+	recipe, encoded, entry, err := inv.entry(pr)
 	if err != nil {
 		return spawn.Return{}, nil, err
 	}
-	recipe.EndInGo = recipe.EndInGo || inv.out.logging
-	encoded := recipe.Encode()
-	// The decision's public form: only a report reads it, and the
-	// arguments that ask for one are part of the recipe's key.
-	var explain *report.Explain
-	if inv.out.report != nil {
-		explain = report.NewExplain(pr)
-	}
-	record := pr.Service()
+	record, explain := entry.Service, entry.Explain
 	svc, err := spawn.NewService()
 	if err != nil {
 		return spawn.Return{}, nil, err
@@ -353,7 +345,7 @@ func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool
 			warmSay("not stored: " + why)
 			_ = recipestore.Remove(key)
 		} else {
-			waitStored = inv.storeRecipe(svc, key, encoded, storedService{Service: record, Explain: explain})
+			waitStored = inv.storeRecipe(svc, key, encoded, entry)
 		}
 	}
 	go func() {
@@ -368,6 +360,24 @@ func (inv *invocation) runOnce(pr *supervisor.Prepared, key [32]byte, keyed bool
 	// No program ran: the caller may remove the entry, or decide again.
 	waitStored()
 	return ret, recipe, err
+}
+
+// entry is what a decided run is carried out and stored from: its recipe,
+// encoded, and the service record, with the decision's public form when
+// a report asks for it (its only reader; the arguments that ask for one
+// are part of the recipe's key). A run Go decided and one the resident
+// decider decided for another process make it here alike.
+func (inv *invocation) entry(pr *supervisor.Prepared) (*spawn.Recipe, []byte, storedService, error) {
+	recipe, err := pr.Recipe(inv.says(pr))
+	if err != nil {
+		return nil, nil, storedService{}, err
+	}
+	recipe.EndInGo = recipe.EndInGo || inv.out.logging
+	e := storedService{Service: pr.Service()}
+	if inv.out.report != nil {
+		e.Explain = report.NewExplain(pr)
+	}
+	return recipe, recipe.Encode(), e, nil
 }
 
 // storedService is the service record stored with a recipe, and the
