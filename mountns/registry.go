@@ -43,9 +43,10 @@ import (
 //     made but not yet recorded is never taken for the user's.
 //   - The last user (the exclusive lock taken without waiting) removes every
 //     recorded placeholder that still matches its record, and drops the
-//     records: a directory that no longer matches (someone wrote into it,
-//     chmodded it, or replaced it) is the user's now and stays; rmdir
-//     refuses a non-empty one anyway. Records are dropped under the
+//     records, holding the decide lock too (a decision reads a record and
+//     its directory under it, shared). A directory that no longer matches
+//     (someone wrote into it, chmodded it, or replaced it) is the user's
+//     now and stays; rmdir refuses a non-empty one anyway. Records are dropped under the
 //     exclusive lock, so a directory the user makes later under the same
 //     name (even one that reuses the inode number: the ctime differs) is
 //     never taken for a placeholder.
@@ -69,9 +70,12 @@ func groupDir(reg, parent string) string { return spawn.PlaceholderGroupDir(reg,
 // that compares the ctime). It is asked of a directory seen to exist, and
 // answers for the moment it reads:
 //
-//   - It first waits for any run deciding in the group: a run makes a
-//     placeholder and then records it, both under the group's decide lock,
-//     so a directory made a moment ago is not taken for the user's.
+//   - It reads under the group's decide lock, shared: a run makes a
+//     placeholder and then records it, and a last run removes one, under
+//     that lock held exclusively. So a directory made a moment ago is not
+//     taken for the user's, and the record and the directory are read as
+//     one state: no placeholder is made between the two reads, and none is
+//     seen mid-removal (an rmdir changes the ctime before the name goes).
 //   - A name that is gone by then counts as a placeholder (a missing name
 //     is covered by one): its last run removed it, and with it the record.
 //
@@ -87,7 +91,8 @@ func peekRegistered() func(string) bool {
 			}
 		}
 		group := groupDir(reg, filepath.Dir(path))
-		spawn.WaitPlaceholderDecisions(group)
+		release := spawn.HoldPlaceholderDecisions(group)
+		defer release()
 		text, err := fsdeps.Readlink(spawn.PlaceholderRecordPath(group, path))
 		if err != nil {
 			return gone(path)

@@ -130,3 +130,85 @@ func TestPeekMatchesTheRecord(t *testing.T) {
 		t.Errorf("%s, changed since it was recorded, was taken for a placeholder", ph)
 	}
 }
+
+// Runs come and go in one directory while a decision looks: the next run
+// makes and records a placeholder under the decide lock, the last removes
+// it and its record (the runner's own removal, through the stale sweep).
+// The decision must read the record and the directory as one state: it
+// reads under the decide lock, shared, and removals take it too. Before,
+// a decision only waited for the lock, then read: the next run could make
+// its placeholder between the two reads, or the rmdir could change the
+// directory's ctime before its name went, and the decision took a
+// placeholder for the user's directory (a bind the runs' end made stale:
+// "setup: bind .codex: stale file handle").
+func TestPeekReadsOneStateWhileRunsComeAndGo(t *testing.T) {
+	ws, group := registryFixture(t)
+	if err := os.Symlink(ws, filepath.Join(group, "dir")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"lock", "decide"} {
+		if err := os.WriteFile(filepath.Join(group, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decide, err := os.OpenFile(filepath.Join(group, "decide"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer decide.Close()
+	reg := filepath.Dir(group)
+	ph := filepath.Join(ws, ".codex")
+	rec := spawn.PlaceholderRecordPath(group, ph)
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for made := 0; ; made++ {
+			select {
+			case <-stop:
+				if made < 10 {
+					done <- fmt.Errorf("only %d placeholders made and removed meanwhile", made)
+				}
+				done <- nil
+				return
+			default:
+			}
+			if err := unix.Flock(int(decide.Fd()), unix.LOCK_EX); err != nil {
+				done <- err
+				return
+			}
+			var st unix.Stat_t
+			err := unix.Mkdir(ph, 0o700)
+			if err == nil {
+				err = unix.Lstat(ph, &st)
+			}
+			if err == nil {
+				err = os.Symlink(fmt.Sprintf("%d:%d:%d:%d", st.Dev, st.Ino, st.Ctim.Sec, st.Ctim.Nsec), rec)
+			}
+			unix.Flock(int(decide.Fd()), unix.LOCK_UN)
+			if err != nil {
+				done <- err
+				return
+			}
+			spawn.SweepPlaceholders(reg)
+			if _, err := os.Lstat(ph); err == nil {
+				done <- fmt.Errorf("the sweep left %s", ph)
+				return
+			}
+		}
+	}()
+	peek := peekRegistered()
+	wrong := 0
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && wrong == 0; {
+		if !peek(ph) {
+			wrong++
+		}
+		fsdeps.Reset()
+	}
+	close(stop)
+	err = <-done
+	if wrong > 0 {
+		t.Fatalf("a placeholder that runs made and removed was taken for the user's directory")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}

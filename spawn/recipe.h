@@ -332,11 +332,14 @@ void se_sweep_placeholders(const char *registry);
  * malloc'd, NULL when out of memory. */
 char *se_record_path(const char *group, const char *path);
 
-/* se_wait_decisions waits (boundedly, as a claim does) until no run is
- * deciding in group: a run makes a placeholder and records it under the
- * group's "decide" lock, so a reader that waited never sees a placeholder
- * without its record. A group without that file has never been decided in. */
-void se_wait_decisions(const char *group);
+/* se_hold_decisions takes group's "decide" lock shared (waiting boundedly,
+ * as a claim does) and returns its descriptor, which the caller closes
+ * when done reading; -1 when there is no such file (a group never decided
+ * in) or the wait ran out. A run makes a placeholder and records it, and
+ * se_remove_recorded removes one, under that lock held exclusively: while
+ * a reader holds it, no placeholder is made or removed, and none is seen
+ * without its record. */
+int se_hold_decisions(const char *group);
 
 /* se_cgroup_stale reports whether name is a run's group (the runner's
  * make_name) whose supervisor is gone: no process has its pid, or a zombie

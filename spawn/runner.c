@@ -468,15 +468,16 @@ char *se_record_path(const char *group, const char *path)
 	return p;
 }
 
-void se_wait_decisions(const char *group)
+int se_hold_decisions(const char *group)
 {
 	char *path = join2(group, "decide");
 	int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
 	free(path);
-	if (fd < 0)
-		return;
-	(void)lock_wait(fd, LOCK_SH);
-	close(fd);
+	if (fd >= 0 && lock_wait(fd, LOCK_SH) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
 }
 
 /* se_record_parse reads a placeholder's record, the text of its n-<name>
@@ -538,12 +539,26 @@ static int open_dir(const char *path)
 /* se_remove_recorded: under the group's exclusive lock, every recorded
  * placeholder of parent that still matches its record goes, and the
  * records of those gone or no longer ours. The runner's release and Go's
- * sweep (mountns.SweepStale) both remove placeholders with it. */
+ * sweep (mountns.SweepStale) both remove placeholders with it. It holds
+ * the decide lock too: a decision reading a record and its directory
+ * (se_hold_decisions) must not see the directory mid-removal, its ctime
+ * already changed by the rmdir and its name still there. Past the wait,
+ * nothing is removed: the next run's release or the sweep will. */
 void se_remove_recorded(const char *group, const char *parent)
 {
-	DIR *d = opendir(group);
-	if (!d)
+	char *dp = join2(group, "decide");
+	int dfd = dp ? open(dp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+	free(dp);
+	if (dfd < 0 || lock_wait(dfd, LOCK_EX) != 0) {
+		if (dfd >= 0)
+			close(dfd);
 		return;
+	}
+	DIR *d = opendir(group);
+	if (!d) {
+		close(dfd);
+		return;
+	}
 	int pfd = -1, opened = 0, perr = 0;
 	struct dirent *e;
 	while ((e = readdir(d)) != NULL) {
@@ -575,6 +590,7 @@ void se_remove_recorded(const char *group, const char *parent)
 	if (pfd >= 0)
 		close(pfd);
 	closedir(d);
+	close(dfd);
 }
 
 char *se_group_dir(const char *registry, const char *parent)

@@ -56,13 +56,20 @@ func SweepPlaceholders(registry string) {
 	C.se_sweep_placeholders(r)
 }
 
-// WaitPlaceholderDecisions waits, for a bounded time, until no run is
-// deciding in the placeholder group (the runner's se_wait_decisions): after
-// it, a placeholder a run has made is recorded.
-func WaitPlaceholderDecisions(group string) {
+// HoldPlaceholderDecisions keeps runs from making or removing placeholders
+// in the group until release is called (the runner's se_hold_decisions):
+// it waits, for a bounded time, for those doing so, and meanwhile every
+// placeholder a run has made is recorded and stays as it is. Past the
+// bound, or in a group no run has decided in, it holds nothing.
+func HoldPlaceholderDecisions(group string) (release func()) {
 	g := C.CString(group)
 	defer C.free(unsafe.Pointer(g))
-	C.se_wait_decisions(g)
+	fd := int(C.se_hold_decisions(g))
+	return func() {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
 }
 
 // PlaceholderRecordPath is where the registry group directory records the
