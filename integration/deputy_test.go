@@ -80,15 +80,15 @@ func TestHostAbstractSocketsUnreachable(t *testing.T) {
 	if out := direct(t, isoNobody.cred, "unixconnect", stream); out != "ok" {
 		t.Fatalf("the daemon's abstract socket is not reachable without the sandbox: %s", out)
 	}
-	script := `P="$0"; W="$1"
+	script := waitFor + `P="$0"; W="$1"
 echo "direct $("$P" unixconnect "$2")"
 echo "squat-dgram $("$P" abstractsquat dgram "$2")"
 echo "forge $("$P" abstractsquat forge "$2")"
 echo "squat-stream $("$P" abstractsquat stream "$3")"
-"$P" unixserve "$4" once > /dev/null & sleep 0.2; echo "own $("$P" unixconnect "$4")"; wait
-"$P" dgramserve "$5" "$W/own.log" > /dev/null & sleep 0.2
+"$P" unixserve "$4" once > "$W/own.up" & listening "$W/own.up"; echo "own $("$P" unixconnect "$4")"; wait
+"$P" dgramserve "$5" "$W/own.log" > "$W/owndgram.up" & listening "$W/owndgram.up"
 for how in sendto sendmsg connect; do echo "owndgram-$how $("$P" unixsend $how "$5")"; done
-sleep 0.2; kill $!; echo "owndgram-log $(tr '\n' ' ' < "$W/own.log")"`
+logged "$W/own.log" 3; kill $!; echo "owndgram-log $(tr '\n' ' ' < "$W/own.log")"`
 	for _, u := range isoAnyUser(t) {
 		for _, m := range sharedNetModes {
 			for _, dashes := range []bool{true, false} {
@@ -301,10 +301,10 @@ func TestSocketCredentialsOnlyTheProgramsOwn(t *testing.T) {
 					chownPaths(t, int(u.cred.Uid), int(u.cred.Gid), w.root)
 				}
 				src := filepath.Join(w.root, "src")
-				script := `P="$0"; W="$1"
-"$P" unixrecvcred "$W/own.sock" > "$W/own.out" & sleep 0.2; echo "own $("$P" unixsendcred "$W/own.sock" own)"; wait
+				script := waitFor + `P="$0"; W="$1"
+"$P" unixrecvcred "$W/own.sock" > "$W/own.out" & listening "$W/own.out"; echo "own $("$P" unixsendcred "$W/own.sock" own)"; wait
 echo "received $(tail -n 1 "$W/own.out")"
-"$P" unixrecvcred "$W/other.sock" > /dev/null & sleep 0.2; echo "other $("$P" unixsendcred "$W/other.sock" other)"; kill $! 2>/dev/null; true`
+"$P" unixrecvcred "$W/other.sock" > "$W/other.up" & listening "$W/other.up"; echo "other $("$P" unixsendcred "$W/other.sock" other)"; kill $! 2>/dev/null; true`
 				args := append(append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--resource-limits", limitsNoCgroup},
 					fsOpts(t, mode)...), "--", "/bin/sh", "-c", script, probe, src)
 				r := run(t, runOpts{env: w.env(), dir: w.root, cred: u.cred}, args...)

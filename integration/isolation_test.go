@@ -157,6 +157,15 @@ func isoLines(s string) []string {
 	return out
 }
 
+// waitFor begins a test's shell script with two waits, each on progress
+// and for 20 s at most, never a fixed sleep (an emulated guest on a busy
+// host can take longer for anything): "listening FILE" until a probe
+// server whose stdout goes to FILE says it listens, and "logged FILE N"
+// until FILE has N lines (a datagram server's log).
+const waitFor = `listening() { i=0; until grep -q listening "$1" 2>/dev/null || [ $i -ge 400 ]; do sleep 0.05; i=$((i+1)); done; }
+logged() { i=0; until [ "$(cat "$1" 2>/dev/null | wc -l)" -ge "$2" ] || [ $i -ge 400 ]; do sleep 0.05; i=$((i+1)); done; }
+`
+
 // isoPoll polls cond every 20 ms for up to d.
 func isoPoll(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)

@@ -295,7 +295,7 @@ func TestDaemonSocketsOutOfReach(t *testing.T) {
 	// The program's own socket in its workspace (exact mode).
 	own := filepath.Join(w.root, "src", "own.sock")
 	r := w.sandbox(t, wsPolicy(t, w.root), fsOpts(t, "exact"), "/bin/sh", "-c",
-		`"$0" unixserve "$1" once & sleep 0.3; "$0" unixconnect "$1"; wait`, probe, own)
+		waitFor+`"$0" unixserve "$1" once > "$1.out" & listening "$1.out"; "$0" unixconnect "$1"; wait; cat "$1.out"`, probe, own)
 	// Server and client both say "ok" (their lines may interleave).
 	if strings.Count(r.stdout, "ok") != 2 || r.code != 0 {
 		t.Errorf("the program's own unix socket: %v", r)

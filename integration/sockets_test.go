@@ -164,7 +164,7 @@ func TestDaemonSocketsByRule(t *testing.T) {
 						"exclude_slash_tmp": true, "exclude_tmpdir_env_var": true, "network_access": network == "full"})
 					src := filepath.Join(w.root, "src")
 					mark := filepath.Join(src, "started")
-					script := `P="$0"; : > "$1"
+					script := waitFor + `P="$0"; : > "$1"
 echo "path $("$P" unixconnect "$2")"
 echo "relative $(cd "$(dirname "$2")" && "$P" unixconnect "$(basename "$2")")"
 echo "link $("$P" unixconnect "$3")"
@@ -177,12 +177,12 @@ i=0; while [ ! -S "$8" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 echo "late $("$P" unixconnect "$8")"
 i=0; while [ ! -S "${11}" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 echo "renamed-late $("$P" unixconnect "${11}")"
-"$P" unixserve "$9/own.sock" once > /dev/null & sleep 0.2
+"$P" unixserve "$9/own.sock" once > "$9/own.up" & listening "$9/own.up"
 echo "own $("$P" unixconnect "$9/own.sock")"; wait
-"$P" dgramserve "$9/own-dgram.sock" "$9/own-dgram.log" > /dev/null & sleep 0.2
+"$P" dgramserve "$9/own-dgram.sock" "$9/own-dgram.log" > "$9/own-dgram.up" & listening "$9/own-dgram.up"
 for how in sendto sendmsg sendmmsg connect pair; do echo "owndgram-$how $("$P" unixsend $how "$9/own-dgram.sock")"; done
-sleep 0.2; kill $!; echo "owndgram-log $(tr '\n' ' ' < "$9/own-dgram.log")"
-echo secret-of-the-file > "$9/f"; "$P" unixrecvfd "$9/fd.sock" > "$9/fd.out" & sleep 0.2
+logged "$9/own-dgram.log" 6; kill $!; echo "owndgram-log $(tr '\n' ' ' < "$9/own-dgram.log")"
+echo secret-of-the-file > "$9/f"; "$P" unixrecvfd "$9/fd.sock" > "$9/fd.out" & listening "$9/fd.out"
 echo "sendfd $("$P" unixsendfd "$9/fd.sock" "$9/f")"; wait; echo "recvfd $(tr '\n' ' ' < "$9/fd.out")"
 echo "socketpair $("$P" socketpair)"`
 					args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", pol, "--resource-limits", limitsNoCgroup}, netArgs(t, mode, network == "full")...)
@@ -294,7 +294,8 @@ func TestAbstractSockets(t *testing.T) {
 				"exclude_slash_tmp": true, "exclude_tmpdir_env_var": true, "network_access": network})
 			own := "@se-test-own-" + hex.EncodeToString(b)
 			r := w.sandbox(t, pol, netArgs(t, mode, network), "/bin/sh", "-c",
-				`echo "daemon $("$0" unixconnect "$1")"; "$0" unixserve "$2" once >/dev/null & sleep 0.2; echo "own $("$0" unixconnect "$2")"; kill $! 2>/dev/null; true`, probe, name, own)
+				waitFor+`echo "daemon $("$0" unixconnect "$1")"; "$0" unixserve "$2" once > "$3" & listening "$3"; echo "own $("$0" unixconnect "$2")"; kill $! 2>/dev/null; true`,
+				probe, name, own, filepath.Join(w.root, "src", "own.up"))
 			if strings.Contains(r.stdout, "daemon ok") || !strings.Contains(r.stdout, "own ok") || r.code != 0 {
 				t.Errorf("%s, network %v: %v, want the daemon refused and the program's own reached", mode, network, r)
 			}
@@ -327,7 +328,7 @@ func TestSocketAddressRaceNeverEscapes(t *testing.T) {
 	src := filepath.Join(w.root, "src")
 	mark := filepath.Join(src, "started")
 	daemon := filepath.Join(w.out, "d.sock")
-	script := `: > "$3"; while [ ! -S "$2" ]; do sleep 0.05; done; "$0" unixserve "$1" > /dev/null & sleep 0.2; "$0" raceaddr "$1" "$2" ` + connects + `; kill $!`
+	script := waitFor + `: > "$3"; while [ ! -S "$2" ]; do sleep 0.05; done; "$0" unixserve "$1" > "$1.up" & listening "$1.up"; "$0" raceaddr "$1" "$2" ` + connects + `; kill $!`
 	done := async(func() result {
 		return w.sandbox(t, wsPolicy(t, w.root), nil, "/bin/sh", "-c", script, probe, filepath.Join(src, "own.sock"), daemon, mark)
 	})

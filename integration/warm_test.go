@@ -345,7 +345,7 @@ func TestWarmPathHandsOver(t *testing.T) {
 	settle()
 	warmRunStored(t, w, pol, "true")
 	sock := filepath.Join(w.root, "s.sock")
-	r, threads := warmRunAgain(t, w, pol, "rm -f "+sock+"; "+probe+" unixserve "+sock+" 1 & sleep 0.3; "+probe+" unixconnect "+sock+"; wait")
+	r, threads := warmRunAgain(t, w, pol, waitFor+"rm -f "+sock+"; "+probe+" unixserve "+sock+" 1 > "+sock+".up & listening "+sock+".up; "+probe+" unixconnect "+sock+"; wait")
 	if threads != 1 {
 		t.Errorf("the run had %d threads before its first socket call: not the warm path's", threads)
 	}
