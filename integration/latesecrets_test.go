@@ -42,11 +42,11 @@ func TestLateSecretsStayUnreadable(t *testing.T) {
 					chownPaths(t, int(u.cred.Uid), int(u.cred.Gid), w.root)
 				}
 				mark := filepath.Join(w.root, "src", "started") // (Landlock-only mode narrows the root itself)
-				// The program says it runs, waits (5 s at most) until both
+				// The program says it runs, waits (30 s at most) until both
 				// secrets exist, then tries to read them, and a plain
 				// file of HOME.
 				script := `: > "$0"; i=0
-while { [ ! -e "$1" ] || [ ! -e "$2" ]; } && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+while { [ ! -e "$1" ] || [ ! -e "$2" ]; } && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 [ -e "$1" ] && [ -e "$2" ] && echo appeared
 cat "$1" "$2" 2>&1; "$4" read "$1"; "$4" read "$2"; cat "$3"`
 				args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--resource-limits", limitsNoCgroup}, fsOpts(t, mode)...)
@@ -105,10 +105,10 @@ func TestReplacedSecretStaysUnreadable(t *testing.T) {
 				pol := policyJSON(t, map[string]any{"type": "workspace_write", "writable_roots": []map[string]string{{"root": w.root}},
 					"sensitive_paths": []map[string]string{{"path": token}}, "exclude_slash_tmp": true, "exclude_tmpdir_env_var": true})
 				mark, flag := filepath.Join(w.root, "src", "started"), filepath.Join(w.root, "src", "replaced")
-				// The program says it runs, waits (5 s at most) until the
+				// The program says it runs, waits (30 s at most) until the
 				// token was replaced, then tries to read it.
 				script := `: > "$0"; i=0
-while [ ! -e "$2" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+while [ ! -e "$2" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 [ -e "$2" ] && echo replaced
 cat "$1" 2>&1; "$3" read "$1"`
 				args := append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", pol, "--resource-limits", limitsNoCgroup}, fsOpts(t, mode)...)
