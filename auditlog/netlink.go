@@ -103,30 +103,87 @@ type Status struct {
 
 const (
 	auditGet   = 1000 // AUDIT_GET
+	auditUser  = 1005 // AUDIT_USER
 	statusSize = 40   // the fields of struct audit_status Status reads, and a few more
 )
+
+// request sends the kernel one audit netlink request of type typ and
+// returns its socket, ready for the answer (1 s at most); the caller
+// closes it. what names the request in errors.
+func request(what string, typ uint16, payload []byte) (int, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_AUDIT)
+	if err != nil {
+		return -1, fmt.Errorf("%s: socket: %w", what, err)
+	}
+	tv := unix.Timeval{Sec: 1}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%s: %w", what, err)
+	}
+	req := make([]byte, unix.NLMSG_HDRLEN+len(payload))
+	binary.NativeEndian.PutUint32(req[0:4], uint32(len(req)))
+	binary.NativeEndian.PutUint16(req[4:6], typ)
+	binary.NativeEndian.PutUint16(req[6:8], unix.NLM_F_REQUEST|unix.NLM_F_ACK)
+	binary.NativeEndian.PutUint32(req[8:12], 1)
+	copy(req[unix.NLMSG_HDRLEN:], payload)
+	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%s: %w", what, err)
+	}
+	return fd, nil
+}
+
+// ackError is the error an NLMSG_ERROR message carries (nil for an ack).
+func ackError(m message) error {
+	if len(m.data) < 4 {
+		return errors.New("a short error message")
+	}
+	if e := int32(binary.NativeEndian.Uint32(m.data[0:4])); e != 0 {
+		return unix.Errno(-e)
+	}
+	return nil
+}
+
+// sendMark asks the kernel to log text as a user message (AUDIT_USER). The
+// kernel sends its records in the order they were queued, so the mark
+// comes after every record queued before it: once a reader has seen it,
+// it has seen them. It needs CAP_AUDIT_WRITE in the initial user
+// namespace, and an audit that is on.
+func sendMark(text string) error {
+	fd, err := request("audit mark", auditUser, append([]byte(text), 0))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 1<<12)
+	n, _, err := unix.Recvfrom(fd, buf, 0)
+	if err != nil {
+		return fmt.Errorf("audit mark: %w", err)
+	}
+	msgs, err := splitMessages(buf[:n])
+	if err != nil {
+		return fmt.Errorf("audit mark: %w", err)
+	}
+	for _, m := range msgs {
+		if m.typ == unix.NLMSG_ERROR {
+			if err := ackError(m); err != nil {
+				return fmt.Errorf("audit mark: %w", err)
+			}
+			return nil
+		}
+	}
+	return errors.New("audit mark: no answer")
+}
 
 // QueryStatus asks the kernel for its audit state. It needs
 // CAP_AUDIT_CONTROL and the initial PID namespace (the kernel's rule for
 // AUDIT_GET); the error says which failed.
 func QueryStatus() (Status, error) {
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_AUDIT)
+	fd, err := request("audit status", auditGet, nil)
 	if err != nil {
-		return Status{}, fmt.Errorf("audit status: socket: %w", err)
+		return Status{}, err
 	}
 	defer unix.Close(fd)
-	tv := unix.Timeval{Sec: 1}
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return Status{}, fmt.Errorf("audit status: %w", err)
-	}
-	req := make([]byte, unix.NLMSG_HDRLEN)
-	binary.NativeEndian.PutUint32(req[0:4], uint32(len(req)))
-	binary.NativeEndian.PutUint16(req[4:6], auditGet)
-	binary.NativeEndian.PutUint16(req[6:8], unix.NLM_F_REQUEST|unix.NLM_F_ACK)
-	binary.NativeEndian.PutUint32(req[8:12], 1)
-	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return Status{}, fmt.Errorf("audit status: %w", err)
-	}
 	buf := make([]byte, 1<<13)
 	for range 4 {
 		n, _, err := unix.Recvfrom(fd, buf, 0)
@@ -140,11 +197,8 @@ func QueryStatus() (Status, error) {
 		for _, m := range msgs {
 			switch m.typ {
 			case unix.NLMSG_ERROR:
-				if len(m.data) < 4 {
-					return Status{}, errors.New("audit status: a short error message")
-				}
-				if e := int32(binary.NativeEndian.Uint32(m.data[0:4])); e != 0 {
-					return Status{}, fmt.Errorf("audit status: %w", unix.Errno(-e))
+				if err := ackError(m); err != nil {
+					return Status{}, fmt.Errorf("audit status: %w", err)
 				}
 			case auditGet:
 				if len(m.data) < statusSize {

@@ -1,6 +1,9 @@
 package auditlog
 
 import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"os"
 	"sync"
@@ -66,7 +69,11 @@ type Run struct {
 	a    assembler
 	mu   sync.Mutex
 	stop time.Time // set by Finish: when to stop waiting
-	done chan struct{}
+	// mark is the text of the user message Finish had the kernel log
+	// after the run's records (nil: none), marked once it was read.
+	mark   []byte
+	marked bool
+	done   chan struct{}
 }
 
 // Start reads the audit socket fd (taking it) for the run whose domain
@@ -86,8 +93,9 @@ func (r *Run) loop() {
 		// records; once Finish is called, only until nothing is left.
 		r.mu.Lock()
 		wake := time.Now().Add(20 * time.Millisecond)
+		awaiting := r.mark != nil && !r.marked
 		switch {
-		case !r.stop.IsZero() && r.a.sum.Attributed && !r.a.sum.KernelCounted:
+		case !r.stop.IsZero() && (awaiting || r.a.sum.Attributed && !r.a.sum.KernelCounted):
 			wake = time.Now().Add(5 * time.Millisecond)
 		case !r.stop.IsZero():
 			wake = time.Now() // what is there, and no wait
@@ -98,6 +106,11 @@ func (r *Run) loop() {
 		now := time.Now()
 		r.mu.Lock()
 		for _, m := range msgs {
+			if m.typ == auditUser {
+				// The kernel's own text around the mark: "... msg='MARK'".
+				r.marked = r.marked || r.mark != nil && bytes.Contains(m.data, append(append([]byte("msg='"), r.mark...), '\''))
+				continue
+			}
 			r.a.message(m, now)
 		}
 		switch {
@@ -108,8 +121,8 @@ func (r *Run) loop() {
 		}
 		r.a.flushOlder(now.Add(-eventWait))
 		stopping := !r.stop.IsZero()
-		finished := r.a.sum.Err != nil ||
-			(stopping && idle && (!r.a.sum.Attributed || r.a.sum.KernelCounted || now.After(r.stop)))
+		settled := (r.mark == nil || r.marked) && (!r.a.sum.Attributed || r.a.sum.KernelCounted)
+		finished := r.a.sum.Err != nil || (stopping && idle && (settled || now.After(r.stop)))
 		if finished {
 			r.a.flushOlder(now.Add(time.Hour))
 		}
@@ -125,15 +138,35 @@ func (r *Run) loop() {
 // for the kernel's count of its denials (sent when the domain is freed,
 // shortly after its last process). It closes the socket and returns what
 // was seen.
+//
+// The kernel sends records from a queue of its own, and what it still
+// holds may be the run's: Finish has it log a mark of its own after them
+// (sendMark) and reads until the mark, up to wait. A queue seen empty is
+// not enough: the kernel's sender takes a record off the queue before it
+// sends it, and a busy machine can hold it in between, so a run's last
+// denial was once read after the reading had stopped. Where the kernel
+// refuses the mark (no CAP_AUDIT_WRITE), Finish waits for an empty queue,
+// as before.
 func (r *Run) Finish(wait time.Duration) Summary {
-	// The kernel sends records from a queue of its own: what it still
-	// holds may be the run's.
-	for deadline := time.Now().Add(wait); time.Now().Before(deadline); {
-		st, err := QueryStatus()
-		if err != nil || st.Backlog == 0 {
-			break
+	var token [8]byte
+	_, _ = rand.Read(token[:])
+	mark := []byte("sandbox-executable end-of-run=" + hex.EncodeToString(token[:]))
+	// Known before it is sent: the reader may see it before the kernel's
+	// answer to the sender.
+	r.mu.Lock()
+	r.mark = mark
+	r.mu.Unlock()
+	if sendMark(string(mark)) != nil {
+		r.mu.Lock()
+		r.mark, r.marked = nil, false
+		r.mu.Unlock()
+		for deadline := time.Now().Add(wait); time.Now().Before(deadline); {
+			st, err := QueryStatus()
+			if err != nil || st.Backlog == 0 {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
 		}
-		time.Sleep(2 * time.Millisecond)
 	}
 	r.mu.Lock()
 	r.stop = time.Now().Add(wait)
