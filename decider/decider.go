@@ -15,20 +15,22 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sandbox-executable/spawn"
 )
 
-// The request's format, as spawn/decider.h defines it.
+// The request's format, from spawn/decider.h.
 const (
-	magic      = 0x51444553
-	version    = 1
-	headerSize = 32
-	// MaxRequest bounds a request's size (SE_DECIDER_MAX_REQUEST).
-	MaxRequest = 4 << 20
+	magic      = spawn.DeciderMagic
+	version    = spawn.DeciderVersion
+	headerSize = spawn.DeciderHeaderSize
+	// MaxRequest bounds a request's size.
+	MaxRequest = spawn.DeciderMaxRequest
 )
 
 // ioTimeout bounds how long one request may take to arrive, and its
-// answer to go out: the run waits SE_DECIDER_WAIT_SECONDS at most.
-const ioTimeout = 2 * time.Second
+// answer to go out: the run waits as long at most.
+const ioTimeout = spawn.DeciderWait
 
 // Request is what a run carries that its decision depends on and the
 // decider does not share with it: its arguments and environment, its

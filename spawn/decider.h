@@ -39,6 +39,8 @@
 
 #define SE_DECIDER_MAGIC 0x51444553u
 #define SE_DECIDER_VERSION 1
+/* The header's size: magic to nofile_max. */
+#define SE_DECIDER_HEADER_SIZE 32
 #define SE_DECIDER_MAX_REQUEST (4u << 20)
 /* How long a run waits for the answer before it decides itself: a
  * decision takes milliseconds, a queue of them on a loaded machine less
