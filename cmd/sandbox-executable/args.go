@@ -55,6 +55,9 @@ const (
 
 type optSpec struct {
 	kind optKind
+	// output: the option asks for something written while the run runs
+	// (a report, a denials log, a log), which the run opens itself.
+	output bool
 	// dst returns where the value goes.
 	str  func(o *options) *string
 	flag func(o *options) *bool
@@ -74,12 +77,12 @@ var optionSpecs = map[string]optSpec{
 	"--keep-fd":            {kind: optRepeatInt, ints: func(o *options) *[]int { return &o.keepFDs }},
 	"--allow-degraded":     {kind: optBool, flag: func(o *options) *bool { return &o.allowDegraded }},
 	"--explain":            {kind: optBool, flag: func(o *options) *bool { return &o.explain }},
-	"--log-denials":        {kind: optString, str: func(o *options) *string { return &o.logDenials }},
-	"--report-file":        {kind: optString, str: func(o *options) *string { return &o.reportFile }},
-	"--report-fd":          {kind: optString, str: func(o *options) *string { return &o.reportFD }},
-	"--log-level":          {kind: optString, str: func(o *options) *string { return &o.logLevel }},
-	"--log-format":         {kind: optString, str: func(o *options) *string { return &o.logFormat }},
-	"--log-file":           {kind: optString, str: func(o *options) *string { return &o.logFile }},
+	"--log-denials":        {kind: optString, output: true, str: func(o *options) *string { return &o.logDenials }},
+	"--report-file":        {kind: optString, output: true, str: func(o *options) *string { return &o.reportFile }},
+	"--report-fd":          {kind: optString, output: true, str: func(o *options) *string { return &o.reportFD }},
+	"--log-level":          {kind: optString, output: true, str: func(o *options) *string { return &o.logLevel }},
+	"--log-format":         {kind: optString, output: true, str: func(o *options) *string { return &o.logFormat }},
+	"--log-file":           {kind: optString, output: true, str: func(o *options) *string { return &o.logFile }},
 	"--rw":                 {kind: optRepeatString, strs: func(o *options) *[]string { return &o.rw }},
 	"--ro":                 {kind: optRepeatString, strs: func(o *options) *[]string { return &o.ro }},
 	"--hide":               {kind: optRepeatString, strs: func(o *options) *[]string { return &o.hide }},

@@ -20,9 +20,8 @@ import (
 	"sandbox-executable/supervisor"
 )
 
-// deciderEnv names the resident decider's socket in a run's environment
-// (spawn/decider.h's SE_DECIDER_ENV).
-const deciderEnv = "SANDBOX_EXECUTABLE_DECIDER"
+// deciderEnv names the resident decider's socket in a run's environment.
+const deciderEnv = spawn.DeciderEnv
 
 // stuckLimit is how long one decision may take before the resident decider
 // gives up and ends (exit 125, its socket removed).
@@ -193,8 +192,8 @@ func deciderSocket() string {
 // asksForOutputs reports whether o asks for anything written while the
 // run runs (a report, a denials log, a log): files the run opens itself.
 func asksForOutputs(o *options) bool {
-	for _, name := range []string{"--report-file", "--report-fd", "--log-denials", "--log-level", "--log-file", "--log-format"} {
-		if o.set[name] {
+	for name, spec := range optionSpecs {
+		if spec.output && o.set[name] {
 			return true
 		}
 	}
