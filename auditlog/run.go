@@ -69,8 +69,9 @@ type Run struct {
 	a    assembler
 	mu   sync.Mutex
 	stop time.Time // set by Finish: when to stop waiting
-	// mark is the text of the user message Finish had the kernel log
-	// after the run's records (nil: none), marked once it was read.
+	// mark is how the user message Finish had the kernel log after the
+	// run's records shows in its record, "msg='TEXT'" (nil: none);
+	// marked once it was read.
 	mark   []byte
 	marked bool
 	done   chan struct{}
@@ -107,8 +108,7 @@ func (r *Run) loop() {
 		r.mu.Lock()
 		for _, m := range msgs {
 			if m.typ == auditUser {
-				// The kernel's own text around the mark: "... msg='MARK'".
-				r.marked = r.marked || r.mark != nil && bytes.Contains(m.data, append(append([]byte("msg='"), r.mark...), '\''))
+				r.marked = r.marked || r.mark != nil && bytes.Contains(m.data, r.mark)
 				continue
 			}
 			r.a.message(m, now)
@@ -150,13 +150,13 @@ func (r *Run) loop() {
 func (r *Run) Finish(wait time.Duration) Summary {
 	var token [8]byte
 	_, _ = rand.Read(token[:])
-	mark := []byte("sandbox-executable end-of-run=" + hex.EncodeToString(token[:]))
+	text := "sandbox-executable end-of-run=" + hex.EncodeToString(token[:])
 	// Known before it is sent: the reader may see it before the kernel's
 	// answer to the sender.
 	r.mu.Lock()
-	r.mark = mark
+	r.mark = []byte("msg='" + text + "'")
 	r.mu.Unlock()
-	if sendMark(string(mark)) != nil {
+	if sendMark(text) != nil {
 		r.mu.Lock()
 		r.mark, r.marked = nil, false
 		r.mu.Unlock()
