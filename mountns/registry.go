@@ -55,7 +55,10 @@ import (
 //     recorded, or by the stale sweep (SweepStale).
 //
 // Lock files and group directories are never removed, so a lock taken is
-// always the one in place.
+// always the one in place. A process that holds one of these locks holds
+// it in every copy of its fd table: the sweep, which Go runs beside a run,
+// never holds one while the runner clones the run's init (spawn/runner.c:
+// sweep_locks).
 
 // registryDir is the registry's place in the state directory.
 const registryDir = "placeholders"

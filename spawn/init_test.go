@@ -2,6 +2,7 @@ package spawn
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,4 +119,75 @@ func TestInitUnshareRefusedFailsTheStart(t *testing.T) {
 	if end.Stdout != "" {
 		t.Errorf("the program ran: %q", end.Stdout)
 	}
+}
+
+// TestSweepBesideARunLeavesItsClaimFree: the helper's Go sweeps the
+// placeholder registry beside the run, on another thread, while the runner
+// clones the init, and the init keeps a copy of the process's fd table
+// until the program runs. A group lock the sweep held at that clone stayed
+// held by the init's copy, and the run's own claim of the group waited for
+// it until it gave up: "placeholder registry: connection timed out". Here
+// the sweep holds the group's lock while it waits for the group's decide
+// lock, which the test holds until the init is there (or a while has
+// passed: an init cloned only after the sweep let go never comes before).
+func TestSweepBesideARunLeavesItsClaimFree(t *testing.T) {
+	r := initRecipe(t)
+	ws := t.TempDir()
+	reg, group := placeholderGroup(t, ws)
+	decide := lockDecisions(t, group)
+	r.Claims = []RecipeClaim{{Parent: ws, Dir: group}}
+	run := startRecipe(t, r, []string{"/bin/true"}, runOpts{sweep: reg, sweepGroup: group})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(run.sweeping); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = run.cmd.Process.Kill()
+			end := run.wait()
+			t.Fatalf("the sweep never took the group's lock (exit %d, stderr %q)", end.Code, end.Stderr)
+		}
+	}
+	for deadline := time.Now().Add(2 * time.Second); len(run.children()) == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	decide.Close()
+	end := run.wait()
+	if end.Code != 0 {
+		t.Fatalf("exit %d (%v, stderr %q): want the program's 0, its claim free once the sweep is done", end.Code, end.failure(r, "/bin/true"), end.Stderr)
+	}
+}
+
+// placeholderGroup makes the registry group of the placeholders in ws, as
+// a run's claim does, in a registry of its own: "dir", "lock", "decide".
+func placeholderGroup(t *testing.T, ws string) (registry, group string) {
+	t.Helper()
+	registry = t.TempDir()
+	group = PlaceholderGroupDir(registry, ws)
+	if err := os.Mkdir(group, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(ws, filepath.Join(group, "dir")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"lock", "decide"} {
+		if err := os.WriteFile(filepath.Join(group, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return registry, group
+}
+
+// lockDecisions takes group's decide lock exclusively, as a run deciding
+// there does; closing the file lets it go.
+func lockDecisions(t *testing.T, group string) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(group, "decide"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -324,7 +324,9 @@ char *se_group_dir(const char *registry, const char *parent);
 /* se_sweep_placeholders removes the placeholders no run claims: in each
  * group of registry this code made (its name is its parent's) whose lock
  * it takes exclusively without waiting, those still matching their
- * records (se_remove_recorded). A group in use is left to its last run. */
+ * records (se_remove_recorded). A group in use is left to its last run.
+ * It may run beside se_run on another thread: it takes no group's lock
+ * while se_run clones an init. */
 void se_sweep_placeholders(const char *registry);
 
 /* se_record_path is where group (a placeholder group's registry

@@ -435,6 +435,15 @@ static int make_shared_tmp(struct se_runner *s)
 
 /* ---- placeholders (mountns/registry.go) ---- */
 
+/* The init is cloned (start_init) with a copy of this process's fd table,
+ * which it keeps until the program runs, and a copy of a descriptor keeps
+ * its flock. Go sweeps beside the run, on another thread: a group's lock or
+ * decide lock that the sweep held at the clone would stay held by the init,
+ * while this run's claim waits for that very lock (until lock_wait gives
+ * up). The sweep holds a group's locks only under this mutex, and the init
+ * is cloned under it. */
+static pthread_mutex_t sweep_locks = PTHREAD_MUTEX_INITIALIZER;
+
 static int lock_wait(int fd, int how)
 {
 	long pause_us = 50;
@@ -630,12 +639,14 @@ void se_sweep_placeholders(const char *registry)
 		}
 		/* Only a group this code made, whose lock no run holds. */
 		if (want && strcmp(want, group) == 0) {
+			pthread_mutex_lock(&sweep_locks);
 			int fd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 			if (fd >= 0) {
 				if (flock(fd, LOCK_EX | LOCK_NB) == 0)
 					se_remove_recorded(group, parent);
 				close(fd);
 			}
+			pthread_mutex_unlock(&sweep_locks);
 		}
 		free(want);
 		free(lock);
@@ -2015,7 +2026,9 @@ static int start_init(struct se_runner *s, char *const *argv)
 		free_request(&s->c);
 		return -1;
 	}
+	pthread_mutex_lock(&sweep_locks);
 	long pid = se_spawn_start(s->c.q);
+	pthread_mutex_unlock(&sweep_locks);
 	if (pid <= 0) {
 		se_spawn_finish(s->c.q, pid, 0);
 		fail(s, SE_STEP_CLONE, pid ? (int)-pid : EINVAL, "clone");

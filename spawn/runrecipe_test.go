@@ -50,6 +50,11 @@ type childRun struct {
 	// run starts, holding the helper's exit until then (Service.Hold), as
 	// the helper does while it stores a recipe.
 	Hold string
+	// Sweep, when set, is a placeholder registry the child's Go sweeps
+	// beside the run (SweepPlaceholders), as the helper does: RunRecipe
+	// starts once the sweep holds the lock of the group SweepGroup, and
+	// the child says so by making the file Sweeping.
+	Sweep, SweepGroup, Sweeping string
 }
 
 func TestMain(m *testing.M) {
@@ -96,6 +101,17 @@ func recipeChild(spec string) int {
 			_ = os.WriteFile(c.Hold, []byte("done"), 0o600)
 		}()
 	}
+	if c.Sweep != "" {
+		go SweepPlaceholders(c.Sweep)
+		if err := waitLockedExclusively(filepath.Join(c.SweepGroup, "lock")); err != nil {
+			fmt.Fprintln(os.Stderr, "test child:", err)
+			return 2
+		}
+		if err := os.WriteFile(c.Sweeping, nil, 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, "test child:", err)
+			return 2
+		}
+	}
 	// The thread RunRecipe runs on (it locks it too): the refusal must
 	// hold there.
 	runtime.LockOSThread()
@@ -119,6 +135,31 @@ func recipeChild(spec string) int {
 		return ret.ExitCode
 	}
 	return 125
+}
+
+// waitLockedExclusively waits until some descriptor holds an exclusive
+// flock on the file at path, as /proc/locks lists them: looking, unlike
+// trying the lock, never keeps its holder from taking it.
+func waitLockedExclusively(path string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return err
+	}
+	ino := ":" + strconv.FormatUint(st.Ino, 10)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile("/proc/locks")
+		if err != nil {
+			return err
+		}
+		// "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 5 && f[1] == "FLOCK" && f[3] == "WRITE" && strings.HasSuffix(f[5], ino) {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("no exclusive flock on %s", path)
 }
 
 // serveTest is the child's Go while the program runs: what a test's run
@@ -208,6 +249,8 @@ type runOpts struct {
 	serve                 string
 	hold                  string
 	refuseNr, refuseErrno int
+	// sweep and sweepGroup are the child's Sweep and SweepGroup.
+	sweep, sweepGroup string
 	// extra are the child's descriptors from 3 on (exec.Cmd.ExtraFiles):
 	// inherited as a caller's would be, not close-on-exec.
 	extra []*os.File
@@ -218,6 +261,8 @@ type recipeRun struct {
 	t                      *testing.T
 	cmd                    *exec.Cmd
 	stdout, stderr, result string
+	// sweeping is the child's Sweeping.
+	sweeping string
 }
 
 // runEnd is how a test's child ended.
@@ -233,12 +278,14 @@ type runEnd struct {
 func startRecipe(t *testing.T, r *Recipe, argv []string, o runOpts) *recipeRun {
 	t.Helper()
 	dir := t.TempDir()
-	run := &recipeRun{t: t, stdout: filepath.Join(dir, "stdout"), stderr: filepath.Join(dir, "stderr"), result: filepath.Join(dir, "result")}
+	run := &recipeRun{t: t, stdout: filepath.Join(dir, "stdout"), stderr: filepath.Join(dir, "stderr"), result: filepath.Join(dir, "result"),
+		sweeping: filepath.Join(dir, "sweeping")}
 	recipe := filepath.Join(dir, "recipe")
 	if err := os.WriteFile(recipe, r.Encode(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := json.Marshal(childRun{Recipe: recipe, Argv: argv, Serve: o.serve, RefuseNr: o.refuseNr, RefuseErrno: o.refuseErrno, Result: run.result, Hold: o.hold})
+	spec, err := json.Marshal(childRun{Recipe: recipe, Argv: argv, Serve: o.serve, RefuseNr: o.refuseNr, RefuseErrno: o.refuseErrno, Result: run.result, Hold: o.hold,
+		Sweep: o.sweep, SweepGroup: o.sweepGroup, Sweeping: run.sweeping})
 	if err != nil {
 		t.Fatal(err)
 	}
