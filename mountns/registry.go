@@ -41,10 +41,11 @@ import (
 //     (an exclusive flock on the group's "decide" file, held from the
 //     decision until the records are made): a directory another run has
 //     made but not yet recorded is never taken for the user's.
-//   - The last user (the exclusive lock taken without waiting) removes every
-//     recorded placeholder that still matches its record, and drops the
-//     records, holding the decide lock too (a decision reads a record and
-//     its directory under it, shared). A directory that no longer matches
+//   - The last user (the exclusive lock taken without waiting: the run, its
+//     guardian, or the stale sweep) removes every recorded placeholder that
+//     still matches its record, and drops the records, holding the decide
+//     lock too (a decision reads a record and its directory under it,
+//     shared). A directory that no longer matches
 //     (someone wrote into it, chmodded it, or replaced it) is the user's
 //     now and stays; rmdir refuses a non-empty one anyway. Records are
 //     dropped under the exclusive lock, so a directory the user makes

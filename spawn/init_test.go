@@ -1,6 +1,7 @@
 package spawn
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -190,4 +191,49 @@ func lockDecisions(t *testing.T, group string) *os.File {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// TestGuardianRemovesUnderTheDecideLock: the guardian of a killed helper
+// removes the run's placeholders holding the group's decide lock, as every
+// removal does. A decision reads a placeholder's record and its directory
+// under that lock, shared (mountns.peekRegistered), and an rmdir changes
+// the directory's ctime before its name goes: a removal it does not wait
+// for has the decision take the placeholder for the user's directory.
+func TestGuardianRemovesUnderTheDecideLock(t *testing.T) {
+	r := initRecipe(t)
+	ws := t.TempDir()
+	_, group := placeholderGroup(t, ws)
+	ph := filepath.Join(ws, ".codex")
+	r.Claims = []RecipeClaim{{Parent: ws, Dir: group, Placeholders: []string{ph}}}
+	ready := filepath.Join(t.TempDir(), "ready")
+	run := startRecipe(t, r, []string{"/bin/sh", "-c", `: > "$1"; exec sleep 600`, "sh", ready}, runOpts{})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = run.cmd.Process.Kill()
+			end := run.wait()
+			t.Fatalf("the program never started (exit %d, stderr %q)", end.Code, end.Stderr)
+		}
+	}
+	if _, err := os.Lstat(ph); err != nil {
+		t.Fatalf("the run made no placeholder: %v", err)
+	}
+	decide := lockDecisions(t, group)
+	_ = run.cmd.Process.Kill()
+	_ = run.cmd.Wait()
+	gone := func() bool { _, err := os.Lstat(ph); return errors.Is(err, os.ErrNotExist) }
+	// The guardian kills the tree, waits for the init, then for the lock.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if gone() {
+			t.Fatal("the guardian removed the placeholder while a decision held the decide lock")
+		}
+	}
+	decide.Close()
+	for deadline := time.Now().Add(30 * time.Second); !gone(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the guardian left the placeholder once the decide lock was free")
+		}
+	}
 }

@@ -185,9 +185,12 @@ struct se_runner {
 	int v2_fd, v2_index, procs_fd;
 	int join[SE_MAX_CG];
 	int njoin;
-	/* The claims: lock fds per group, and the placeholders known per group. */
+	/* The claims: lock and decide lock fds per group (the decide lock is
+	 * held only while claiming; the guardian takes it to remove), and the
+	 * placeholders known per group. */
 	int nclaims;
 	int lock[SE_MAX_CLAIMS];
+	int decide[SE_MAX_CLAIMS];
 	struct se_ph ph[SE_MAX_PH];
 	int ph_group[SE_MAX_PH];
 	int nph;
@@ -447,7 +450,7 @@ static pthread_mutex_t sweep_locks = PTHREAD_MUTEX_INITIALIZER;
 static int lock_wait(int fd, int how)
 {
 	long pause_us = 50;
-	int64_t deadline = se_now_ns() + 10LL * 1000000000;
+	int64_t deadline = se_now_ns() + SE_LOCK_WAIT_MS * 1000000LL;
 	for (;;) {
 		if (flock(fd, how | LOCK_NB) == 0)
 			return 0;
@@ -667,6 +670,9 @@ static void release_claims(struct se_runner *s)
 		flock(s->lock[i], LOCK_UN);
 		close(s->lock[i]);
 		s->lock[i] = -1;
+		if (s->decide[i] >= 0)
+			close(s->decide[i]);
+		s->decide[i] = -1;
 	}
 	s->nclaims = 0;
 }
@@ -701,7 +707,6 @@ static void drop_holds(struct se_runner *s)
 static int claim(struct se_runner *s)
 {
 	const struct se_recipe *r = s->r;
-	int decide[SE_MAX_CLAIMS];
 	int ndecide = 0, ok = 0;
 	const char *at = "placeholder registry";
 	for (uint32_t i = 0; i < r->claims.n; i++) {
@@ -733,7 +738,7 @@ static int claim(struct se_runner *s)
 		free(dp);
 		if (fd < 0)
 			goto out;
-		decide[ndecide++] = fd;
+		s->decide[ndecide++] = fd;
 		if (lock_wait(fd, LOCK_EX) != 0)
 			goto out;
 	}
@@ -829,7 +834,7 @@ out:
 	if (!ok)
 		fail(s, 0, errno, at);
 	for (int i = 0; i < ndecide; i++)
-		close(decide[i]);
+		flock(s->decide[i], LOCK_UN);
 	return ok ? 0 : -1;
 }
 
@@ -1217,6 +1222,7 @@ static int start_guardian(struct se_runner *s)
 			for (int j = 0; j < s->nph; j++)
 				nph += s->ph_group[j] == i;
 			locks[i].fd = s->lock[i];
+			locks[i].decide_fd = s->decide[i];
 			locks[i].nph = nph;
 			locks[i].ph = NULL;
 			if (nph == 0)
@@ -1248,13 +1254,16 @@ static int start_guardian(struct se_runner *s)
 		g->ntmp_dirs = 1;
 		g->rm_levels = bump(&b, SE_RM_DEPTH * sizeof(struct se_rm_level));
 	}
-	int *keep = bump(&b, sizeof(int) * (size_t)(2 + s->nclaims + s->nph));
+	int *keep = bump(&b, sizeof(int) * (size_t)(2 + 2 * s->nclaims + s->nph));
 	int nkeep = 0;
 	keep[nkeep++] = p[0];
 	if (tmp)
 		keep[nkeep++] = r->tmp_fd;
-	for (int i = 0; i < s->nclaims; i++)
+	for (int i = 0; i < s->nclaims; i++) {
 		keep[nkeep++] = s->lock[i];
+		if (s->decide[i] >= 0)
+			keep[nkeep++] = s->decide[i];
+	}
 	for (int i = 0; i < s->nph; i++)
 		if (s->ph[i].hold >= 0)
 			keep[nkeep++] = s->ph[i].hold;
@@ -2762,7 +2771,7 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 	s->audit_fd = s->audit_parent = s->audit_child = -1;
 	s->v2_index = -1;
 	for (int i = 0; i < SE_MAX_CLAIMS; i++)
-		s->lock[i] = -1;
+		s->lock[i] = s->decide[i] = -1;
 	int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 
 	const char *name = argv[0];

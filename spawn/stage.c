@@ -2049,15 +2049,32 @@ long se_remove_tmp(const char *path, int fd, const char *record, struct se_rm_le
 	return ret == -ENOENT ? 0 : ret;
 }
 
+/* se_guard_flock_wait takes the flock on fd exclusively, waiting as long
+ * as the runner's lock_wait does; it reports whether it did. */
+static int se_guard_flock_wait(int fd)
+{
+	for (int waited = 0; waited < SE_LOCK_WAIT_MS; waited += 5) {
+		long ret = SYS2(SYS_flock, fd, LOCK_EX | LOCK_NB);
+		if (ret != -EWOULDBLOCK && ret != -EINTR)
+			return ret == 0;
+		se_sleep_ms(5);
+	}
+	return 0;
+}
+
 /* se_guard_release removes the placeholders of each lock it can take
  * exclusively (another run still using them leaves them to its own last
- * user) and the private temp dirs, with what the program left in them. */
+ * user), holding the group's decide lock as every removal does (a
+ * decision reads a record and its directory under it), and the private
+ * temp dirs, with what the program left in them. */
 static void se_guard_release(const struct se_guard *g)
 {
 	for (int i = 0; i < g->nlocks; i++) {
 		const struct se_guard_lock *l = &g->locks[i];
 		if (SYS2(SYS_flock, l->fd, LOCK_EX | LOCK_NB) < 0)
 			continue;
+		if (l->nph > 0 && !se_guard_flock_wait(l->decide_fd))
+			continue; /* left to the sweep */
 		for (int j = 0; j < l->nph; j++)
 			se_remove_placeholder(&l->ph[j]);
 	}

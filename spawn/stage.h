@@ -300,9 +300,14 @@ struct se_guard_ph {
 
 struct se_guard_lock {
 	int fd; /* a flock the run holds shared */
+	int decide_fd; /* the group's decide lock, taken exclusively to remove */
 	const struct se_guard_ph *ph; /* removed if it can be taken exclusively */
 	int nph;
 };
+
+/* How long a placeholder group's lock is waited for (the runner's
+ * lock_wait, the guardian's removal), in milliseconds. */
+#define SE_LOCK_WAIT_MS 10000
 
 struct se_rm_level;
 
