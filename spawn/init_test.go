@@ -237,3 +237,57 @@ func TestGuardianRemovesUnderTheDecideLock(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardianRemovesInTheDirectoryClaimed: the guardian of a killed helper
+// removes a placeholder by its name in the directory the claim took, never
+// by its path. Here the workspace is moved while the run lives and its
+// path made a link to another directory that has an empty directory of
+// the placeholder's name: the guardian removes the run's placeholder where
+// it is now, and leaves the other directory alone. Before, it looked the
+// path up twice (to compare, then to remove), following links on the way:
+// a program of another run that can rename an ancestor could lead the
+// second lookup to another run's placeholder, in use.
+func TestGuardianRemovesInTheDirectoryClaimed(t *testing.T) {
+	r := initRecipe(t)
+	base := t.TempDir()
+	ws, moved, other := filepath.Join(base, "ws"), filepath.Join(base, "ws-moved"), filepath.Join(base, "other")
+	for _, d := range []string{ws, filepath.Join(other, ".codex")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, group := placeholderGroup(t, ws)
+	r.Claims = []RecipeClaim{{Parent: ws, Dir: group, Placeholders: []string{filepath.Join(ws, ".codex")}}}
+	ready := filepath.Join(t.TempDir(), "ready")
+	run := startRecipe(t, r, []string{"/bin/sh", "-c", `: > "$1"; exec sleep 600`, "sh", ready}, runOpts{})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = run.cmd.Process.Kill()
+			end := run.wait()
+			t.Fatalf("the program never started (exit %d, stderr %q)", end.Code, end.Stderr)
+		}
+	}
+	if err := os.Rename(ws, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, ws); err != nil {
+		t.Fatal(err)
+	}
+	_ = run.cmd.Process.Kill()
+	_ = run.cmd.Wait()
+	ph := filepath.Join(moved, ".codex")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Lstat(ph); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the guardian left the run's placeholder %s", ph)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(other, ".codex")); err != nil {
+		t.Errorf("the directory the workspace's path now leads to lost its .codex: %v", err)
+	}
+}

@@ -186,11 +186,13 @@ struct se_runner {
 	int join[SE_MAX_CG];
 	int njoin;
 	/* The claims: lock and decide lock fds per group (the decide lock is
-	 * held only while claiming; the guardian takes it to remove), and the
-	 * placeholders known per group. */
+	 * held only while claiming; the guardian takes it to remove), the
+	 * directory its placeholders are in as the claim took it (-1 for a
+	 * group only locked), and the placeholders known per group. */
 	int nclaims;
 	int lock[SE_MAX_CLAIMS];
 	int decide[SE_MAX_CLAIMS];
+	int parent[SE_MAX_CLAIMS];
 	struct se_ph ph[SE_MAX_PH];
 	int ph_group[SE_MAX_PH];
 	int nph;
@@ -672,7 +674,9 @@ static void release_claims(struct se_runner *s)
 		s->lock[i] = -1;
 		if (s->decide[i] >= 0)
 			close(s->decide[i]);
-		s->decide[i] = -1;
+		if (s->parent[i] >= 0)
+			close(s->parent[i]);
+		s->decide[i] = s->parent[i] = -1;
 	}
 	s->nclaims = 0;
 }
@@ -750,13 +754,11 @@ static int claim(struct se_runner *s)
 			continue;
 		/* The parent is the directory the decision saw, taken once. */
 		at = rs(r, c->parent);
-		int pfd = open_dir(at);
+		int pfd = s->parent[i] = open_dir(at);
 		struct stat pst;
 		if (pfd < 0 || fstat(pfd, &pst) != 0 || (c->parent_id.kind == SE_ID_FILE &&
 							 ((uint64_t)pst.st_dev != c->parent_id.dev ||
 							  (uint64_t)pst.st_ino != c->parent_id.ino))) {
-			if (pfd >= 0)
-				close(pfd);
 			errno = ESTALE; /* not the directory the decision saw */
 			goto out;
 		}
@@ -766,44 +768,36 @@ static int claim(struct se_runner *s)
 			const char *name = strrchr(p, '/');
 			struct stat st;
 			struct se_ph d;
-			if (s->nph >= SE_MAX_PH || !name) {
-				close(pfd);
+			if (s->nph >= SE_MAX_PH || !name)
 				goto out;
-			}
 			name++;
 			memset(&d, 0, sizeof d);
 			d.record = se_record_path(rs(r, c->dir), p);
 			d.path = strdup(p);
-			if (!d.record || !d.path) {
-				close(pfd);
+			if (!d.record || !d.path)
 				goto out;
-			}
 			if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 				if (!read_record(d.record, &d) || !matches(&d, &st)) {
 					errno = EEXIST; /* not a placeholder: the view changed */
 					free(d.record);
 					free(d.path);
-					close(pfd);
 					goto out;
 				}
 			} else if (errno != ENOENT) {
 				free(d.record);
 				free(d.path);
-				close(pfd);
 				goto out;
 			} else {
 				char text[128];
 				if (mkdirat(pfd, name, 0700) != 0) {
 					free(d.record);
 					free(d.path);
-					close(pfd);
 					goto out;
 				}
 				if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
 					unlinkat(pfd, name, AT_REMOVEDIR);
 					free(d.record);
 					free(d.path);
-					close(pfd);
 					goto out;
 				}
 				d.dev = (uint64_t)st.st_dev;
@@ -819,7 +813,6 @@ static int claim(struct se_runner *s)
 					unlinkat(pfd, name, AT_REMOVEDIR);
 					free(d.record);
 					free(d.path);
-					close(pfd);
 					goto out;
 				}
 			}
@@ -827,7 +820,6 @@ static int claim(struct se_runner *s)
 			s->ph_group[s->nph] = (int)i;
 			s->ph[s->nph++] = d;
 		}
-		close(pfd);
 	}
 	ok = 1;
 out:
@@ -1223,6 +1215,7 @@ static int start_guardian(struct se_runner *s)
 				nph += s->ph_group[j] == i;
 			locks[i].fd = s->lock[i];
 			locks[i].decide_fd = s->decide[i];
+			locks[i].parent_fd = s->parent[i];
 			locks[i].nph = nph;
 			locks[i].ph = NULL;
 			if (nph == 0)
@@ -1232,7 +1225,8 @@ static int start_guardian(struct se_runner *s)
 			for (int j = 0; j < s->nph; j++) {
 				if (s->ph_group[j] != i)
 					continue;
-				phs[k].path = bump_str(&b, s->ph[j].path);
+				const char *slash = strrchr(s->ph[j].path, '/');
+				phs[k].name = bump_str(&b, slash ? slash + 1 : s->ph[j].path);
 				phs[k].record = bump_str(&b, s->ph[j].record);
 				phs[k].dev = s->ph[j].dev;
 				phs[k].ino = s->ph[j].ino;
@@ -1254,7 +1248,7 @@ static int start_guardian(struct se_runner *s)
 		g->ntmp_dirs = 1;
 		g->rm_levels = bump(&b, SE_RM_DEPTH * sizeof(struct se_rm_level));
 	}
-	int *keep = bump(&b, sizeof(int) * (size_t)(2 + 2 * s->nclaims + s->nph));
+	int *keep = bump(&b, sizeof(int) * (size_t)(2 + 3 * s->nclaims + s->nph));
 	int nkeep = 0;
 	keep[nkeep++] = p[0];
 	if (tmp)
@@ -1263,6 +1257,8 @@ static int start_guardian(struct se_runner *s)
 		keep[nkeep++] = s->lock[i];
 		if (s->decide[i] >= 0)
 			keep[nkeep++] = s->decide[i];
+		if (s->parent[i] >= 0)
+			keep[nkeep++] = s->parent[i];
 	}
 	for (int i = 0; i < s->nph; i++)
 		if (s->ph[i].hold >= 0)
@@ -2771,7 +2767,7 @@ void se_run(const struct se_recipe *r, char *const *argv, se_holds_fn *holds, vo
 	s->audit_fd = s->audit_parent = s->audit_child = -1;
 	s->v2_index = -1;
 	for (int i = 0; i < SE_MAX_CLAIMS; i++)
-		s->lock[i] = s->decide[i] = -1;
+		s->lock[i] = s->decide[i] = s->parent[i] = -1;
 	int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 
 	const char *name = argv[0];

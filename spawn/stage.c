@@ -1891,17 +1891,20 @@ static long se_unlink(const char *path)
 	return SYS3(SYS_unlinkat, AT_FDCWD, path, 0);
 }
 
-/* se_remove_placeholder removes ph if it is still the directory recorded,
- * and drops its record unless the directory is still there and ours. */
-static void se_remove_placeholder(const struct se_guard_ph *ph)
+/* se_remove_placeholder removes ph from the directory open at dir if it is
+ * still the directory recorded, and drops its record unless the directory
+ * is still there and ours. By its one name in the directory the claim
+ * took: never by a path, which a program in another run could lead
+ * elsewhere meanwhile. */
+static void se_remove_placeholder(int dir, const struct se_guard_ph *ph)
 {
 	struct stat st;
-	long ret = SYS4(SYS_newfstatat, AT_FDCWD, ph->path, &st, AT_SYMLINK_NOFOLLOW);
+	long ret = SYS4(SYS_newfstatat, dir, ph->name, &st, AT_SYMLINK_NOFOLLOW);
 	if (ret < 0 && ret != -ENOENT)
 		return;
 	if (ret == 0 && S_ISDIR(st.st_mode) && st.st_dev == ph->dev && st.st_ino == ph->ino &&
 	    st.st_ctim.tv_sec == ph->ctime_sec && st.st_ctim.tv_nsec == ph->ctime_nsec) {
-		ret = se_rmdir(ph->path);
+		ret = SYS3(SYS_unlinkat, dir, ph->name, AT_REMOVEDIR);
 		if (ret < 0 && ret != -ENOENT && ret != -ENOTEMPTY)
 			return;
 	}
@@ -2076,7 +2079,7 @@ static void se_guard_release(const struct se_guard *g)
 		if (l->nph > 0 && !se_guard_flock_wait(l->decide_fd))
 			continue; /* left to the sweep */
 		for (int j = 0; j < l->nph; j++)
-			se_remove_placeholder(&l->ph[j]);
+			se_remove_placeholder(l->parent_fd, &l->ph[j]);
 	}
 	for (int i = 0; i < g->ntmp_dirs; i++)
 		se_remove_tmp(g->tmp_dirs[i].path, g->tmp_dirs[i].fd, g->tmp_dirs[i].record, g->rm_levels);

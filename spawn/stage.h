@@ -292,7 +292,7 @@ struct se_init {
  * it: see se_guard_main in stage.c. Everything it reads lives in memory the
  * guardian owns (mapped, never freed); Go decided all of it. */
 struct se_guard_ph {
-	const char *path;   /* a placeholder directory */
+	const char *name;   /* a placeholder directory, in its lock's parent_fd */
 	const char *record; /* its record, unlinked once the directory is gone or no longer the one recorded */
 	uint64_t dev, ino;
 	int64_t ctime_sec, ctime_nsec;
@@ -301,6 +301,7 @@ struct se_guard_ph {
 struct se_guard_lock {
 	int fd; /* a flock the run holds shared */
 	int decide_fd; /* the group's decide lock, taken exclusively to remove */
+	int parent_fd; /* the directory the placeholders are in, as the claim took it */
 	const struct se_guard_ph *ph; /* removed if it can be taken exclusively */
 	int nph;
 };
