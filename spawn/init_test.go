@@ -138,16 +138,7 @@ func TestSweepBesideARunLeavesItsClaimFree(t *testing.T) {
 	decide := lockDecisions(t, group)
 	r.Claims = []RecipeClaim{{Parent: ws, Dir: group}}
 	run := startRecipe(t, r, []string{"/bin/true"}, runOpts{sweep: reg, sweepGroup: group})
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(run.sweeping); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = run.cmd.Process.Kill()
-			end := run.wait()
-			t.Fatalf("the sweep never took the group's lock (exit %d, stderr %q)", end.Code, end.Stderr)
-		}
-	}
+	run.waitFile(run.sweeping, "the sweep never took the group's lock")
 	for deadline := time.Now().Add(2 * time.Second); len(run.children()) == 0 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -207,16 +198,7 @@ func TestGuardianRemovesUnderTheDecideLock(t *testing.T) {
 	r.Claims = []RecipeClaim{{Parent: ws, Dir: group, Placeholders: []string{ph}}}
 	ready := filepath.Join(t.TempDir(), "ready")
 	run := startRecipe(t, r, []string{"/bin/sh", "-c", `: > "$1"; exec sleep 600`, "sh", ready}, runOpts{})
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(ready); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = run.cmd.Process.Kill()
-			end := run.wait()
-			t.Fatalf("the program never started (exit %d, stderr %q)", end.Code, end.Stderr)
-		}
-	}
+	run.waitFile(ready, "the program never started")
 	if _, err := os.Lstat(ph); err != nil {
 		t.Fatalf("the run made no placeholder: %v", err)
 	}
@@ -260,16 +242,7 @@ func TestGuardianRemovesInTheDirectoryClaimed(t *testing.T) {
 	r.Claims = []RecipeClaim{{Parent: ws, Dir: group, Placeholders: []string{filepath.Join(ws, ".codex")}}}
 	ready := filepath.Join(t.TempDir(), "ready")
 	run := startRecipe(t, r, []string{"/bin/sh", "-c", `: > "$1"; exec sleep 600`, "sh", ready}, runOpts{})
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(ready); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = run.cmd.Process.Kill()
-			end := run.wait()
-			t.Fatalf("the program never started (exit %d, stderr %q)", end.Code, end.Stderr)
-		}
-	}
+	run.waitFile(ready, "the program never started")
 	if err := os.Rename(ws, moved); err != nil {
 		t.Fatal(err)
 	}
@@ -289,5 +262,22 @@ func TestGuardianRemovesInTheDirectoryClaimed(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(other, ".codex")); err != nil {
 		t.Errorf("the directory the workspace's path now leads to lost its .codex: %v", err)
+	}
+}
+
+// waitFile waits for the file at path, which the child makes; should it
+// not come, the child is killed and the test fails, saying why.
+func (run *recipeRun) waitFile(path, why string) {
+	t := run.t
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			_ = run.cmd.Process.Kill()
+			end := run.wait()
+			t.Fatalf("%s (exit %d, stderr %q)", why, end.Code, end.Stderr)
+		}
 	}
 }
