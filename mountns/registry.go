@@ -45,12 +45,12 @@ import (
 //     guardian, or the stale sweep) removes every recorded placeholder that
 //     still matches its record, and drops the records, holding the decide
 //     lock too (a decision reads a record and its directory under it,
-//     shared). A directory that no longer matches
-//     (someone wrote into it, chmodded it, or replaced it) is the user's
-//     now and stays; rmdir refuses a non-empty one anyway. Records are
-//     dropped under the exclusive lock, so a directory the user makes
-//     later under the same name (even one that reuses the inode number:
-//     the ctime differs) is never taken for a placeholder.
+//     shared). A directory that no longer matches (someone wrote into it,
+//     chmodded it, or replaced it) is the user's now and stays; rmdir
+//     refuses a non-empty one anyway. Records are dropped under the
+//     exclusive lock, so a directory the user makes later under the same
+//     name (even one that reuses the inode number: the ctime differs) is
+//     never taken for a placeholder.
 //   - A crash that left placeholders (supervisor and guardian both killed)
 //     is cleaned by the next run in that directory, which claims them as
 //     recorded, or by the stale sweep (SweepStale).
