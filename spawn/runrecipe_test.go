@@ -145,7 +145,8 @@ func waitLockedExclusively(path string) error {
 	if err := unix.Stat(path, &st); err != nil {
 		return err
 	}
-	ino := ":" + strconv.FormatUint(st.Ino, 10)
+	// As the kernel prints it: major and minor in hex, the inode in decimal.
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		b, err := os.ReadFile("/proc/locks")
 		if err != nil {
@@ -154,7 +155,7 @@ func waitLockedExclusively(path string) error {
 		// "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
 		for _, line := range strings.Split(string(b), "\n") {
 			f := strings.Fields(line)
-			if len(f) > 5 && f[1] == "FLOCK" && f[3] == "WRITE" && strings.HasSuffix(f[5], ino) {
+			if len(f) > 5 && f[1] == "FLOCK" && f[3] == "WRITE" && f[5] == id {
 				return nil
 			}
 		}
