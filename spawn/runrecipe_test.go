@@ -137,26 +137,36 @@ func recipeChild(spec string) int {
 	return 125
 }
 
-// waitLockedExclusively waits until some descriptor holds an exclusive
-// flock on the file at path, as /proc/locks lists them: looking, unlike
-// trying the lock, never keeps its holder from taking it.
+// waitLockedExclusively waits until one of this process's descriptors
+// (the sweep runs here) holds an exclusive flock on the file at path, as
+// its fdinfo lists it: looking, unlike trying the lock, never keeps its
+// holder from taking it. Matching by the descriptor's path, not by the
+// device and inode /proc/locks prints, holds on an overlay too, whose
+// stat gives another device than its locks carry.
 func waitLockedExclusively(path string) error {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
+	path, err := filepath.EvalSymlinks(path)
+	if err != nil {
 		return err
 	}
-	// As the kernel prints it: major and minor in hex, the inode in decimal.
-	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		b, err := os.ReadFile("/proc/locks")
+		fds, err := os.ReadDir("/proc/self/fd")
 		if err != nil {
 			return err
 		}
-		// "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
-		for _, line := range strings.Split(string(b), "\n") {
-			f := strings.Fields(line)
-			if len(f) > 5 && f[1] == "FLOCK" && f[3] == "WRITE" && f[5] == id {
-				return nil
+		for _, fd := range fds {
+			if target, err := os.Readlink("/proc/self/fd/" + fd.Name()); err != nil || target != path {
+				continue
+			}
+			info, err := os.ReadFile("/proc/self/fdinfo/" + fd.Name())
+			if err != nil {
+				continue
+			}
+			// "lock:\t1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
+			for _, line := range strings.Split(string(info), "\n") {
+				f := strings.Fields(line)
+				if len(f) > 4 && f[0] == "lock:" && f[2] == "FLOCK" && f[4] == "WRITE" {
+					return nil
+				}
 			}
 		}
 	}
