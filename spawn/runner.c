@@ -409,10 +409,16 @@ static int make_shared_tmp(struct se_runner *s)
 	if (!s->r->shared_tmp.n)
 		return 0;
 	if (mkdir(dir, 0700) == 0) {
-		if (chmod(dir, 0700) != 0) {
+		/* 0700 whatever the umask, on the directory just made: a link
+		 * put in its place meanwhile is not followed. */
+		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fchmod(fd, 0700) != 0) {
 			fail(s, 0, errno, dir);
+			if (fd >= 0)
+				close(fd);
 			return -1;
 		}
+		close(fd);
 	} else if (errno != EEXIST) {
 		fail(s, 0, errno, dir);
 		return -1;
