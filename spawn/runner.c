@@ -155,8 +155,7 @@ int se_recipe_check(const void *p, size_t len)
 
 struct se_ph {
 	char *path, *record;
-	uint64_t dev, ino;
-	int64_t ctime_sec, ctime_nsec;
+	struct se_ph_id id;
 	/* An O_PATH fd on the placeholder (or -1), which the guardian keeps
 	 * for the run: see hold_placeholder. */
 	int hold;
@@ -518,28 +517,14 @@ int se_record_parse(const char *text, uint64_t *dev, uint64_t *ino, int64_t *sec
 	return 1;
 }
 
-static int read_record(const char *rec, struct se_ph *d)
+static int read_record(const char *rec, struct se_ph_id *id)
 {
 	char text[128];
 	ssize_t n = readlink(rec, text, sizeof text - 1);
 	if (n <= 0)
 		return 0;
 	text[n] = 0;
-	uint64_t dev, ino;
-	int64_t sec, nsec;
-	if (!se_record_parse(text, &dev, &ino, &sec, &nsec))
-		return 0;
-	d->dev = dev;
-	d->ino = ino;
-	d->ctime_sec = sec;
-	d->ctime_nsec = nsec;
-	return 1;
-}
-
-static int matches(const struct se_ph *d, const struct stat *st)
-{
-	return S_ISDIR(st->st_mode) && (uint64_t)st->st_dev == d->dev && (uint64_t)st->st_ino == d->ino &&
-	       (int64_t)st->st_ctim.tv_sec == d->ctime_sec && (int64_t)st->st_ctim.tv_nsec == d->ctime_nsec;
+	return se_record_parse(text, &id->dev, &id->ino, &id->ctime_sec, &id->ctime_nsec);
 }
 
 /* open_dir opens the directory path without following a symbolic link
@@ -591,20 +576,15 @@ void se_remove_recorded(const char *group, const char *parent)
 			opened = 1;
 		}
 		char *rec = join2(group, e->d_name);
-		const char *name = e->d_name + 2;
-		struct se_ph ph;
-		struct stat st;
+		struct se_guard_ph ph = {e->d_name + 2, rec, {0, 0, 0, 0}};
 		if (!rec)
 			continue;
-		if (!read_record(rec, &ph)) {
+		if (!read_record(rec, &ph.id))
 			unlink(rec);
-		} else if (pfd < 0 || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-			if (pfd < 0 ? perr == ENOENT || perr == ELOOP || perr == ENOTDIR : errno == ENOENT)
-				unlink(rec); /* the parent, or the placeholder, is gone */
-		} else if (!matches(&ph, &st) || unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT ||
-			   errno == ENOTEMPTY) {
-			unlink(rec);
-		}
+		else if (pfd >= 0)
+			se_remove_placeholder(pfd, &ph);
+		else if (perr == ENOENT || perr == ELOOP || perr == ENOTDIR)
+			unlink(rec); /* the parent is gone */
 		free(rec);
 	}
 	if (pfd >= 0)
@@ -783,7 +763,7 @@ static int claim(struct se_runner *s)
 			if (!d.record || !d.path)
 				goto out;
 			if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-				if (!read_record(d.record, &d) || !matches(&d, &st)) {
+				if (!read_record(d.record, &d.id) || !se_ph_matches(&d.id, &st)) {
 					errno = EEXIST; /* not a placeholder: the view changed */
 					free(d.record);
 					free(d.path);
@@ -806,12 +786,12 @@ static int claim(struct se_runner *s)
 					free(d.path);
 					goto out;
 				}
-				d.dev = (uint64_t)st.st_dev;
-				d.ino = (uint64_t)st.st_ino;
-				d.ctime_sec = st.st_ctim.tv_sec;
-				d.ctime_nsec = st.st_ctim.tv_nsec;
-				snprintf(text, sizeof text, "%llu:%llu:%lld:%lld", (unsigned long long)d.dev,
-					 (unsigned long long)d.ino, (long long)d.ctime_sec, (long long)d.ctime_nsec);
+				d.id.dev = (uint64_t)st.st_dev;
+				d.id.ino = (uint64_t)st.st_ino;
+				d.id.ctime_sec = st.st_ctim.tv_sec;
+				d.id.ctime_nsec = st.st_ctim.tv_nsec;
+				snprintf(text, sizeof text, "%llu:%llu:%lld:%lld", (unsigned long long)d.id.dev,
+					 (unsigned long long)d.id.ino, (long long)d.id.ctime_sec, (long long)d.id.ctime_nsec);
 				/* A record of an earlier placeholder that is gone is
 				 * replaced. */
 				if (symlink(text, d.record) != 0 &&
@@ -853,8 +833,8 @@ static void name_placeholders(struct se_runner *s)
 				continue;
 			for (int j = 0; j < s->nph; j++) {
 				if (strcmp(s->ph[j].path, paths[k]) == 0) {
-					ids[k]->dev = s->ph[j].dev;
-					ids[k]->ino = s->ph[j].ino;
+					ids[k]->dev = s->ph[j].id.dev;
+					ids[k]->ino = s->ph[j].id.ino;
 				}
 			}
 		}
@@ -1234,10 +1214,7 @@ static int start_guardian(struct se_runner *s)
 				const char *slash = strrchr(s->ph[j].path, '/');
 				phs[k].name = bump_str(&b, slash ? slash + 1 : s->ph[j].path);
 				phs[k].record = bump_str(&b, s->ph[j].record);
-				phs[k].dev = s->ph[j].dev;
-				phs[k].ino = s->ph[j].ino;
-				phs[k].ctime_sec = s->ph[j].ctime_sec;
-				phs[k].ctime_nsec = s->ph[j].ctime_nsec;
+				phs[k].id = s->ph[j].id;
 				k++;
 			}
 			locks[i].ph = phs;

@@ -1891,19 +1891,22 @@ static long se_unlink(const char *path)
 	return SYS3(SYS_unlinkat, AT_FDCWD, path, 0);
 }
 
-/* se_remove_placeholder removes ph from the directory open at dir if it is
- * still the directory recorded, and drops its record unless the directory
- * is still there and ours. By its one name in the directory the claim
- * took: never by a path, which a program in another run could lead
- * elsewhere meanwhile. */
-static void se_remove_placeholder(int dir, const struct se_guard_ph *ph)
+int se_ph_matches(const struct se_ph_id *id, const struct stat *st)
+{
+	return S_ISDIR(st->st_mode) && (uint64_t)st->st_dev == id->dev && (uint64_t)st->st_ino == id->ino &&
+	       (int64_t)st->st_ctim.tv_sec == id->ctime_sec && (int64_t)st->st_ctim.tv_nsec == id->ctime_nsec;
+}
+
+/* By its one name in the directory the claim took: never by a path, which
+ * a program in another run could lead elsewhere meanwhile. System calls
+ * only, for the guardian (no libc there). */
+void se_remove_placeholder(int dir, const struct se_guard_ph *ph)
 {
 	struct stat st;
 	long ret = SYS4(SYS_newfstatat, dir, ph->name, &st, AT_SYMLINK_NOFOLLOW);
 	if (ret < 0 && ret != -ENOENT)
 		return;
-	if (ret == 0 && S_ISDIR(st.st_mode) && st.st_dev == ph->dev && st.st_ino == ph->ino &&
-	    st.st_ctim.tv_sec == ph->ctime_sec && st.st_ctim.tv_nsec == ph->ctime_nsec) {
+	if (ret == 0 && se_ph_matches(&ph->id, &st)) {
 		ret = SYS3(SYS_unlinkat, dir, ph->name, AT_REMOVEDIR);
 		if (ret < 0 && ret != -ENOENT && ret != -ENOTEMPTY)
 			return;

@@ -12,6 +12,7 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Steps, in the order the child runs them; reported on failure. */
@@ -291,11 +292,18 @@ struct se_init {
 /* A guardian outlives a supervisor killed with SIGKILL and cleans up after
  * it: see se_guard_main in stage.c. Everything it reads lives in memory the
  * guardian owns (mapped, never freed); Go decided all of it. */
+/* A placeholder's identity as its record keeps it: a directory with that
+ * name is the placeholder the claim made only while all four match
+ * (se_ph_matches); anything else there is the user's. */
+struct se_ph_id {
+	uint64_t dev, ino;
+	int64_t ctime_sec, ctime_nsec;
+};
+
 struct se_guard_ph {
 	const char *name;   /* a placeholder directory, in its lock's parent_fd */
 	const char *record; /* its record, unlinked once the directory is gone or no longer the one recorded */
-	uint64_t dev, ino;
-	int64_t ctime_sec, ctime_nsec;
+	struct se_ph_id id;
 };
 
 struct se_guard_lock {
@@ -362,6 +370,15 @@ struct se_rm_level {
 	long long resume;
 	char name[256];
 };
+
+/* se_ph_matches says whether st (lstat's) is the placeholder id names. */
+int se_ph_matches(const struct se_ph_id *id, const struct stat *st);
+
+/* se_remove_placeholder removes ph from the directory open at dir if it is
+ * still the placeholder recorded, and drops its record once that directory
+ * is gone or is not the one recorded. The runner's release, the sweep and
+ * the guardian all remove with it. */
+void se_remove_placeholder(int dir, const struct se_guard_ph *ph);
 
 /* se_remove_tmp removes everything in the directory open at fd (path), then
  * the directory itself while path still names it, then record (when not
