@@ -126,8 +126,10 @@ type UserManager struct {
 }
 
 // DefaultTrialTimeout bounds each of doctor's namespace trials when
-// Options.TrialTimeout is zero.
-const DefaultTrialTimeout = 150 * time.Millisecond
+// Options.TrialTimeout is zero. A trial answers in milliseconds; the bound
+// is for a clone that hangs, and is long enough that a busy host is not
+// reported as one that cannot make the namespace.
+const DefaultTrialTimeout = 2 * time.Second
 
 // managerTimeout bounds doctor's exchange with the user's manager.
 const managerTimeout = 3 * time.Second

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -58,8 +59,11 @@ func TestDoctor(t *testing.T) {
 	if rep.OK != whole || (r.code == 0) != whole {
 		t.Errorf("ok %v, exit %d, strict items whole %v", rep.OK, r.code, whole)
 	}
+	// The text's own run: its exit status agrees with its last line (a
+	// second run, not the same answer as the first's on a busy host).
 	text := run(t, runOpts{}, "doctor")
-	if text.code != r.code || text.stdout == "" || text.stderr != "" {
+	whole = strings.HasSuffix(text.stdout, "every part of the strict model is available\n")
+	if (text.code == 0) != whole || (text.code != 0 && text.code != 1) || text.stderr != "" {
 		t.Errorf("doctor: %v", text)
 	}
 }
