@@ -289,9 +289,6 @@ struct se_init {
 	volatile int nudged;
 };
 
-/* A guardian outlives a supervisor killed with SIGKILL and cleans up after
- * it: see se_guard_main in stage.c. Everything it reads lives in memory the
- * guardian owns (mapped, never freed); Go decided all of it. */
 /* A placeholder's identity as its record keeps it: a directory with that
  * name is the placeholder the claim made only while all four match
  * (se_ph_matches); anything else there is the user's. */
@@ -300,6 +297,9 @@ struct se_ph_id {
 	int64_t ctime_sec, ctime_nsec;
 };
 
+/* A guardian outlives a supervisor killed with SIGKILL and cleans up after
+ * it: see se_guard_main in stage.c. Everything it reads lives in memory the
+ * guardian owns (mapped, never freed); Go decided all of it. */
 struct se_guard_ph {
 	const char *name;   /* a placeholder directory, in its lock's parent_fd */
 	const char *record; /* its record, unlinked once the directory is gone or no longer the one recorded */
