@@ -299,7 +299,11 @@ struct se_ph_id {
 
 /* A guardian outlives a supervisor killed with SIGKILL and cleans up after
  * it: see se_guard_main in stage.c. Everything it reads lives in memory the
- * guardian owns (mapped, never freed); Go decided all of it. */
+ * guardian owns (mapped, never freed); Go decided all of it.
+ *
+ * se_guard_ph is a placeholder to remove: the guardian's list holds them,
+ * and the runner's release and the sweep make one per record they read
+ * (se_remove_placeholder). */
 struct se_guard_ph {
 	const char *name;   /* a placeholder directory, in its lock's parent_fd */
 	const char *record; /* its record, unlinked once the directory is gone or no longer the one recorded */
