@@ -193,6 +193,7 @@ func (m *Mediator) mediate(c *seccomp.Call) answer {
 	}
 	s0, s1 := sides[0], sides[1]
 	var err error
+	follow := false
 	st.thread.Do(func() {
 		switch cl.op {
 		case opMkdir:
@@ -212,9 +213,24 @@ func (m *Mediator) mediate(c *seccomp.Call) answer {
 			}
 			err = unix.Renameat2(s0.parent, s0.name, s1.parent, s1.name, uint(cl.flags))
 		case opLink:
-			err = unix.Linkat(s0.parent, s0.name, s1.parent, s1.name, int(cl.flags&unix.AT_SYMLINK_FOLLOW))
+			// The thread's rights cover the whole root, protected
+			// names included: it never follows a link to what it
+			// links (a link to .git/config would give the program a
+			// writable name for it). A symbolic link to be followed
+			// is the kernel's to follow, as the program's; one put
+			// in place after this look is linked itself.
+			var pre unix.Stat_t
+			if cl.flags&unix.AT_SYMLINK_FOLLOW != 0 && unix.Fstatat(s0.parent, s0.bare, &pre, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+				pre.Mode&unix.S_IFMT == unix.S_IFLNK {
+				follow = true
+				return
+			}
+			err = unix.Linkat(s0.parent, s0.name, s1.parent, s1.name, 0)
 		}
 	})
+	if follow {
+		return carryOn
+	}
 	if err != nil {
 		return fail(errnoOf(err))
 	}
