@@ -138,7 +138,8 @@ const (
 	// any name but a protected one.
 	top
 	// beneath an entry of a split directory made or moved there during
-	// the run: the Mediator carries the call out.
+	// the run, under a name that is not protected: the Mediator carries
+	// the call out.
 	managed
 	// a protected entry or beneath one: the program's rules refuse.
 	protected
@@ -174,6 +175,8 @@ func (s *state) where(p int) (place, *Dir) {
 				return protected, nil
 			case s.isGranted(child):
 				return granted, d
+			case protectedNow(cur, d, child):
+				return protected, nil
 			}
 			return managed, d
 		}
@@ -195,6 +198,21 @@ func (s *state) where(p int) (place, *Dir) {
 		cur, owned, child = up, true, k
 	}
 	return outside, nil
+}
+
+// protectedNow reports whether the entry child of the split directory dir
+// (d) has one of d's protected names now: one that appeared during the run
+// (a host's git init, another run's placeholder) has no rule of the
+// program's, like an entry the program made, but it is not the program's
+// to fill.
+func protectedNow(dir int, d *Dir, child key) bool {
+	for _, name := range d.Names {
+		var st unix.Stat_t
+		if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && keyOf(&st) == child {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *state) isGranted(k key) bool {

@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestLinkThroughASymlinkTakesNoProtectedFile: a hard link the supervisor
@@ -51,5 +53,64 @@ echo done`
 				}
 			})
 		}
+	}
+}
+
+// TestProtectedNameMadeDuringTheRunIsProtected: in Landlock-only mode, a
+// protected name that appears at a split root's top level while the
+// program runs (a host `git init`, another run's placeholder) is as
+// protected as one that was there at the start: the program cannot write
+// beneath it. The supervisor took an entry it had not seen at its first
+// call for one the program had made, and wrote beneath it for the program.
+func TestProtectedNameMadeDuringTheRunIsProtected(t *testing.T) {
+	for _, u := range isoAnyUser(t) {
+		t.Run(u.name, func(t *testing.T) {
+			w := isoWorkspace(t, u)
+			chownTree(w, u)
+			// The program makes a file first (the supervisor's first
+			// call), says it is ready, and waits (a minute at most) for
+			// the test to make .git/hooks and .vtcode.
+			script := `echo x > first.txt && echo > ready
+i=0; while [ ! -d .git/hooks ] || [ ! -d .vtcode ]; do i=$((i+1)); [ $i -gt 1200 ] && echo "gave up" && exit 1; sleep 0.05; done
+echo hook > .git/hooks/pre-commit 2>/dev/null && echo "wrote a hook"
+echo cfg > .git/config 2>/dev/null && echo "wrote .git/config"
+echo s > .vtcode/settings.toml 2>/dev/null && echo "wrote .vtcode/settings.toml"
+mkdir .vtcode/d 2>/dev/null && echo "made .vtcode/d"
+echo done`
+			done := make(chan result, 1)
+			go func() {
+				done <- isoRun(t, w, u, "landlock", runOpts{}, "/bin/sh", "-c", script)
+			}()
+			ready := filepath.Join(w.root, "ready")
+			for {
+				if _, err := os.Stat(ready); err == nil {
+					break
+				}
+				select {
+				case r := <-done:
+					t.Fatalf("the program ended before it was ready: %v", r)
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+			for _, d := range []string{".git/hooks", ".vtcode"} {
+				if err := os.MkdirAll(filepath.Join(w.root, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if u.cred != nil {
+				for _, p := range []string{".git", ".git/hooks", ".vtcode"} {
+					_ = os.Lchown(filepath.Join(w.root, p), int(u.cred.Uid), int(u.cred.Gid))
+				}
+			}
+			r := <-done
+			if r.code != 0 || r.stdout != "done\n" {
+				t.Errorf("want only done: %v", r)
+			}
+			for _, p := range []string{".git/hooks/pre-commit", ".git/config", ".vtcode/settings.toml", ".vtcode/d"} {
+				if _, err := os.Lstat(filepath.Join(w.root, p)); err == nil {
+					t.Errorf("%s exists after the run", p)
+				}
+			}
+		})
 	}
 }
