@@ -158,6 +158,9 @@ func (m *Mediator) mediate(c *seccomp.Call) answer {
 	for i := 0; i < n; i++ {
 		s := sides[i]
 		if s.place == top && s.dir.protects(s.bare) {
+			if makes(cl.op, i) && s.exists() {
+				return fail(unix.EEXIST) // the kernel's answer, before any check of rights
+			}
 			return m.refuse(c, cl, s)
 		}
 	}
@@ -306,6 +309,25 @@ func (m *Mediator) lookUp(c *seccomp.Call, st *state, tid, dirfd int, addr uint6
 	s.parent = fd
 	s.place, s.dir = st.where(fd)
 	return s, answer{}, false
+}
+
+// makes reports whether side i of an op is the name it makes (mkdir,
+// mknod, symlink, and link's second), which the kernel refuses with EEXIST
+// when it is taken, whatever the caller's rights.
+func makes(op, i int) bool {
+	switch op {
+	case opMkdir, opMknod, opSymlink:
+		return i == 0
+	case opLink:
+		return i == 1
+	}
+	return false
+}
+
+// exists reports whether s's name is taken (a link not followed).
+func (s *side) exists() bool {
+	var st unix.Stat_t
+	return unix.Fstatat(s.parent, s.bare, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
 }
 
 // refuse answers a call that would make, remove, rename or replace a

@@ -45,6 +45,9 @@ func (m *Mediator) open(c *seccomp.Call, st *state, tid int, cl call) answer {
 	switch s.place {
 	case top:
 		if !tmpfile && s.dir.protects(s.bare) {
+			if flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL && s.exists() {
+				return fail(unix.EEXIST) // the kernel's answer, before any check of rights
+			}
 			return m.refuse(c, cl, s)
 		}
 	case managed:

@@ -114,3 +114,30 @@ echo done`
 		})
 	}
 }
+
+// TestTakenProtectedNameIsEEXIST: making a protected name that exists
+// (mkdir .git, an O_EXCL create, a symbolic or hard link onto it) fails
+// with EEXIST in both modes, as the kernel answers before it checks rights:
+// tools that make a directory unless it exists (node's mkdirSync with
+// recursive, Python's makedirs) take EEXIST as "there" and failed on the
+// EACCES Landlock-only mode gave.
+func TestTakenProtectedNameIsEEXIST(t *testing.T) {
+	users := isoAnyUser(t)
+	for i, u := range users {
+		for _, mode := range shortLayouts(i, len(users), fsModes...) {
+			t.Run(u.name+"/"+mode, func(t *testing.T) {
+				w := newWorkspace(t)
+				gitRepo(t, w)
+				chownTree(w, u)
+				script := `P=` + probe + `
+echo x > top.txt
+for op in "mkdir .git" "create .git" "symlink top.txt .git" "link top.txt .git"; do "$P" $op; done
+echo done`
+				r := gitCommitRun(t, w, u, mode, "off", nil, script)
+				if want := strings.Repeat("EEXIST\n", 4) + "done\n"; r.code != 0 || r.stdout != want {
+					t.Errorf("want %q: %v", want, r)
+				}
+			})
+		}
+	}
+}
