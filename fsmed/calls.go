@@ -187,24 +187,29 @@ func (m *Mediator) mediate(c *seccomp.Call) answer {
 		}
 		target = t
 	}
-	var umask uint32
+	s0, s1 := sides[0], sides[1]
+	var perm uint32
+	var fix bool
 	if cl.op == opMkdir || cl.op == opMknod {
-		umask = umaskOf(tid)
+		perm, fix = st.modeFor(tid, s0.parent, cl.mode&0o7777)
 	}
 	if !c.Valid() {
 		return fail(unix.ESRCH)
 	}
-	s0, s1 := sides[0], sides[1]
 	var err error
 	follow := false
 	st.thread.Do(func() {
 		switch cl.op {
 		case opMkdir:
-			err = unix.Mkdirat(s0.parent, s0.name, cl.mode&0o7777&^umask)
-			st.fixMode(s0.parent, s0.name, cl.mode&0o7777&^umask, err)
+			err = unix.Mkdirat(s0.parent, s0.name, perm)
+			if err == nil && fix {
+				fixMode(s0.parent, s0.name, perm)
+			}
 		case opMknod:
-			err = unix.Mknodat(s0.parent, s0.name, cl.mode&^umask, int(cl.dev))
-			st.fixMode(s0.parent, s0.name, cl.mode&0o7777&^umask, err)
+			err = unix.Mknodat(s0.parent, s0.name, cl.mode&unix.S_IFMT|perm, int(cl.dev))
+			if err == nil && fix {
+				fixMode(s0.parent, s0.name, perm)
+			}
 		case opUnlink:
 			st.forget(s0.parent, s0.bare)
 			err = unix.Unlinkat(s0.parent, s0.name, int(cl.flags&unix.AT_REMOVEDIR))
@@ -383,11 +388,13 @@ func gitRefusal(cl call, sides []*side) (unix.Errno, string) {
 	return 0, ""
 }
 
-// fixMode gives an entry just made the mode the program's umask gives it
-// where the supervisor's is stricter (the kernel applied both).
-func (st *state) fixMode(dir int, name string, want uint32, err error) {
-	if err == nil && want&^st.umask != want {
-		_ = unix.Fchmodat(dir, name, want, 0)
+// fixMode gives an entry just made the permissions perm, where the
+// supervisor's umask took more away than the program's: the set-group-ID
+// bit a directory took from its parent stays, as the kernel gave it.
+func fixMode(dir int, name string, perm uint32) {
+	var now unix.Stat_t
+	if unix.Fstatat(dir, name, &now, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		_ = unix.Fchmodat(dir, name, perm|now.Mode&unix.S_ISGID, 0)
 	}
 }
 

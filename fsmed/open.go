@@ -55,14 +55,13 @@ func (m *Mediator) open(c *seccomp.Call, st *state, tid int, cl call) answer {
 		return carryOn
 	}
 	create := flags&unix.O_CREAT != 0 || tmpfile
-	var umask uint32
+	want, fix := mode&0o7777, false
 	if create {
-		umask = umaskOf(tid)
+		want, fix = st.modeFor(tid, s.parent, want)
 	}
 	if !c.Valid() {
 		return fail(unix.ESRCH)
 	}
-	want := mode & 0o7777 &^ umask
 	fd, missing, special := -1, false, false
 	var err error
 	st.thread.Do(func() {
@@ -85,7 +84,7 @@ func (m *Mediator) open(c *seccomp.Call, st *state, tid int, cl call) answer {
 		}
 		fd, err = unix.Openat2(s.parent, s.name, &unix.OpenHow{Flags: oflags, Mode: uint64(want),
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
-		if err == nil && create && missing && want&^st.umask != want {
+		if err == nil && create && missing && fix {
 			_ = unix.Fchmod(fd, want)
 		}
 	})

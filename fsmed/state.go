@@ -233,6 +233,20 @@ func (s *state) forget(p int, name string) {
 	s.mu.Unlock()
 }
 
+// modeFor gives the permissions an entry made in the directory dir for
+// thread tid gets, as the kernel would give them to the program: perm less
+// the thread's umask, or perm whole where dir has a default ACL (the
+// kernel then applies the ACL and no umask). fix says that the
+// supervisor's own umask, which the kernel applies to the entry the thread
+// makes, takes away more: fixMode must put the permissions right.
+func (st *state) modeFor(tid, dir int, perm uint32) (want uint32, fix bool) {
+	if n, err := unix.Getxattr("/proc/self/fd/"+strconv.Itoa(dir), "system.posix_acl_default", nil); err == nil && n > 0 {
+		return perm, false
+	}
+	want = perm &^ umaskOf(tid)
+	return want, want&^st.umask != want
+}
+
 // umaskOf reads thread tid's umask (Linux 4.7 and later); 022 where it
 // cannot be read.
 func umaskOf(tid int) uint32 {

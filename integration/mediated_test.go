@@ -1,6 +1,7 @@
 package integration
 
 import (
+	bin "encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,6 +139,60 @@ echo done`
 					t.Errorf("want %q: %v", want, r)
 				}
 			})
+		}
+	}
+}
+
+// TestEntriesMadeForTheProgramGetTheKernelsModes: a directory, file or
+// FIFO the supervisor makes at a split root's top level (Landlock-only
+// mode) gets the mode the kernel gives one the program makes: a
+// directory keeps the set-group-ID bit of its parent, and where the parent
+// has a default ACL the ACL applies instead of the umask. The supervisor
+// took the program's umask away itself and then chmod'ed, which cleared
+// the bit and put the umask over the ACL. Both modes, root and nobody.
+func TestEntriesMadeForTheProgramGetTheKernelsModes(t *testing.T) {
+	// A default ACL of user::rwx, group::rwx, other::r-x, as
+	// system.posix_acl_default holds it: a version, then (tag, perm, id)
+	// entries in the order of their tags.
+	acl := []byte{2, 0, 0, 0}
+	for _, e := range [][2]uint16{{0x01, 7}, {0x04, 7}, {0x20, 5}} {
+		acl = bin.LittleEndian.AppendUint16(acl, e[0])
+		acl = bin.LittleEndian.AppendUint16(acl, e[1])
+		acl = bin.LittleEndian.AppendUint32(acl, 0xffffffff)
+	}
+	cases := []struct {
+		name, umask, want string
+		set               func(t *testing.T, dir string)
+	}{
+		{"setgid", "002", "2775 d\n664 f\n664 p\n", func(t *testing.T, dir string) {
+			if err := os.Chmod(dir, 0o2775|os.ModeSetgid); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"acl", "077", "775 d\n664 f\n664 p\n", func(t *testing.T, dir string) {
+			if err := syscall.Setxattr(dir, "system.posix_acl_default", acl, 0); err == syscall.EOPNOTSUPP {
+				t.Skipf("%s: no POSIX ACLs on its filesystem", dir)
+			} else if err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	users := isoAnyUser(t)
+	for i, u := range users {
+		for _, mode := range shortLayouts(i, len(users), fsModes...) {
+			for _, c := range cases {
+				t.Run(u.name+"/"+mode+"/"+c.name, func(t *testing.T) {
+					w := newWorkspace(t)
+					gitRepo(t, w)
+					chownTree(w, u)
+					c.set(t, w.root)
+					script := "umask " + c.umask + "; mkdir d && echo x > f && mkfifo p && stat -c '%a %n' d f p"
+					r := gitCommitRun(t, w, u, mode, "off", nil, script)
+					if r.code != 0 || r.stdout != c.want {
+						t.Errorf("want %q: %v", c.want, r)
+					}
+				})
+			}
 		}
 	}
 }
