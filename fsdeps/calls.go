@@ -421,38 +421,64 @@ type NoFollowFile struct {
 	Data []byte
 }
 
-// ReadNoFollow opens path as the decision's careful readers do (O_RDONLY,
-// O_NONBLOCK, O_NOFOLLOW: a symlink as the last component fails with
-// ELOOP, a FIFO or device never blocks), and reads it when it is a regular
-// file, at most max+1 bytes (max < 0: all of it). Recorded: the open's
-// errno; for a file that is not regular, its Info (checked as an lstat);
-// for a regular one, as ReadFile's (with the last component not followed).
+// ReadNoFollow reads path as the decision's careful readers do: the last
+// component not followed (a symbolic link there fails with ELOOP), and
+// only a regular file opened for reading. The path is opened O_PATH first
+// and looked at: opening a FIFO or a device has effects of its own (a
+// writer waiting on a FIFO goes on, a driver runs), and what a program
+// may write names such files (a git include). A regular file is then
+// opened through that descriptor (its /proc/self/fd link, so it is the file
+// looked at) and read, at most max+1 bytes (max < 0: all of it). Recorded:
+// the open's errno, as an open for reading would give it; for a file that
+// is not regular, its Info (checked as an lstat); for a regular one, as
+// ReadFile's (with the last component not followed).
 func ReadNoFollow(path string, max int) (NoFollowFile, error) {
 	var out NoFollowFile
 	before := now()
-	var fd int
-	err := retryEINTR(func() (err error) {
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		return err
-	})
-	if err != nil {
+	failed := func(err error) (NoFollowFile, error) {
 		if canRecord("open", path) {
 			record(Dep{Kind: byPrefix(path), Flags: FlagNoFollow, Path: path, Errno: errnoOf(err)})
 		}
 		return out, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer unix.Close(fd)
+	var pfd int
+	err := retryEINTR(func() (err error) {
+		pfd, err = unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return failed(err)
+	}
+	defer unix.Close(pfd)
 	var st unix.Stat_t
-	if err := retryEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+	if err := retryEINTR(func() error { return unix.Fstat(pfd, &st) }); err != nil {
 		Taint("fsdeps: fstat " + path + ": " + err.Error())
 		return out, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
-	out.Info = infoOf(&st)
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		// Opened without following: the same answer as lstat's.
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return failed(unix.ELOOP) // what an open with O_NOFOLLOW says
+	case unix.S_IFREG:
+	default:
+		// Looked at without following: the same answer as lstat's.
+		out.Info = infoOf(&st)
 		statDep(KindLstat, "open", path, &st, nil)
 		return out, nil
 	}
+	var fd int
+	err = retryEINTR(func() (err error) {
+		fd, err = unix.Open("/proc/self/fd/"+itoa(pfd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err == unix.ENOENT {
+		Taint("fsdeps: reopen " + path + " through /proc/self/fd: " + err.Error())
+		return out, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	if err != nil {
+		return failed(err) // no right to read it
+	}
+	defer unix.Close(fd)
+	out.Info = infoOf(&st)
 	out.Size = st.Size
 	data, rerr := readAll(fd, max, st.Size)
 	if rerr != nil {

@@ -1,11 +1,14 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"unsafe"
 )
 
 // gitKeyLayout is a repository whose git configuration makes git run (or
@@ -228,4 +231,78 @@ func TestGitConfigEditedBetweenRuns(t *testing.T) {
 	if got := readFile(t, fsm); got != "#!/bin/sh\nexit 0\n" {
 		t.Errorf("%s: %q", fsm, got)
 	}
+}
+
+// TestGitIncludesAreLookedAtNotOpened: the helper reads the git
+// configuration a program can write (.git/config) to find what git runs,
+// includes too; a FIFO an include names is looked at, never opened (nor
+// a device: opening one has effects of its own, and a writer waiting on a
+// FIFO goes on when a reader comes). Both where Go decides and where the
+// warm path checks what a stored decision read (C): an include missing at
+// the decision, a FIFO at the next run.
+func TestGitIncludesAreLookedAtNotOpened(t *testing.T) {
+	w := newWorkspace(t)
+	gitRepo(t, w)
+	dir := t.TempDir()
+	now, later := filepath.Join(dir, "now"), filepath.Join(dir, "later")
+	if err := syscall.Mkfifo(now, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(w.root, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(f, "[include]\n\tpath = %s\n\tpath = %s\n", now, later)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(in)
+	names := map[int32]string{}
+	watch := func(p string) {
+		// A close is an open's trace on every kernel (an O_PATH
+		// descriptor's open made an event before 6.5, its close never).
+		wd, err := syscall.InotifyAddWatch(in, p, syscall.IN_CLOSE_WRITE|syscall.IN_CLOSE_NOWRITE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names[int32(wd)] = p
+	}
+	opened := func(when string) {
+		var buf [4096]byte
+		n, err := syscall.Read(in, buf[:])
+		if err == syscall.EAGAIN {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := 0; off+syscall.SizeofInotifyEvent <= n; {
+			e := (*syscall.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			t.Errorf("%s: %s was opened", when, names[e.Wd])
+			off += syscall.SizeofInotifyEvent + int(e.Len)
+		}
+	}
+	watch(now)
+	pol := wsPolicy(t, w.root)
+	settle()
+	if r, _ := warmRunStored(t, w, pol, "true"); r.code != 0 {
+		t.Fatalf("first run: %v", r)
+	}
+	opened("the first run")
+	if err := syscall.Mkfifo(later, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	watch(later)
+	settle()
+	if r, _ := warmRun(t, w, pol, nil, "true"); r.code != 0 {
+		t.Fatalf("second run: %v", r)
+	}
+	opened("the second run")
 }

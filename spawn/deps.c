@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -192,19 +193,47 @@ static int se_check_readlink(const struct se_dep *d, const char *path)
 	return SE_DEPS_OK;
 }
 
-/* se_open_failed checks a recorded failure to open: it must fail alike. */
+/* se_open_failed checks a recorded failure to open with flags: it must
+ * fail alike. The path is opened O_PATH first and looked at, and only a
+ * regular file or a directory is then opened as flags say (through its
+ * /proc/self/fd link, so it is the file looked at): opening a FIFO or a
+ * device has effects of its own, and a program may have put one where a
+ * git include points. Anything else there now is a change. */
 static int se_open_failed(const struct se_dep *d, const char *path, int flags)
 {
-	int fd;
+	char link[32];
+	struct stat st;
+	int fd, rfd, err;
 
 	do
-		fd = open(path, flags);
+		fd = open(path, O_PATH | O_CLOEXEC | (flags & (O_NOFOLLOW | O_DIRECTORY)));
 	while (fd < 0 && errno == EINTR);
-	if (fd >= 0) {
+	if (fd < 0)
+		return se_failed(d, errno);
+	if (fstat(fd, &st) != 0) {
 		close(fd);
+		return SE_DEPS_IO;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		close(fd);
+		return se_failed(d, ELOOP); /* what O_NOFOLLOW says of a link */
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		close(fd);
+		return SE_DEPS_CHANGED;
+	}
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	do
+		rfd = open(link, flags & ~O_NOFOLLOW);
+	while (rfd < 0 && errno == EINTR);
+	err = errno;
+	close(fd);
+	if (rfd >= 0) {
+		close(rfd);
 		return SE_DEPS_ERRNO;
 	}
-	return se_failed(d, errno);
+	/* ENOENT: the file is there, its link is not (no /proc). */
+	return err == ENOENT ? SE_DEPS_CHANGED : se_failed(d, err);
 }
 
 static int se_read_flags(const struct se_dep *d)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -327,3 +328,43 @@ func BenchmarkDepsCheck(b *testing.B) {
 }
 
 func itoaTest(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10)) }
+
+// TestDepsLookAtAFIFONotOpenIt: a FIFO where a recorded read failed, or
+// where a careful read looks (what a program may have put where a git
+// include points), is looked at, not opened, by the check (C) and by the
+// record (ReadNoFollow): opening one has effects of its own (a writer
+// waiting on it goes on). inotify shows an open by its close, on every
+// kernel (before 6.5 an O_PATH open made an event too, its close never).
+func TestDepsLookAtAFIFONotOpenIt(t *testing.T) {
+	d, b := settledRecord(t, nil, func(d string) { fsdeps.ReadNoFollow(d+"/f", 100) })
+	mustHold(t, b)
+	if err := syscall.Mkfifo(d+"/f", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(in)
+	if _, err := syscall.InotifyAddWatch(in, d+"/f", syscall.IN_CLOSE_WRITE|syscall.IN_CLOSE_NOWRITE); err != nil {
+		t.Fatal(err)
+	}
+	opened := func() bool {
+		var buf [4096]byte
+		n, err := syscall.Read(in, buf[:])
+		return err == nil && n > 0
+	}
+	mustFail(t, b, "a FIFO was made")
+	if opened() {
+		t.Error("the check opened the FIFO")
+	}
+	fsdeps.Reset()
+	t.Cleanup(fsdeps.Reset)
+	f, err := fsdeps.ReadNoFollow(d+"/f", 100)
+	if err != nil || f.Data != nil || f.Info.IsRegular() {
+		t.Errorf("ReadNoFollow of a FIFO: %+v, %v", f, err)
+	}
+	if opened() {
+		t.Error("ReadNoFollow opened the FIFO")
+	}
+}

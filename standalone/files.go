@@ -87,10 +87,16 @@ func load(path string) (File, bool, error) {
 		f.Ignored = why
 		return f, true, nil
 	}
-	data, err := fsdeps.ReadFileAtMost(real, maxFile)
+	// Looked at before it is opened: the file may lie where a program
+	// could have swapped it for a FIFO since untrusted looked.
+	nf, err := fsdeps.ReadNoFollow(real, maxFile)
 	if err != nil {
 		return File{}, false, fmt.Errorf("%s: %w", path, err)
 	}
+	if !nf.Info.IsRegular() {
+		return File{}, false, fmt.Errorf("%s: not a regular file", path)
+	}
+	data := nf.Data
 	if len(data) > maxFile {
 		return File{}, false, fmt.Errorf("%s: larger than %d bytes", path, maxFile)
 	}
