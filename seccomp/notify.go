@@ -120,13 +120,17 @@ func (w *Watcher) respondContinue(id uint64) {
 // connect or a send on a blocking socket): another goroutine takes over
 // receiving notifications, and this one ends once the call is answered.
 // Mediations run on the receiving goroutine until then, which saves a
-// hand-over to another thread on every call that cannot block.
+// hand-over to another thread on every call that cannot block. Stop no
+// longer waits for this one: a send to a queue nobody reads blocks for
+// good, and nothing the run's end does wakes it (the supervisor's copy of
+// the socket keeps it open); the listener stays open until it is answered.
 func (c *Call) Background() {
 	if c.detached {
 		return
 	}
 	c.detached = true
 	c.w.start()
+	c.w.wg.Done()
 }
 
 // Valid reports whether the calling thread still waits for this call's
@@ -155,7 +159,7 @@ type Mediator func(c *Call) (val int64, errno unix.Errno)
 type Watcher struct {
 	fd   int
 	stop [2]int
-	wg   sync.WaitGroup // the receiving goroutines
+	wg   sync.WaitGroup // the receiving goroutines (not those gone to the background)
 	// refs counts the receiving goroutines and the mediations gone to the
 	// background: the listener is closed when the last is done (a
 	// mediation blocked in a connect must not answer on a reused
@@ -261,9 +265,9 @@ func (w *Watcher) loop() {
 				w.respond(n.ID, val, errno)
 			}
 			if c.detached {
-				// Another goroutine receives now (and Stop waits for it).
+				// Another goroutine receives now (and Stop waits for it,
+				// not for this one: Background).
 				receiving = false
-				w.wg.Done()
 				return
 			}
 			continue
@@ -285,8 +289,9 @@ func (w *Watcher) loop() {
 	}
 }
 
-// Stop ends the watcher; the listener is closed once no mediation is in
-// flight. Calls still waiting get ENOSYS from the kernel.
+// Stop ends the watcher: it waits for the receiving goroutines, not for
+// mediations gone to the background; the listener is closed once none is
+// in flight. Calls still waiting get ENOSYS from the kernel.
 func (w *Watcher) Stop() {
 	// Closing the write end wakes every receiver, now and later, with
 	// POLLHUP on the read end.
