@@ -13,8 +13,11 @@ import (
 )
 
 // maxResponseHeaderBytes bounds an upstream response's status line and
-// headers.
-const maxResponseHeaderBytes = 1 << 20
+// headers, each line counted fieldCost bytes more: what one connection's
+// head may take of the supervisor's memory (outside the run's cgroup), a
+// thousand times over with MaxConns. Origins and their proxies send far
+// less (nginx's buffer for a proxied head is 4 or 8 KiB).
+const maxResponseHeaderBytes = 256 << 10
 
 // serveHTTP reads HTTP requests on the connection. A CONNECT request turns
 // the connection into a tunnel. Plain requests (absolute-form URIs) are
@@ -27,10 +30,10 @@ func (cn *conn) serveHTTP() {
 	for {
 		t0 := time.Now()
 		cn.lr.N = int64(cn.p.opts.MaxHeaderBytes) + 4096 // + one buffer of read-ahead
-		req, err := readRequest(cn.br)
+		req, err := readRequest(cn.br, cn.p.opts.MaxHeaderBytes)
 		if err != nil {
 			switch {
-			case cn.lr.N <= 0:
+			case cn.lr.N <= 0 || errors.Is(err, errHeadTooLarge):
 				cn.badRequest("", "request headers too large")
 				cn.replyHTTP(statusHeaderTooLarge, "request headers larger than "+strconv.Itoa(cn.p.opts.MaxHeaderBytes)+" bytes")
 			case isTimeout(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed):
@@ -447,11 +450,11 @@ func (cn *conn) exchange(req *request, up net.Conn, ev *Event) (bool, error) {
 func (cn *conn) finalResponse(upR *bufio.Reader, upLR *io.LimitedReader, cw *bufio.Writer, http11 bool, finish func() error, body *bodyState, remote string) (*response, int64, bool, error) {
 	for {
 		upLR.N = maxResponseHeaderBytes
-		resp, err := readResponseHead(upR)
+		resp, err := readResponseHead(upR, maxResponseHeaderBytes)
 		var length int64
 		var chunked bool
 		switch {
-		case err != nil && upLR.N <= 0:
+		case err != nil && (upLR.N <= 0 || errors.Is(err, errHeadTooLarge)):
 			err = errors.New("response header section larger than " + strconv.Itoa(maxResponseHeaderBytes) + " bytes")
 		case err == nil:
 			length, chunked, err = resp.framing()

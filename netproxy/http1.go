@@ -28,6 +28,7 @@ package netproxy
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net/textproto"
@@ -96,12 +97,90 @@ type request struct {
 
 func (r *request) chunked() bool { return r.contentLength < 0 }
 
+// fieldCost is what a line of a head costs beyond its bytes: net/http's
+// measure of a parsed field (a map entry and its strings). A head's budget
+// is charged with it, so that a head of many tiny fields ("a:\r\n", over
+// and over) does not parse into a map many times its size.
+const fieldCost = 200
+
+// errHeadTooLarge says a head or trailer section went past its budget.
+var errHeadTooLarge = errors.New("header section too large")
+
+// headReader reads a message head from br line by line, within budget
+// bytes (each line charged fieldCost more), and parses its header section
+// only once the whole section has been read within the budget.
+type headReader struct {
+	br     *bufio.Reader
+	budget int
+	buf    []byte
+}
+
+// raw reads one line, with its line end. It returns io.EOF if the
+// connection ended before the line, io.ErrUnexpectedEOF if within it.
+func (h *headReader) raw() ([]byte, error) {
+	start := len(h.buf)
+	for {
+		chunk, err := h.br.ReadSlice('\n')
+		h.budget -= len(chunk)
+		if h.budget < 0 {
+			return nil, errHeadTooLarge
+		}
+		h.buf = append(h.buf, chunk...)
+		switch {
+		case err == nil:
+			if h.budget -= fieldCost; h.budget < 0 {
+				return nil, errHeadTooLarge
+			}
+			return h.buf[start:], nil
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && len(h.buf) > start:
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+}
+
+// line reads the start line, without its line end (CRLF or LF, as
+// textproto's ReadLine takes it).
+func (h *headReader) line() (string, error) {
+	l, err := h.raw()
+	if err != nil {
+		return "", err
+	}
+	l = l[:len(l)-1]
+	if n := len(l); n > 0 && l[n-1] == '\r' {
+		l = l[:n-1]
+	}
+	h.buf = h.buf[:0]
+	return string(l), nil
+}
+
+// header reads a header section to its empty line, then parses it with
+// textproto.
+func (h *headReader) header() (textproto.MIMEHeader, error) {
+	h.buf = h.buf[:0]
+	for {
+		l, err := h.raw()
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(l) == 1 || len(l) == 2 && l[0] == '\r' {
+			break
+		}
+	}
+	return textproto.NewReader(bufio.NewReader(bytes.NewReader(h.buf))).ReadMIMEHeader()
+}
+
 // readRequest reads a request head from br. It returns io.EOF if the
 // connection ended before the first line, io.ErrUnexpectedEOF if it ended
 // within the head, and other errors for malformed requests.
-func readRequest(br *bufio.Reader) (*request, error) {
-	tp := textproto.NewReader(br)
-	line, err := tp.ReadLine()
+func readRequest(br *bufio.Reader, max int) (*request, error) {
+	h := headReader{br: br, budget: max}
+	line, err := h.line()
 	if err != nil {
 		return nil, err
 	}
@@ -131,10 +210,7 @@ func readRequest(br *bufio.Reader) (*request, error) {
 	if authority {
 		req.url.Scheme = ""
 	}
-	if req.header, err = tp.ReadMIMEHeader(); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+	if req.header, err = h.header(); err != nil {
 		return nil, err
 	}
 	for name := range req.header {
@@ -194,9 +270,9 @@ type response struct {
 // readResponseHead reads a status line and header section. Header fields
 // whose names are not tokens are dropped (RFC 9112 §5.1 asks a proxy to
 // repair or remove them).
-func readResponseHead(br *bufio.Reader) (*response, error) {
-	tp := textproto.NewReader(br)
-	line, err := tp.ReadLine()
+func readResponseHead(br *bufio.Reader, max int) (*response, error) {
+	h := headReader{br: br, budget: max}
+	line, err := h.line()
 	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
@@ -223,10 +299,7 @@ func readResponseHead(br *bufio.Reader) (*response, error) {
 		}
 	}
 	resp.reason = reason
-	if resp.header, err = tp.ReadMIMEHeader(); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+	if resp.header, err = h.header(); err != nil {
 		return nil, err
 	}
 	for name := range resp.header {
@@ -595,17 +668,16 @@ func hexVal(c byte) byte {
 func (c *chunkedReader) readTrailer() error {
 	saved := c.lim.N
 	c.lim.N = c.maxTrailer
-	h, err := textproto.NewReader(c.r).ReadMIMEHeader()
-	exhausted := c.lim.N <= 0
+	h := headReader{br: c.r, budget: int(c.maxTrailer)}
+	t, err := h.header()
+	exhausted := c.lim.N <= 0 || errors.Is(err, errHeadTooLarge)
 	c.lim.N = saved
 	switch {
 	case err == nil:
-		c.trailer = h
+		c.trailer = t
 		return nil
 	case exhausted:
 		return errTrailerTooLarge
-	case err == io.EOF:
-		return io.ErrUnexpectedEOF
 	}
 	return err
 }

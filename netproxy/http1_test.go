@@ -60,6 +60,7 @@ func TestChunkedReader(t *testing.T) {
 		{in: "5;" + strings.Repeat("e", 4093) + "\r\nhello\r\n0\r\n\r\n", err: "chunk-size line too long"},
 		{in: "0\r\nBad Header\r\n\r\n", err: "malformed MIME header"},
 		{in: "0\r\nX: " + strings.Repeat("a", 9000) + "\r\n\r\n", err: "trailer section too large"},
+		{in: "0\r\n" + strings.Repeat("A:\r\n", 100) + "\r\n", err: "trailer section too large"},
 		{in: "0\r\nX: a\r\n", err: "unexpected EOF"},
 	} {
 		data, trailer, rest, err := decodeChunked(tc.in, 4096)
@@ -193,7 +194,7 @@ func TestRequestFraming(t *testing.T) {
 		{head: "G\x00T http://a.test/ HTTP/1.1\r\n\r\n", err: "invalid method"},
 		{head: "GET http://a.test/\x01 HTTP/1.1\r\n\r\n", err: "invalid control character"},
 	} {
-		req, err := readRequest(bufio.NewReader(strings.NewReader(tc.head)))
+		req, err := readRequest(bufio.NewReader(strings.NewReader(tc.head)), DefaultMaxHeaderBytes)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%q: %v, want %q", tc.head, err, tc.err)
@@ -236,7 +237,7 @@ func TestResponseHead(t *testing.T) {
 		{head: "HTTP/1.1\r\n\r\n", err: "malformed status line"},
 		{head: "HTTP/1.1 200 OK\r\nX: a\x00b\r\n\r\n", err: "malformed MIME header"},
 	} {
-		resp, err := readResponseHead(bufio.NewReader(strings.NewReader(tc.head)))
+		resp, err := readResponseHead(bufio.NewReader(strings.NewReader(tc.head)), maxResponseHeaderBytes)
 		var n int64
 		var chunked bool
 		if err == nil {
@@ -252,7 +253,7 @@ func TestResponseHead(t *testing.T) {
 			t.Errorf("%q: %v %+v n=%d chunked=%v", tc.head, err, resp, n, chunked)
 		}
 	}
-	if _, err := readResponseHead(bufio.NewReader(strings.NewReader(""))); !errors.Is(err, io.ErrUnexpectedEOF) {
+	if _, err := readResponseHead(bufio.NewReader(strings.NewReader("")), maxResponseHeaderBytes); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("empty response: %v", err)
 	}
 }
@@ -299,5 +300,22 @@ func TestHostHeader(t *testing.T) {
 		if got := hostHeader(in); got != want {
 			t.Errorf("hostHeader(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestHeadFieldsAreCharged: a head's budget is charged for each line beyond
+// its bytes, so a head of many tiny fields, small in bytes, is refused
+// before it is parsed into a map many times its size.
+func TestHeadFieldsAreCharged(t *testing.T) {
+	tiny := strings.Repeat("A:\r\n", 2000) + "\r\n" // 8 KB, 2000 fields
+	if _, err := readRequest(bufio.NewReader(strings.NewReader("GET http://a.test/ HTTP/1.1\r\n"+tiny)), DefaultMaxHeaderBytes); !errors.Is(err, errHeadTooLarge) {
+		t.Errorf("request of 2000 tiny fields: %v", err)
+	}
+	if _, err := readResponseHead(bufio.NewReader(strings.NewReader("HTTP/1.1 200 OK\r\n"+tiny)), 64<<10); !errors.Is(err, errHeadTooLarge) {
+		t.Errorf("response of 2000 tiny fields: %v", err)
+	}
+	few := strings.Repeat("A-Field: some value\r\n", 50) + "\r\n"
+	if r, err := readRequest(bufio.NewReader(strings.NewReader("GET http://a.test/ HTTP/1.1\r\n"+few)), DefaultMaxHeaderBytes); err != nil || len(r.header["A-Field"]) != 50 {
+		t.Errorf("request of 50 fields: %v", err)
 	}
 }

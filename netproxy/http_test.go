@@ -241,6 +241,8 @@ func TestHTTPBadRequests(t *testing.T) {
 		{"GET http://web.test:0/ HTTP/1.1\r\n\r\n", 400, "invalid port"},
 		{"GET http://web.test:70000/ HTTP/1.1\r\n\r\n", 400, "invalid port"},
 		{"GET http://web.test/ HTTP/1.1\r\nX: " + strings.Repeat("a", 8000) + "\r\n\r\n", 431, "too large"},
+		// 400 bytes, but 100 fields: each costs more parsed than sent.
+		{"GET http://web.test/ HTTP/1.1\r\n" + strings.Repeat("A:\r\n", 100) + "\r\n", 431, "too large"},
 		{"GARBAGE\r\n\r\n", 400, "malformed"},
 		{"GET http://web.test/ HTTP/1.1\r\nBad Header\r\n\r\n", 400, "malformed"},
 		{"GET http://web.test/ HTTP/x.y\r\n\r\n", 400, "malformed"},
@@ -256,7 +258,7 @@ func TestHTTPBadRequests(t *testing.T) {
 			t.Errorf("%q: %d %q, want %d %q", tc.req[:20], resp.StatusCode, body, tc.code, tc.body)
 		}
 	}
-	if s := e.p.Stats(); s.BadRequests != 9 || s.Allowed+s.Refused != 0 {
+	if s := e.p.Stats(); s.BadRequests != 10 || s.Allowed+s.Refused != 0 {
 		t.Errorf("stats %+v", s)
 	}
 }

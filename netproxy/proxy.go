@@ -41,8 +41,9 @@ type Options struct {
 	// IdleTimeout bounds the wait for the next request on a kept-alive HTTP
 	// connection. Default 90s.
 	IdleTimeout time.Duration
-	// MaxHeaderBytes bounds the size of a request's line and headers (and
-	// of a SOCKS5 handshake). Default 64 KiB.
+	// MaxHeaderBytes bounds the size of a request's line and headers, each
+	// line counted 200 bytes more (what a field costs parsed), and of a
+	// SOCKS5 handshake. Default 64 KiB.
 	MaxHeaderBytes int
 	// MaxConns bounds the number of client connections open at once; more
 	// wait in the listen backlog. Default 1024; negative means unlimited.
