@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -111,7 +112,7 @@ const (
 )
 
 // privateRanges names the private ranges, for messages and --explain.
-const privateRanges = "RFC 1918, CGNAT 100.64.0.0/10, unique local fc00::/7"
+const privateRanges = "RFC 1918, CGNAT 100.64.0.0/10, unique local fc00::/7, special-purpose 192.0.0.0/24 and 240.0.0.0/4"
 
 // classifyAddr classifies a by its range, and names the range. Whether it
 // is an address of one of the host's interfaces is the kernel's to say, at
@@ -131,8 +132,10 @@ func classifyAddr(a netip.Addr) (addrClass, string) {
 		return classInternal, "link-local"
 	case a.Is4() && a.As4()[0] == 0:
 		return classInternal, "\"this network\" (0.0.0.0/8)"
-	case a == awsMetadataV6:
+	case slices.Contains(metadataAddrs, a):
 		return classInternal, "cloud metadata"
+	case a.Is4() && (ietfProtocol.Contains(a) || reserved4.Contains(a)):
+		return classPrivate, "special-purpose (192.0.0.0/24, 240.0.0.0/4)"
 	case cgnat.Contains(a):
 		return classPrivate, "CGNAT (100.64.0.0/10)"
 	case a.Is6() && siteLocal.Contains(a):
@@ -146,10 +149,17 @@ func classifyAddr(a netip.Addr) (addrClass, string) {
 }
 
 var (
-	nat64         = netip.MustParsePrefix("64:ff9b::/96")
-	awsMetadataV6 = netip.MustParseAddr("fd00:ec2::254")
-	cgnat         = netip.MustParsePrefix("100.64.0.0/10")
-	siteLocal     = netip.MustParsePrefix("fec0::/10")
+	nat64 = netip.MustParsePrefix("64:ff9b::/96")
+	// metadataAddrs are the cloud platforms' instance metadata and host
+	// services outside the link-local ranges: AWS's IPv6 endpoint,
+	// Azure's WireServer, Alibaba Cloud's and Oracle Cloud Classic's
+	// metadata (a name's answer can be any of them).
+	metadataAddrs = []netip.Addr{netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("168.63.129.16"),
+		netip.MustParseAddr("100.100.100.200"), netip.MustParseAddr("192.0.0.192")}
+	cgnat        = netip.MustParsePrefix("100.64.0.0/10")
+	siteLocal    = netip.MustParsePrefix("fec0::/10")
+	ietfProtocol = netip.MustParsePrefix("192.0.0.0/24")
+	reserved4    = netip.MustParsePrefix("240.0.0.0/4")
 )
 
 // resolveError is a failure to resolve an allowed name.

@@ -30,10 +30,12 @@
 //
 // What a name may reach depends on the entry that matched it (matchKind):
 // a name matched only by a wildcard reaches public addresses only; an exact
-// name reaches private ones (RFC 1918, CGNAT, unique local) too, unless its
-// answer mixes public and private addresses or it resolved to a public one
+// name reaches private ones (RFC 1918, CGNAT, unique local, the
+// special-purpose 192.0.0.0/24 and 240.0.0.0/4) too, unless its answer
+// mixes public and private addresses or it resolved to a public one
 // earlier in the run (rebinding); no name reaches loopback, the unspecified
-// address, link-local (cloud metadata) or 0.0.0.0/8, nor any address the
+// address, link-local (cloud metadata), the cloud metadata addresses
+// outside it (metadataAddrs) or 0.0.0.0/8, nor any address the
 // kernel says is the host's own, asked on each address right before it is
 // dialled, unless the entry is the exact name "localhost" (loopback only).
 // IP literals are allowed only by an entry naming that address, and reach

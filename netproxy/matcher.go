@@ -146,7 +146,7 @@ func exactKind(name string) matchKind {
 
 // reaches is what an entry of kind k lets the proxy connect to, in words.
 func (k matchKind) reaches() string {
-	const never = "never the host's own addresses (any of its interfaces', checked on the address dialled when it is dialled), loopback, 0.0.0.0/8, :: or link-local (169.254.0.0/16, fe80::/10)"
+	const never = "never the host's own addresses (any of its interfaces', checked on the address dialled when it is dialled), loopback, 0.0.0.0/8, :: link-local (169.254.0.0/16, fe80::/10) or the cloud metadata addresses outside it (fd00:ec2::254, 168.63.129.16, 100.100.100.200, 192.0.0.192)"
 	switch k {
 	case byLiteral:
 		return "that address only, as the entry names it (an address of the host, loopback or link-local included)"

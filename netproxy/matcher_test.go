@@ -210,13 +210,14 @@ func TestParseInetAton(t *testing.T) {
 
 func TestClassifyAddr(t *testing.T) {
 	for _, s := range []string{"127.0.0.1", "127.255.0.9", "::1", "0.0.0.0", "::", "169.254.169.254", "fe80::1",
-		"::ffff:127.0.0.1", "::ffff:169.254.1.1", "0.1.2.3", "64:ff9b::7f00:1", "fd00:ec2::254", "ff02::1"} {
+		"::ffff:127.0.0.1", "::ffff:169.254.1.1", "0.1.2.3", "64:ff9b::7f00:1", "fd00:ec2::254", "ff02::1",
+		"168.63.129.16", "100.100.100.200", "192.0.0.192", "::ffff:168.63.129.16", "64:ff9b::a83f:8110"} {
 		if c, _ := classifyAddr(netip.MustParseAddr(s)); c != classInternal {
 			t.Errorf("classifyAddr(%s) = %d, want internal", s, c)
 		}
 	}
 	for _, s := range []string{"10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.1.1", "100.64.0.1", "100.127.255.254",
-		"fd00::1", "fc00::1", "fec0::1", "::ffff:10.0.0.1", "64:ff9b::a00:1"} {
+		"fd00::1", "fc00::1", "fec0::1", "::ffff:10.0.0.1", "64:ff9b::a00:1", "192.0.0.8", "240.0.0.1", "250.1.2.3"} {
 		if c, kind := classifyAddr(netip.MustParseAddr(s)); c != classPrivate || kind == "" {
 			t.Errorf("classifyAddr(%s) = %d %q, want private", s, c, kind)
 		}
