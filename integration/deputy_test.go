@@ -372,33 +372,51 @@ func TestSocketLookupAsTheProgram(t *testing.T) {
 // to the socket's own full queue, ends the supervisor's wait when the run
 // ends: the timeout ends the run with 124, and the helper returns. It
 // waited for the send for ever, past the timeout, its run's cgroup and
-// files still there. Both modes, root and nobody (with -short, each user
-// one mode).
+// files still there. "flip": another thread flips O_NONBLOCK meanwhile; a
+// send the supervisor took for non-blocking, once the flag was gone,
+// waited on the goroutine that receives every call. Both modes, root and
+// nobody (with -short, each user one mode).
 func TestBlockedMediatedSendEndsWithTheRun(t *testing.T) {
 	isoNeedTools(t, "python3")
 	limits := `{"max_memory_mb":0,"max_pids":0,"max_disk_mb":0,"cpu_time_secs":0,"timeout_secs":2}`
-	script := `import socket
+	// Blocking sends, and non-blocking ones while another thread flips
+	// O_NONBLOCK on the open file (which the supervisor's copy shares):
+	// a send the supervisor took for non-blocking must not wait once the
+	// flag is gone.
+	script := `import fcntl, os, socket, sys, threading
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind("src/self.sock")
 print("bound", flush=True)
+if sys.argv[1] == "flip":
+    def flip():
+        fl = fcntl.fcntl(s, fcntl.F_GETFL)
+        while True:
+            fcntl.fcntl(s, fcntl.F_SETFL, fl | os.O_NONBLOCK)
+            fcntl.fcntl(s, fcntl.F_SETFL, fl & ~os.O_NONBLOCK)
+    threading.Thread(target=flip, daemon=True).start()
 while True:
-    s.sendto(b"x" * 4096, "src/self.sock")
+    try:
+        s.sendto(b"x" * 4096, "src/self.sock")
+    except BlockingIOError:
+        pass
 `
 	users := isoAnyUser(t)
 	for i, u := range users {
 		for _, mode := range shortLayouts(i, len(users), fsModes...) {
-			t.Run(u.name+"/"+mode, func(t *testing.T) {
-				w := newWorkspace(t)
-				if u.cred != nil {
-					chownPaths(t, int(u.cred.Uid), int(u.cred.Gid), w.root)
-				}
-				args := append(append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--resource-limits", limits},
-					fsOpts(t, mode)...), "--", "python3", "-c", script)
-				r := run(t, runOpts{env: w.env(), dir: w.root, cred: u.cred}, args...)
-				if r.code != 124 || r.stdout != "bound\n" {
-					t.Errorf("want the timeout's 124 after bound: %v", r)
-				}
-			})
+			for _, how := range []string{"block", "flip"} {
+				t.Run(u.name+"/"+mode+"/"+how, func(t *testing.T) {
+					w := newWorkspace(t)
+					if u.cred != nil {
+						chownPaths(t, int(u.cred.Uid), int(u.cred.Gid), w.root)
+					}
+					args := append(append([]string{"--sandbox-policy-cwd", w.root, "--sandbox-policy", wsPolicy(t, w.root), "--resource-limits", limits},
+						fsOpts(t, mode)...), "--", "python3", "-c", script, how)
+					r := run(t, runOpts{env: w.env(), dir: w.root, cred: u.cred}, args...)
+					if r.code != 124 || r.stdout != "bound\n" {
+						t.Errorf("want the timeout's 124 after bound: %v", r)
+					}
+				})
+			}
 		}
 	}
 }

@@ -47,7 +47,11 @@ func (m *Mediator) connect(c *seccomp.Call, t *task) (int64, unix.Errno) {
 		return 0, errno
 	}
 	defer d.close()
-	return m.run(c, d, !t.nonblock, func() (int64, unix.Errno) { return rawConnect(t.sock, d.addr) })
+	// Waited for in the background even on a non-blocking socket: the
+	// program can clear O_NONBLOCK (on the open file the supervisor's copy
+	// shares) once it was looked at, and connect has no flag of its own
+	// that keeps it from waiting.
+	return m.run(c, d, true, func() (int64, unix.Errno) { return rawConnect(t.sock, d.addr) })
 }
 
 // sendto carries out sendto(fd, buf, len, flags, addr, addrlen); the filter
@@ -232,8 +236,13 @@ func (m *Mediator) send(c *seccomp.Call, t *task, addr []byte, p *payload, ctl [
 	flags |= unix.MSG_NOSIGNAL
 	to := d
 	var sent int64
+	wait := !t.nonblock && flags&unix.MSG_DONTWAIT == 0
+	if !wait {
+		// Kept from waiting by the call's own flag: the program can clear
+		// O_NONBLOCK on the open file once it was looked at.
+		flags |= unix.MSG_DONTWAIT
+	}
 	for {
-		wait := !t.nonblock && flags&unix.MSG_DONTWAIT == 0
 		n, errno := m.run(c, to, wait, func() (int64, unix.Errno) {
 			var addr []byte
 			if to != nil {
